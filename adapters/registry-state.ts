@@ -1,0 +1,50 @@
+// The state half of a registry adapter: holds the published snapshot, and on each replacement emits
+// exactly what changed (nothing when nothing did). Adapters compose it rather than re-deriving diffs.
+import { diffSnapshots, EMPTY_SNAPSHOT, type ChangeEvent, type RegistrySnapshot } from '../model/change.js';
+import { Listeners } from '../model/listeners.js';
+import type { RegistryStatus } from './registry.js';
+
+export class RegistryState {
+  private current: RegistrySnapshot = EMPTY_SNAPSHOT;
+  private synced = false;
+  private error: { message: string; at: string } | undefined;
+  private readonly listeners = new Listeners<ChangeEvent>();
+
+  snapshot(): RegistrySnapshot {
+    return this.current;
+  }
+
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
+  /** Publishes a new snapshot, marks the registry synced and healthy, and emits the difference. */
+  replace(next: RegistrySnapshot): void {
+    const change = diffSnapshots(this.current, next);
+    this.current = next;
+    this.synced = true;
+    this.error = undefined;
+    if (change) this.listeners.emit(change);
+  }
+
+  /** Records a failure; the last good snapshot stays published. */
+  fail(error: unknown): void {
+    this.error = { message: error instanceof Error ? error.message : String(error), at: new Date().toISOString() };
+  }
+
+  status(): RegistryStatus {
+    let endpoints = 0;
+    for (const list of this.current.endpoints.values()) endpoints += list.length;
+    return {
+      synced: this.synced,
+      stale: this.error !== undefined && this.synced,
+      ...(this.error && { lastError: this.error.message, lastErrorAt: this.error.at }),
+      services: this.current.services.size,
+      endpoints,
+    };
+  }
+
+  onChange(listener: (event: ChangeEvent) => void): () => void {
+    return this.listeners.add(listener);
+  }
+}

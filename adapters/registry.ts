@@ -1,0 +1,25 @@
+// The contract every service registry adapter (config-dir, mock, consul, zookeeper, kubernetes) fulfils.
+// Adapters are level-triggered: they publish a whole snapshot, and say which hostnames changed.
+import type { ChangeEvent, RegistrySnapshot } from '../model/change.js';
+
+export interface RegistryStatus {
+  readonly synced: boolean;
+  /** Serving a last known good state because the source is failing. */
+  readonly stale: boolean;
+  readonly lastError?: string;
+  readonly lastErrorAt?: string;
+  readonly services: number;
+  readonly endpoints: number;
+}
+
+export interface Registry {
+  /** The name used in `--registries` and in Service.registry. */
+  readonly name: string;
+  /** Begins watching; resolves once the first sync completed (or failed and is being retried). */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  hasSynced(): boolean;
+  snapshot(): RegistrySnapshot;
+  status(): RegistryStatus;
+  onChange(listener: (event: ChangeEvent) => void): () => void;
+}

@@ -1,0 +1,49 @@
+// What a registry or the aggregate says when something changed: which hostnames, and whether only
+// endpoints did (then an EDS-only push suffices).
+import type { Endpoint } from './endpoint.js';
+import type { Service } from './service.js';
+
+export interface ChangeEvent {
+  readonly hostnames: ReadonlySet<string>;
+  readonly endpointsOnly: boolean;
+}
+
+/** Everything one registry currently knows, keyed by hostname. Immutable once published. */
+export interface RegistrySnapshot {
+  readonly services: ReadonlyMap<string, Service>;
+  readonly endpoints: ReadonlyMap<string, readonly Endpoint[]>;
+}
+
+export const EMPTY_SNAPSHOT: RegistrySnapshot = { services: new Map(), endpoints: new Map() };
+
+/** The change between two snapshots, or undefined when they are equal. */
+export function diffSnapshots(prev: RegistrySnapshot, next: RegistrySnapshot): ChangeEvent | undefined {
+  const hostnames = new Set<string>();
+  let serviceChanged = false;
+  for (const host of union(prev.services.keys(), next.services.keys())) {
+    if (!sameJson(prev.services.get(host), next.services.get(host))) {
+      hostnames.add(host);
+      serviceChanged = true;
+    }
+  }
+  for (const host of union(prev.endpoints.keys(), next.endpoints.keys())) {
+    if (!sameJson(prev.endpoints.get(host) ?? [], next.endpoints.get(host) ?? [])) hostnames.add(host);
+  }
+  if (hostnames.size === 0) return undefined;
+  return { hostnames, endpointsOnly: !serviceChanged };
+}
+
+/** Merges events: the union of hostnames; endpoints-only only if every part was. */
+export function mergeChanges(a: ChangeEvent, b: ChangeEvent): ChangeEvent {
+  return { hostnames: new Set([...a.hostnames, ...b.hostnames]), endpointsOnly: a.endpointsOnly && b.endpointsOnly };
+}
+
+function union(a: Iterable<string>, b: Iterable<string>): Set<string> {
+  return new Set([...a, ...b]);
+}
+
+// Registry objects are plain data built in a fixed key order, so JSON equality is structural equality.
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  return JSON.stringify(a) === JSON.stringify(b);
+}
