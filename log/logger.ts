@@ -1,10 +1,10 @@
 // Structured logging (pino, JSON lines on stderr). Components take a child logger with `component` set.
-import { pino, type Logger, type LevelWithSilent } from 'pino';
+import { destination, pino, type LevelWithSilent, type Logger } from 'pino';
 
 export type { Logger } from 'pino';
 
 export function createLogger(level: LevelWithSilent = 'info'): Logger {
-  return pino({ level, base: { pid: process.pid } }, pino.destination({ fd: 2, sync: true }));
+  return pino({ level, base: { pid: process.pid } }, destination({ fd: 2, sync: true }));
 }
 
 /** For tests and library use: discards everything. */

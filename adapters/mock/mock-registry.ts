@@ -1,0 +1,80 @@
+// An in-memory registry, mutable while running (through the admin HTTP API or directly in tests),
+// like Pilot's debug memory registry. Always synced; every mutation publishes a new snapshot.
+import type { Endpoint } from '../../model/endpoint.js';
+import type { Service } from '../../model/service.js';
+import type { ChangeEvent, RegistrySnapshot } from '../../model/change.js';
+import type { Registry, RegistryStatus } from '../registry.js';
+import { RegistryState } from '../registry-state.js';
+
+export class MockRegistry implements Registry {
+  readonly name = 'mock';
+  private readonly state = new RegistryState();
+  private readonly services = new Map<string, Service>();
+  private readonly endpoints = new Map<string, Endpoint[]>();
+
+  async start(): Promise<void> {
+    this.publish();
+  }
+
+  async stop(): Promise<void> {}
+
+  hasSynced(): boolean {
+    return this.state.hasSynced();
+  }
+
+  snapshot(): RegistrySnapshot {
+    return this.state.snapshot();
+  }
+
+  status(): RegistryStatus {
+    return this.state.status();
+  }
+
+  onChange(listener: (event: ChangeEvent) => void): () => void {
+    return this.state.onChange(listener);
+  }
+
+  /** Adds or replaces a service (its endpoints are kept). */
+  putService(service: Omit<Service, 'registry'>): void {
+    this.services.set(service.hostname, { ...service, registry: this.name });
+    this.publish();
+  }
+
+  /** Removes a service and its endpoints; false if there was none. */
+  deleteService(hostname: string): boolean {
+    const existed = this.services.delete(hostname);
+    this.endpoints.delete(hostname);
+    if (existed) this.publish();
+    return existed;
+  }
+
+  /** Replaces every endpoint of a service. */
+  setEndpoints(hostname: string, endpoints: readonly Endpoint[]): void {
+    this.endpoints.set(hostname, [...endpoints]);
+    this.publish();
+  }
+
+  /** Adds an endpoint, replacing one at the same address. */
+  putEndpoint(hostname: string, endpoint: Endpoint): void {
+    const list = (this.endpoints.get(hostname) ?? []).filter((e) => e.address !== endpoint.address);
+    list.push(endpoint);
+    this.endpoints.set(hostname, list);
+    this.publish();
+  }
+
+  /** Removes the endpoint at `address`; false if there was none. */
+  deleteEndpoint(hostname: string, address: string): boolean {
+    const list = this.endpoints.get(hostname) ?? [];
+    const kept = list.filter((e) => e.address !== address);
+    if (kept.length === list.length) return false;
+    this.endpoints.set(hostname, kept);
+    this.publish();
+    return true;
+  }
+
+  private publish(): void {
+    const endpoints = new Map<string, readonly Endpoint[]>();
+    for (const [host, list] of this.endpoints) endpoints.set(host, [...list]);
+    this.state.replace({ services: new Map(this.services), endpoints });
+  }
+}

@@ -1,0 +1,53 @@
+// JSON views for /debug/registryz and /debug/adsz, built from the live objects on each request.
+import type { AggregateDiscovery } from '../aggregate/aggregate-discovery.js';
+import type { AdsServer } from '../xds/ads-server.js';
+import { shortTypeName } from '../xds/type-urls.js';
+
+export function registryz(discovery: AggregateDiscovery): unknown {
+  return {
+    synced: discovery.hasSynced(),
+    registries: discovery.registries.map((r) => {
+      const snap = r.snapshot();
+      return {
+        name: r.name,
+        status: r.status(),
+        services: [...snap.services.values()].map((s) => ({
+          ...s,
+          endpoints: snap.endpoints.get(s.hostname) ?? [],
+        })),
+      };
+    }),
+    conflicts: discovery.conflicts(),
+  };
+}
+
+export function adsz(ads: AdsServer): unknown {
+  return {
+    pushes: ads.pushes,
+    clients: ads.connectionList().map((c) => ({
+      connection: c.id,
+      node: c.proxy?.id ?? null,
+      kind: c.proxy?.kind ?? null,
+      userAgent: c.proxy?.userAgent ?? null,
+      peer: c.peer,
+      connectedAt: c.connectedAt,
+      subscriptions: Object.fromEntries(
+        c.state.watchedTypes().map((typeUrl) => {
+          const s = c.state.typeState(typeUrl);
+          return [
+            shortTypeName(typeUrl),
+            {
+              wildcard: s?.wildcard ?? false,
+              names: [...(s?.names ?? [])],
+              sent: s?.sent ?? null,
+              ackedVersion: s?.ackedVersion ?? null,
+              ackedAt: s?.ackedAt ?? null,
+              lastNack: s?.nack ?? null,
+              nacks: s?.nackCount ?? 0,
+            },
+          ];
+        }),
+      ),
+    })),
+  };
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env node
+// The `portolan` command line.
+import { readFileSync } from 'node:fs';
+import { Command, Option } from 'commander';
+import { createLogger } from '../log/logger.js';
+import { compileServeOptions, OptionError, SERVE_DEFAULTS, type RawServeOptions } from './options.js';
+import { startPortolan } from './serve.js';
+
+const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+
+const program = new Command()
+  .name('portolan')
+  .description('An xDS control plane for VMs and bare metal: Envoy and proxyless gRPC, fed by Consul, ZooKeeper, Kubernetes and YAML.')
+  .showHelpAfterError();
+
+program
+  .command('serve')
+  .description('Run the control plane: watch the registries and serve xDS (ADS) and the admin HTTP API.')
+  .option('--registries <list>', 'comma-separated registries, merged in this order: config, mock', SERVE_DEFAULTS.registries)
+  .option('--config-dir <dir>', 'watched directory of Istio-style YAML/JSON config', SERVE_DEFAULTS.configDir)
+  .option('--data-dir <dir>', 'directory for Portolan state (created if missing)', SERVE_DEFAULTS.dataDir)
+  .option('--xds-addr <host:port>', 'plaintext ADS gRPC listen address (port 0: any free port)', SERVE_DEFAULTS.xdsAddr)
+  .option('--http-addr <host:port>', 'admin HTTP listen address (/ready, /debug/*, mock API)', SERVE_DEFAULTS.httpAddr)
+  .addOption(
+    new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default(SERVE_DEFAULTS.logLevel),
+  )
+  .option('--push-window <duration>', 'changes within this window are merged into one push', SERVE_DEFAULTS.pushWindow)
+  .action(async (raw: RawServeOptions) => {
+    let options;
+    try {
+      options = compileServeOptions(raw);
+    } catch (err) {
+      if (err instanceof OptionError) program.error(`error: ${err.message}`, { exitCode: 2 });
+      throw err;
+    }
+    const logger = createLogger(options.logLevel);
+    let running;
+    try {
+      running = await startPortolan(options, logger);
+    } catch (err) {
+      logger.fatal({ err }, 'portolan failed to start');
+      process.exit(1);
+    }
+    let stopping = false;
+    const shutdown = (signal: string): void => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, 'shutting down');
+      running.stop().then(
+        () => process.exit(0),
+        (err: unknown) => {
+          logger.error({ err }, 'error during shutdown');
+          process.exit(1);
+        },
+      );
+    };
+    process.on('SIGINT', () => shutdown('SIGINT'));
+    process.on('SIGTERM', () => shutdown('SIGTERM'));
+  });
+
+program
+  .command('version')
+  .description('Print the Portolan version.')
+  .action(() => {
+    process.stdout.write(`portolan ${pkg.version}\n`);
+  });
+
+await program.parseAsync(process.argv);

@@ -1,0 +1,87 @@
+// `portolan serve` options: the raw flags (documented in --help and the README), their defaults, and
+// the compiled form the server runs with.
+import type { LevelWithSilent } from 'pino';
+
+export const KNOWN_REGISTRIES = ['config', 'mock'] as const;
+export type RegistryName = (typeof KNOWN_REGISTRIES)[number];
+
+export interface RawServeOptions {
+  registries: string;
+  configDir: string;
+  dataDir: string;
+  xdsAddr: string;
+  httpAddr: string;
+  logLevel: string;
+  pushWindow: string;
+}
+
+export const SERVE_DEFAULTS: RawServeOptions = {
+  registries: 'config',
+  configDir: '/etc/portolan/config.d',
+  dataDir: '/var/lib/portolan',
+  xdsAddr: '127.0.0.1:15010',
+  httpAddr: '127.0.0.1:15014',
+  logLevel: 'info',
+  pushWindow: '100ms',
+};
+
+export interface HostAndPort {
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface ServeOptions {
+  readonly registries: readonly RegistryName[];
+  readonly configDir: string;
+  readonly dataDir: string;
+  readonly xdsAddr: HostAndPort;
+  readonly httpAddr: HostAndPort;
+  readonly logLevel: LevelWithSilent;
+  readonly pushWindowMs: number;
+}
+
+export class OptionError extends Error {}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export function compileServeOptions(raw: RawServeOptions): ServeOptions {
+  const registries = raw.registries
+    .split(',')
+    .map((r) => r.trim().toLowerCase())
+    .filter(Boolean);
+  if (registries.length === 0) throw new OptionError('--registries: name at least one registry');
+  for (const r of registries) {
+    if (!(KNOWN_REGISTRIES as readonly string[]).includes(r)) {
+      throw new OptionError(`--registries: unknown registry "${r}" (known: ${KNOWN_REGISTRIES.join(', ')})`);
+    }
+  }
+  if (new Set(registries).size !== registries.length) throw new OptionError('--registries: a registry is named twice');
+  if (!LOG_LEVELS.includes(raw.logLevel)) throw new OptionError(`--log-level: one of ${LOG_LEVELS.join(', ')}`);
+  return {
+    registries: registries as RegistryName[],
+    configDir: raw.configDir,
+    dataDir: raw.dataDir,
+    xdsAddr: parseAddress(raw.xdsAddr, '--xds-addr'),
+    httpAddr: parseAddress(raw.httpAddr, '--http-addr'),
+    logLevel: raw.logLevel as LevelWithSilent,
+    pushWindowMs: parseDurationMs(raw.pushWindow, '--push-window'),
+  };
+}
+
+/** `HOST:PORT` or `[V6]:PORT`; port 0 picks a free port (the chosen one is logged). */
+export function parseAddress(text: string, flag: string): HostAndPort {
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(text);
+  const port = m ? Number(m[3]) : NaN;
+  const host = m ? (m[1] ?? m[2] ?? '') : '';
+  if (!m || port > 65535 || !host) throw new OptionError(`${flag}: expected HOST:PORT, got "${text}"`);
+  return { host, port };
+}
+
+/** `250ms`, `1.5s`, `2m`, or a bare number of milliseconds. */
+export function parseDurationMs(text: string, flag: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
+  if (!m) throw new OptionError(`${flag}: expected a duration like 100ms or 1s, got "${text}"`);
+  const n = Number(m[1]);
+  const unit = m[2] ?? 'ms';
+  return Math.round(unit === 'ms' ? n : unit === 's' ? n * 1000 : n * 60_000);
+}

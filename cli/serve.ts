@@ -1,0 +1,99 @@
+// Assembles and runs the control plane: registries → aggregate → ADS server, plus the admin server.
+// Used by `portolan serve` and, in-process, by tests.
+import { mkdirSync } from 'node:fs';
+import * as grpc from '@grpc/grpc-js';
+import { MockRegistry } from '../adapters/mock/mock-registry.js';
+import type { Registry } from '../adapters/registry.js';
+import { AdminServer } from '../admin/admin-server.js';
+import { AggregateDiscovery } from '../aggregate/aggregate-discovery.js';
+import { ConfigDirRegistry } from '../config-dir/config-registry.js';
+import type { Logger } from '../log/logger.js';
+import { AdsServer } from '../xds/ads-server.js';
+import { protoRoot } from '../xds/protos.js';
+import type { HostAndPort, ServeOptions } from './options.js';
+
+export interface RunningPortolan {
+  readonly xdsAddress: HostAndPort;
+  readonly httpAddress: HostAndPort;
+  readonly discovery: AggregateDiscovery;
+  readonly ads: AdsServer;
+  readonly mock?: MockRegistry;
+  stop(): Promise<void>;
+}
+
+export async function startPortolan(options: ServeOptions, logger: Logger): Promise<RunningPortolan> {
+  protoRoot(); // fail fast if the Envoy protos cannot be loaded
+  mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+
+  let mock: MockRegistry | undefined;
+  let config: ConfigDirRegistry | undefined;
+  const registries: Registry[] = options.registries.map((name) => {
+    switch (name) {
+      case 'mock':
+        return (mock = new MockRegistry());
+      case 'config':
+        return (config = new ConfigDirRegistry({
+          dir: options.configDir,
+          logger: logger.child({ component: 'config-dir' }),
+        }));
+    }
+  });
+  const discovery = new AggregateDiscovery(registries);
+  await discovery.start();
+
+  const ads = new AdsServer({
+    discovery,
+    logger: logger.child({ component: 'ads' }),
+    pushWindowMs: options.pushWindowMs,
+  });
+  config?.onConfigChange(() => ads.requestFullPush());
+
+  const grpcServer = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
+  ads.register(grpcServer);
+  const xdsPort = await new Promise<number>((resolve, reject) => {
+    const { host, port } = options.xdsAddr;
+    grpcServer.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) =>
+      err ? reject(err) : resolve(bound),
+    );
+  });
+
+  const admin = new AdminServer({
+    discovery,
+    ads,
+    ...(config && { configState: () => config?.debugState() }),
+    ...(mock && { mock }),
+    logger: logger.child({ component: 'admin' }),
+  });
+  const httpInfo = await admin.listen(options.httpAddr.host, options.httpAddr.port);
+
+  const xdsAddress = { host: options.xdsAddr.host, port: xdsPort };
+  const httpAddress = { host: options.httpAddr.host, port: httpInfo.port };
+  logger.info(
+    { xdsAddress: `${xdsAddress.host}:${xdsAddress.port}`, httpAddress: `${httpAddress.host}:${httpAddress.port}`, registries: options.registries },
+    'portolan serving',
+  );
+
+  return {
+    xdsAddress,
+    httpAddress,
+    discovery,
+    ads,
+    ...(mock && { mock }),
+    async stop() {
+      ads.stop();
+      await new Promise<void>((resolve) => {
+        // Give streams a moment to close cleanly, then cut them.
+        const timer = setTimeout(() => {
+          grpcServer.forceShutdown();
+          resolve();
+        }, 2000);
+        grpcServer.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      await admin.close();
+      await discovery.stop();
+    },
+  };
+}

@@ -1,0 +1,24 @@
+// The real @grpc/grpc-js-xds client, pointed at a Portolan instance with a per-channel bootstrap.
+import * as grpc from '@grpc/grpc-js';
+import * as grpcXds from '@grpc/grpc-js-xds';
+import { echoClientClass, type EchoClient } from './echo-backend.js';
+
+grpcXds.register();
+
+// grpc-js-xds reads a bootstrap per channel from this option (its own tests do the same), so one test
+// process can talk to several control planes.
+const BOOTSTRAP_OPTION = 'grpc.TEST_ONLY_DO_NOT_USE_IN_PROD.xds_bootstrap_config';
+
+export function bootstrapFor(xdsAddress: string, nodeId: string): object {
+  return {
+    xds_servers: [{ server_uri: xdsAddress, channel_creds: [{ type: 'insecure' }], server_features: ['xds_v3'] }],
+    node: { id: nodeId, cluster: 'e2e', metadata: { NAMESPACE: 'default' }, locality: {} },
+  };
+}
+
+export function xdsEchoClient(target: string, xdsAddress: string, nodeId: string): EchoClient {
+  const Client = echoClientClass();
+  return new Client(target, grpc.credentials.createInsecure(), {
+    [BOOTSTRAP_OPTION]: JSON.stringify(bootstrapFor(xdsAddress, nodeId)),
+  });
+}

@@ -1,0 +1,30 @@
+// The xDS resource type URLs Portolan serves, and the order ADS pushes them in: clusters before
+// their endpoints, listeners before their routes (Envoy's make-before-break rule).
+
+export const TYPE_URL_PREFIX = 'type.googleapis.com/';
+export const LISTENER = 'type.googleapis.com/envoy.config.listener.v3.Listener';
+export const ROUTE = 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration';
+export const CLUSTER = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
+export const ENDPOINT = 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment';
+
+export const PUSH_ORDER: readonly string[] = [CLUSTER, ENDPOINT, LISTENER, ROUTE];
+
+/** LDS and CDS support wildcard subscriptions; RDS and EDS only answer named resources. */
+export function supportsWildcard(typeUrl: string): boolean {
+  return typeUrl === LISTENER || typeUrl === CLUSTER;
+}
+
+export function shortTypeName(typeUrl: string): string {
+  switch (typeUrl) {
+    case LISTENER:
+      return 'LDS';
+    case ROUTE:
+      return 'RDS';
+    case CLUSTER:
+      return 'CDS';
+    case ENDPOINT:
+      return 'EDS';
+    default:
+      return typeUrl.slice(typeUrl.lastIndexOf('/') + 1);
+  }
+}
