@@ -1,7 +1,7 @@
 // Validates the JSON bodies of the mock registry's admin API into model objects, with defaults, so a
 // bad request gets a 400 naming the field instead of corrupting the registry.
-import { parseLocality, type Endpoint, type Health } from '../../model/endpoint.js';
-import { PROTOCOLS, type Protocol, type Resolution, type Service, type ServicePort } from '../../model/service.js';
+import { parseLocality, type Endpoint } from '../../model/endpoint.js';
+import { PROTOCOLS, type Protocol, type Service, type ServicePort } from '../../model/service.js';
 
 export class InputError extends Error {}
 
@@ -24,7 +24,7 @@ export function parseMockService(hostname: string, body: unknown): Omit<Service,
     namespace: optString(obj.namespace, 'namespace') ?? 'default',
     ports,
     addresses: asArray(obj.addresses ?? [], 'addresses').map((a, i) => asString(a, `addresses[${i}]`)),
-    resolution: resolution as Resolution,
+    resolution,
     labels: stringMap(obj.labels, 'labels'),
     location,
   };
@@ -53,7 +53,7 @@ export function parseMockEndpoint(body: unknown, service: Service | undefined): 
     labels: stringMap(obj.labels, 'labels'),
     locality: parseLocality(optString(obj.locality, 'locality')),
     weight,
-    health: health as Health,
+    health,
     serviceAccount: optString(obj.serviceAccount, 'serviceAccount') ?? '',
     network: optString(obj.network, 'network') ?? '',
   };
@@ -62,9 +62,14 @@ export function parseMockEndpoint(body: unknown, service: Service | undefined): 
 function parsePort(value: unknown, path: string): ServicePort {
   const obj = asObject(value, path);
   const number = asPortNumber(obj.number, `${path}.number`);
-  const protocol = String(obj.protocol ?? 'TCP').toUpperCase();
-  if (!PROTOCOLS.includes(protocol as Protocol)) throw new InputError(`${path}.protocol: unknown protocol ${protocol}`);
-  return { name: optString(obj.name, `${path}.name`) ?? `port-${number}`, number, protocol: protocol as Protocol };
+  const protocol = (optString(obj.protocol, `${path}.protocol`) ?? 'TCP').toUpperCase();
+  if (!PROTOCOLS.includes(protocol as Protocol))
+    throw new InputError(`${path}.protocol: unknown protocol ${protocol}`);
+  return {
+    name: optString(obj.name, `${path}.name`) ?? `port-${number}`,
+    number,
+    protocol: protocol as Protocol,
+  };
 }
 
 function asPortNumber(value: unknown, path: string): number {
@@ -75,7 +80,8 @@ function asPortNumber(value: unknown, path: string): number {
 }
 
 function asObject(value: unknown, path: string): Json {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new InputError(`${path}: must be an object`);
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new InputError(`${path}: must be an object`);
   return value as Json;
 }
 

@@ -14,10 +14,18 @@ interface EchoReply {
   backend: string;
 }
 
-type EchoClientCtor = new (target: string, creds: grpc.ChannelCredentials, options?: grpc.ChannelOptions) => EchoClient;
+type EchoClientCtor = new (
+  target: string,
+  creds: grpc.ChannelCredentials,
+  options?: grpc.ChannelOptions,
+) => EchoClient;
 
 export interface EchoClient extends grpc.Client {
-  Echo(req: EchoRequest, options: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: EchoReply) => void): void;
+  Echo(
+    req: EchoRequest,
+    options: grpc.CallOptions,
+    cb: (err: grpc.ServiceError | null, res?: EchoReply) => void,
+  ): void;
 }
 
 function echoPackage(): { service: grpc.ServiceDefinition; Client: EchoClientCtor } {
@@ -44,7 +52,9 @@ export async function startEchoBackend(name: string, address: string, port = 0):
       cb(null, { message: call.request.message, backend: name }),
   });
   const bound = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${address}:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    server.bindAsync(`${address}:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
   );
   return {
     name,

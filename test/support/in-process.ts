@@ -14,9 +14,10 @@ export interface InProcessPlane {
   stop(): Promise<void>;
 }
 
-export async function startInProcessPlane(
-  { pushWindowMs = 0, extraRegistries = [] }: { pushWindowMs?: number; extraRegistries?: Registry[] } = {},
-): Promise<InProcessPlane> {
+export async function startInProcessPlane({
+  pushWindowMs = 0,
+  extraRegistries = [],
+}: { pushWindowMs?: number; extraRegistries?: Registry[] } = {}): Promise<InProcessPlane> {
   const mock = new MockRegistry();
   const discovery = new AggregateDiscovery([mock, ...extraRegistries]);
   await discovery.start();
@@ -24,7 +25,9 @@ export async function startInProcessPlane(
   const server = new grpc.Server();
   ads.register(server);
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
   );
   return {
     mock,

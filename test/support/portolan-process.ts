@@ -14,10 +14,17 @@ export interface PortolanProcess {
   stop(): Promise<void>;
 }
 
-export async function startPortolanProcess(args: readonly string[], { timeoutMs = 20_000 } = {}): Promise<PortolanProcess> {
-  const child = spawn(process.execPath, [MAIN, 'serve', '--xds-addr', '127.0.0.1:0', '--http-addr', '127.0.0.1:0', ...args], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+export async function startPortolanProcess(
+  args: readonly string[],
+  { timeoutMs = 20_000 } = {},
+): Promise<PortolanProcess> {
+  const child = spawn(
+    process.execPath,
+    [MAIN, 'serve', '--xds-addr', '127.0.0.1:0', '--http-addr', '127.0.0.1:0', ...args],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   const logs: Record<string, unknown>[] = [];
   const ready = new Promise<{ xds: string; http: string }>((resolve, reject) => {
     let buffer = '';
@@ -31,20 +38,29 @@ export async function startPortolanProcess(args: readonly string[], { timeoutMs 
         try {
           const entry = JSON.parse(line) as Record<string, unknown>;
           logs.push(entry);
-          if (entry.msg === 'portolan serving') resolve({ xds: String(entry.xdsAddress), http: String(entry.httpAddress) });
+          if (entry.msg === 'portolan serving')
+            resolve({ xds: String(entry.xdsAddress), http: String(entry.httpAddress) });
         } catch {
           logs.push({ raw: line });
         }
       }
     });
-    child.once('exit', (code) => reject(new Error(`portolan exited with ${code} before serving: ${JSON.stringify(logs)}`)));
+    child.once('exit', (code) =>
+      reject(new Error(`portolan exited with ${code} before serving: ${JSON.stringify(logs)}`)),
+    );
   });
   const timer = sleep(timeoutMs).then(() => {
     throw new Error(`portolan did not start within ${timeoutMs} ms`);
   });
   try {
     const { xds, http } = await Promise.race([ready, timer]);
-    return { pid: child.pid ?? 0, xdsAddress: xds, httpBase: `http://${http}`, logs, stop: () => stopChild(child) };
+    return {
+      pid: child.pid ?? 0,
+      xdsAddress: xds,
+      httpBase: `http://${http}`,
+      logs,
+      stop: () => stopChild(child),
+    };
   } catch (err) {
     await stopChild(child);
     throw err;

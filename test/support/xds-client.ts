@@ -11,7 +11,9 @@ const BOOTSTRAP_OPTION = 'grpc.TEST_ONLY_DO_NOT_USE_IN_PROD.xds_bootstrap_config
 
 export function bootstrapFor(xdsAddress: string, nodeId: string): object {
   return {
-    xds_servers: [{ server_uri: xdsAddress, channel_creds: [{ type: 'insecure' }], server_features: ['xds_v3'] }],
+    xds_servers: [
+      { server_uri: xdsAddress, channel_creds: [{ type: 'insecure' }], server_features: ['xds_v3'] },
+    ],
     node: { id: nodeId, cluster: 'e2e', metadata: { NAMESPACE: 'default' }, locality: {} },
   };
 }

@@ -1,0 +1,163 @@
+// End to end: `portolan serve` as a child process on a temporary config directory, three gRPC Echo
+// backends on 127.0.0.x with the same port, and the real @grpc/grpc-js-xds client following edits.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, unlinkSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { callEcho, startEchoBackend, type EchoBackend, type EchoClient } from '../support/echo-backend.js';
+import { eventually } from '../support/eventually.js';
+import { startPortolanProcess, type PortolanProcess } from '../support/portolan-process.js';
+import { xdsEchoClient } from '../support/xds-client.js';
+
+const HOST = 'echo.e2e.internal';
+const TARGET = `xds:///${HOST}:50051`;
+
+let dir: string;
+let portolan: PortolanProcess;
+let client: EchoClient;
+const backends = new Map<string, EchoBackend>();
+
+function workloadEntry(name: string, address: string, port: number): string {
+  return `apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata:
+  name: ${name}
+  namespace: default
+  labels: { app: echo }
+spec:
+  address: ${address}
+  ports: { grpc: ${port} }
+  labels: { app: echo }
+  locality: region1/zone1
+`;
+}
+
+/** The set of backends that answer `calls` consecutive calls. */
+async function backendsReached(calls = 12): Promise<string[]> {
+  const seen = new Set<string>();
+  for (let i = 0; i < calls; i++) seen.add(await callEcho(client));
+  return [...seen].sort();
+}
+
+async function getJson(path: string): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(`${portolan.httpBase}${path}`);
+  const text = await res.text();
+  return {
+    status: res.status,
+    body: res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text,
+  };
+}
+
+before(async () => {
+  const first = await startEchoBackend('b1', '127.0.0.1');
+  backends.set('b1', first);
+  for (const [name, addr] of [
+    ['b2', '127.0.0.2'],
+    ['b3', '127.0.0.3'],
+    ['b4', '127.0.0.4'],
+  ] as const) {
+    backends.set(name, await startEchoBackend(name, addr, first.port));
+  }
+  dir = mkdtempSync(join(tmpdir(), 'portolan-e2e-'));
+  mkdirSync(join(dir, 'workloads'));
+  writeFileSync(
+    join(dir, 'echo-service.yaml'),
+    `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: { name: echo, namespace: default }
+spec:
+  hosts: [${HOST}]
+  ports: [{ number: 50051, name: grpc, protocol: GRPC }]
+  resolution: STATIC
+  location: MESH_INTERNAL
+  workloadSelector: { labels: { app: echo } }
+`,
+  );
+  for (const [i, addr] of ['127.0.0.1', '127.0.0.2', '127.0.0.3'].entries()) {
+    writeFileSync(
+      join(dir, 'workloads', `echo-${i + 1}.yaml`),
+      workloadEntry(`echo-${i + 1}`, addr, first.port),
+    );
+  }
+  portolan = await startPortolanProcess([
+    '--registries',
+    'config',
+    '--config-dir',
+    dir,
+    '--data-dir',
+    join(dir, 'data'),
+  ]);
+  client = xdsEchoClient(TARGET, portolan.xdsAddress, 'e2e-client');
+});
+
+after(async () => {
+  client?.close();
+  await portolan?.stop();
+  await Promise.all([...backends.values()].map((b) => b.stop()));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test('the control plane reports ready once the config directory is loaded', async () => {
+  const ready = await eventually(async () => {
+    const r = await getJson('/ready');
+    assert.equal(r.status, 200);
+    return r;
+  });
+  assert.match(String(ready.body), /ready/);
+});
+
+test('the xDS client reaches every backend of the service', async () => {
+  await eventually(async () => assert.deepEqual(await backendsReached(), ['b1', 'b2', 'b3']), {
+    timeoutMs: 15_000,
+  });
+});
+
+test('editing a WorkloadEntry moves the traffic', async (t) => {
+  const started = Date.now();
+  writeFileSync(
+    join(dir, 'workloads', 'echo-3.yaml'),
+    workloadEntry('echo-3', '127.0.0.4', backends.get('b4')?.port ?? 0),
+  );
+  await eventually(async () => assert.ok((await backendsReached(3)).includes('b4')), { intervalMs: 10 });
+  t.diagnostic(`file edit to first call on the new endpoint: ${Date.now() - started} ms`);
+  await eventually(async () => assert.deepEqual(await backendsReached(), ['b1', 'b2', 'b4']));
+});
+
+test('a broken file is reported with its line and the last good version stays in force', async () => {
+  writeFileSync(
+    join(dir, 'workloads', 'echo-1.yaml'),
+    'apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\nmetadata: [oops\n',
+  );
+  const file = await eventually(async () => {
+    const { body } = await getJson('/debug/configz');
+    const files = (
+      body as { files: { path: string; status: string; errors: { line: number; message: string }[] }[] }
+    ).files;
+    const f = files.find((x) => x.path.endsWith('echo-1.yaml'));
+    assert.equal(f?.status, 'error');
+    return f;
+  });
+  assert.ok(file && file.errors.length > 0 && file.errors.every((e) => e.line >= 1), JSON.stringify(file));
+  assert.deepEqual(await backendsReached(), ['b1', 'b2', 'b4']);
+});
+
+test('deleting a file removes its endpoints', async () => {
+  unlinkSync(join(dir, 'workloads', 'echo-2.yaml'));
+  await eventually(async () => assert.deepEqual(await backendsReached(), ['b1', 'b4']));
+});
+
+test('the admin views show the client and what it was sent', async () => {
+  const { body } = await getJson('/debug/adsz');
+  const clients = (
+    body as { clients: { node: string; subscriptions: Record<string, { lastNack: unknown }> }[] }
+  ).clients;
+  const me = clients.find((c) => c.node === 'e2e-client');
+  assert.ok(me, JSON.stringify(body));
+  assert.deepEqual(Object.keys(me.subscriptions).sort(), ['CDS', 'EDS', 'LDS', 'RDS']);
+  for (const s of Object.values(me.subscriptions)) assert.equal(s.lastNack, null);
+
+  const dump = await getJson('/debug/config_dump?proxyID=e2e-client');
+  assert.equal(dump.status, 200);
+  assert.match(JSON.stringify(dump.body), /outbound\|50051\|\|echo\.e2e\.internal/);
+});
