@@ -29,7 +29,10 @@ export class RegistryState {
 
   /** Records a failure; the last good snapshot stays published. */
   fail(error: unknown): void {
-    this.error = { message: error instanceof Error ? error.message : String(error), at: new Date().toISOString() };
+    this.error = {
+      message: error instanceof Error ? error.message : String(error),
+      at: new Date().toISOString(),
+    };
   }
 
   status(): RegistryStatus {

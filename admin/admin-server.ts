@@ -70,7 +70,8 @@ export class AdminServer {
       case '/debug/registryz':
         return sendJson(res, 200, registryz(this.deps.discovery));
       case '/debug/configz':
-        if (!this.deps.configState) throw new HttpError(404, 'the config registry is not enabled (--registries config)');
+        if (!this.deps.configState)
+          throw new HttpError(404, 'the config registry is not enabled (--registries config)');
         return sendJson(res, 200, this.deps.configState());
       case '/debug/adsz':
         return sendJson(res, 200, adsz(this.deps.ads));

@@ -16,7 +16,11 @@ export interface ApiResult {
 
 const MAX_BODY_BYTES = 1 << 20;
 
-export async function handleMockRequest(mock: MockRegistry, req: IncomingMessage, path: string): Promise<ApiResult> {
+export async function handleMockRequest(
+  mock: MockRegistry,
+  req: IncomingMessage,
+  path: string,
+): Promise<ApiResult> {
   const parts = path.split('/').filter(Boolean).map(decodeURIComponent); // ['mock','services',HOST,...]
   if (parts[1] !== 'services') return { status: 404, body: { error: `no such path: ${path}` } };
   const host = parts[2];
@@ -27,7 +31,10 @@ export async function handleMockRequest(mock: MockRegistry, req: IncomingMessage
       const snap = mock.snapshot();
       return {
         status: 200,
-        body: [...snap.services.values()].map((s) => ({ ...s, endpoints: snap.endpoints.get(s.hostname) ?? [] })),
+        body: [...snap.services.values()].map((s) => ({
+          ...s,
+          endpoints: snap.endpoints.get(s.hostname) ?? [],
+        })),
       };
     }
     if (parts.length === 3) {
@@ -44,7 +51,10 @@ export async function handleMockRequest(mock: MockRegistry, req: IncomingMessage
     if (parts.length === 4 && method === 'PUT') {
       const body = await readJson(req);
       if (!Array.isArray(body)) throw new InputError('body: must be an array of endpoints');
-      mock.setEndpoints(host, body.map((e) => parseMockEndpoint(e, service)));
+      mock.setEndpoints(
+        host,
+        body.map((e) => parseMockEndpoint(e, service)),
+      );
       return { status: 200, body: mock.snapshot().endpoints.get(host) ?? [] };
     }
     if (parts.length === 4 && method === 'POST') {

@@ -6,25 +6,47 @@ import { createLogger } from '../log/logger.js';
 import { compileServeOptions, OptionError, SERVE_DEFAULTS, type RawServeOptions } from './options.js';
 import { startPortolan } from './serve.js';
 
-const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
 
 const program = new Command()
   .name('portolan')
-  .description('An xDS control plane for VMs and bare metal: Envoy and proxyless gRPC, fed by Consul, ZooKeeper, Kubernetes and YAML.')
+  .description(
+    'An xDS control plane for VMs and bare metal: Envoy and proxyless gRPC, fed by Consul, ZooKeeper, Kubernetes and YAML.',
+  )
   .showHelpAfterError();
 
 program
   .command('serve')
   .description('Run the control plane: watch the registries and serve xDS (ADS) and the admin HTTP API.')
-  .option('--registries <list>', 'comma-separated registries, merged in this order: config, mock', SERVE_DEFAULTS.registries)
+  .option(
+    '--registries <list>',
+    'comma-separated registries, merged in this order: config, mock',
+    SERVE_DEFAULTS.registries,
+  )
   .option('--config-dir <dir>', 'watched directory of Istio-style YAML/JSON config', SERVE_DEFAULTS.configDir)
   .option('--data-dir <dir>', 'directory for Portolan state (created if missing)', SERVE_DEFAULTS.dataDir)
-  .option('--xds-addr <host:port>', 'plaintext ADS gRPC listen address (port 0: any free port)', SERVE_DEFAULTS.xdsAddr)
-  .option('--http-addr <host:port>', 'admin HTTP listen address (/ready, /debug/*, mock API)', SERVE_DEFAULTS.httpAddr)
-  .addOption(
-    new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default(SERVE_DEFAULTS.logLevel),
+  .option(
+    '--xds-addr <host:port>',
+    'plaintext ADS gRPC listen address (port 0: any free port)',
+    SERVE_DEFAULTS.xdsAddr,
   )
-  .option('--push-window <duration>', 'changes within this window are merged into one push', SERVE_DEFAULTS.pushWindow)
+  .option(
+    '--http-addr <host:port>',
+    'admin HTTP listen address (/ready, /debug/*, mock API)',
+    SERVE_DEFAULTS.httpAddr,
+  )
+  .addOption(
+    new Option('--log-level <level>', 'log level')
+      .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+      .default(SERVE_DEFAULTS.logLevel),
+  )
+  .option(
+    '--push-window <duration>',
+    'changes within this window are merged into one push',
+    SERVE_DEFAULTS.pushWindow,
+  )
   .action(async (raw: RawServeOptions) => {
     let options;
     try {

@@ -55,8 +55,10 @@ export function compileServeOptions(raw: RawServeOptions): ServeOptions {
       throw new OptionError(`--registries: unknown registry "${r}" (known: ${KNOWN_REGISTRIES.join(', ')})`);
     }
   }
-  if (new Set(registries).size !== registries.length) throw new OptionError('--registries: a registry is named twice');
-  if (!LOG_LEVELS.includes(raw.logLevel)) throw new OptionError(`--log-level: one of ${LOG_LEVELS.join(', ')}`);
+  if (new Set(registries).size !== registries.length)
+    throw new OptionError('--registries: a registry is named twice');
+  if (!LOG_LEVELS.includes(raw.logLevel))
+    throw new OptionError(`--log-level: one of ${LOG_LEVELS.join(', ')}`);
   return {
     registries: registries as RegistryName[],
     configDir: raw.configDir,
@@ -70,7 +72,7 @@ export function compileServeOptions(raw: RawServeOptions): ServeOptions {
 
 /** `HOST:PORT` or `[V6]:PORT`; port 0 picks a free port (the chosen one is logged). */
 export function parseAddress(text: string, flag: string): HostAndPort {
-  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(text);
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text);
   const port = m ? Number(m[3]) : NaN;
   const host = m ? (m[1] ?? m[2] ?? '') : '';
   if (!m || port > 65535 || !host) throw new OptionError(`${flag}: expected HOST:PORT, got "${text}"`);

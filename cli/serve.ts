@@ -52,8 +52,10 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
   ads.register(grpcServer);
   const xdsPort = await new Promise<number>((resolve, reject) => {
     const { host, port } = options.xdsAddr;
-    grpcServer.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) =>
-      err ? reject(err) : resolve(bound),
+    grpcServer.bindAsync(
+      `${host.includes(':') ? `[${host}]` : host}:${port}`,
+      grpc.ServerCredentials.createInsecure(),
+      (err, bound) => (err ? reject(err) : resolve(bound)),
     );
   });
 
@@ -69,7 +71,11 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
   const xdsAddress = { host: options.xdsAddr.host, port: xdsPort };
   const httpAddress = { host: options.httpAddr.host, port: httpInfo.port };
   logger.info(
-    { xdsAddress: `${xdsAddress.host}:${xdsAddress.port}`, httpAddress: `${httpAddress.host}:${httpAddress.port}`, registries: options.registries },
+    {
+      xdsAddress: `${xdsAddress.host}:${xdsAddress.port}`,
+      httpAddress: `${httpAddress.host}:${httpAddress.port}`,
+      registries: options.registries,
+    },
     'portolan serving',
   );
 

@@ -26,7 +26,9 @@ export function buildCatalog(
 ): Catalog {
   const byHost = new Map<string, Service>();
   for (const s of services) byHost.set(s.hostname, s);
-  const sorted = [...byHost.values()].sort((a, b) => (a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : 0));
+  const sorted = [...byHost.values()].sort((a, b) =>
+    a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : 0,
+  );
 
   const byIp = new Map<string, CoLocatedEndpoint[]>();
   for (const service of sorted) {

@@ -35,7 +35,10 @@ export function diffSnapshots(prev: RegistrySnapshot, next: RegistrySnapshot): C
 
 /** Merges events: the union of hostnames; endpoints-only only if every part was. */
 export function mergeChanges(a: ChangeEvent, b: ChangeEvent): ChangeEvent {
-  return { hostnames: new Set([...a.hostnames, ...b.hostnames]), endpointsOnly: a.endpointsOnly && b.endpointsOnly };
+  return {
+    hostnames: new Set([...a.hostnames, ...b.hostnames]),
+    endpointsOnly: a.endpointsOnly && b.endpointsOnly,
+  };
 }
 
 function union(a: Iterable<string>, b: Iterable<string>): Set<string> {

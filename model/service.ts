@@ -1,7 +1,8 @@
 // A service as every registry reports it: the unit that clusters, routes and listeners are built from.
 
 /** Application protocol of a service port; decides HTTP vs TCP handling downstream. */
-export type Protocol = 'HTTP' | 'HTTP2' | 'GRPC' | 'HTTPS' | 'TLS' | 'TCP' | 'MONGO' | 'REDIS' | 'MYSQL' | 'UDP';
+export type Protocol =
+  'HTTP' | 'HTTP2' | 'GRPC' | 'HTTPS' | 'TLS' | 'TCP' | 'MONGO' | 'REDIS' | 'MYSQL' | 'UDP';
 
 export const PROTOCOLS: readonly Protocol[] = [
   'HTTP',

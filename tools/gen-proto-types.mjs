@@ -9,7 +9,10 @@ const require = createRequire(import.meta.url);
 const root = join(dirname(require.resolve('@grpc/grpc-js-xds/package.json')), 'deps');
 const spec = JSON.parse(readFileSync(new URL('../xds/protos.json', import.meta.url), 'utf8'));
 const outDir = new URL('../xds/generated/', import.meta.url).pathname;
-const bin = join(dirname(require.resolve('@grpc/proto-loader/package.json')), 'build/bin/proto-loader-gen-types.js');
+const bin = join(
+  dirname(require.resolve('@grpc/proto-loader/package.json')),
+  'build/bin/proto-loader-gen-types.js',
+);
 
 mkdirSync(outDir, { recursive: true });
 execFileSync(

@@ -12,7 +12,11 @@ if (files.length === 0) {
   console.error('no test files under dist/test: run the build first');
   process.exit(1);
 }
-const result = spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...process.argv.slice(2), ...files], {
-  stdio: 'inherit',
-});
+const result = spawnSync(
+  process.execPath,
+  ['--test', '--test-concurrency=2', ...process.argv.slice(2), ...files],
+  {
+    stdio: 'inherit',
+  },
+);
 process.exit(result.status ?? 1);

@@ -10,7 +10,7 @@ import { proxyFromNode, NodeError, type Proxy } from './proxy.js';
 import type { ResourceCache } from './resource-cache.js';
 import { versionOf, type EncodedResource } from './resource.js';
 import { StreamState } from './stream-state.js';
-import { ENDPOINT, PUSH_ORDER, shortTypeName } from './type-urls.js';
+import { CLUSTER, ENDPOINT, PUSH_ORDER, shortTypeName } from './type-urls.js';
 import { encodeDiscoveryResponse, type DiscoveryRequest } from './wire.js';
 
 /** The serving state a connection reads: one catalog per generation. */
@@ -55,13 +55,16 @@ export class AdsConnection {
   }
 
   handleRequest(req: DiscoveryRequest): void {
-    if (!req.typeUrl) throw new StreamError(GrpcStatus.INVALID_ARGUMENT, 'DiscoveryRequest.type_url is required on ADS');
+    if (!req.typeUrl)
+      throw new StreamError(GrpcStatus.INVALID_ARGUMENT, 'DiscoveryRequest.type_url is required on ADS');
     if (!this.proxyInfo) {
-      if (!req.node) throw new StreamError(GrpcStatus.INVALID_ARGUMENT, 'the first DiscoveryRequest must carry node');
+      if (!req.node)
+        throw new StreamError(GrpcStatus.INVALID_ARGUMENT, 'the first DiscoveryRequest must carry node');
       try {
         this.proxyInfo = proxyFromNode(req.node);
       } catch (err) {
-        if (err instanceof NodeError) throw new StreamError(GrpcStatus.INVALID_ARGUMENT, `invalid node: ${err.message}`);
+        if (err instanceof NodeError)
+          throw new StreamError(GrpcStatus.INVALID_ARGUMENT, `invalid node: ${err.message}`);
         throw err;
       }
     }
@@ -77,11 +80,16 @@ export class AdsConnection {
     if (outcome.respond) this.respond(req.typeUrl, true);
   }
 
-  /** Re-sends each watched type whose resources changed; an endpoint-only change touches EDS alone. */
+  /**
+   * Re-sends each watched type whose resources changed. An endpoint-only change touches EDS, and CDS
+   * too: a LOGICAL_DNS cluster embeds its endpoint (CDS goes out only if its version changed).
+   */
   push(event: ChangeEvent): void {
     if (!this.proxyInfo) return;
     const watched = new Set(this.state.watchedTypes());
-    const types = event.endpointsOnly ? [ENDPOINT] : [...PUSH_ORDER, ...[...watched].filter((t) => !PUSH_ORDER.includes(t))];
+    const types = event.endpointsOnly
+      ? [CLUSTER, ENDPOINT]
+      : [...PUSH_ORDER, ...[...watched].filter((t) => !PUSH_ORDER.includes(t))];
     for (const typeUrl of types) if (watched.has(typeUrl)) this.respond(typeUrl, false);
   }
 
@@ -109,7 +117,12 @@ export class AdsConnection {
     if (!this.state.shouldSend(typeUrl, version, force)) return;
     const nonce = `${++this.nonceCounter}`;
     this.deps.send(encodeDiscoveryResponse({ versionInfo: version, resources, typeUrl, nonce }));
-    this.state.recordSent(typeUrl, { version, nonce, names: resources.map((r) => r.name), at: new Date().toISOString() });
+    this.state.recordSent(typeUrl, {
+      version,
+      nonce,
+      names: resources.map((r) => r.name),
+      at: new Date().toISOString(),
+    });
     this.lastSent.set(typeUrl, resources);
   }
 }

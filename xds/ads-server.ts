@@ -96,7 +96,10 @@ export class AdsServer {
     const log = this.options.logger;
     // Serving before every registry has synced would hand proxies a partial mesh; make them retry.
     if (!this.options.discovery.hasSynced()) {
-      call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'portolan is not ready: registries still syncing' });
+      call.emit('error', {
+        code: grpc.status.UNAVAILABLE,
+        details: 'portolan is not ready: registries still syncing',
+      });
       return;
     }
     const id = `conn-${++this.connectionCounter}`;

@@ -10,7 +10,12 @@ export interface ClusterKey {
   readonly hostname: string;
 }
 
-export function clusterName(direction: TrafficDirection, port: number, subset: string, hostname: string): string {
+export function clusterName(
+  direction: TrafficDirection,
+  port: number,
+  subset: string,
+  hostname: string,
+): string {
   return `${direction}|${port}|${subset}|${hostname}`;
 }
 
@@ -20,7 +25,7 @@ export function parseClusterName(name: string): ClusterKey | undefined {
   const [direction, portText = '', subset = '', hostname = ''] = parts;
   if (direction !== 'outbound' && direction !== 'inbound') return undefined;
   const port = parsePort(portText);
-  if (port === undefined) return undefined;
+  if (port === undefined || !hostname) return undefined;
   return { direction, port, subset, hostname };
 }
 

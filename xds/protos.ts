@@ -25,7 +25,9 @@ export function protoRoot(): protobuf.Root {
   const protobufjsDir = dirname(require.resolve('protobufjs/package.json'));
   for (const file of spec.files) {
     if (!includeDirs.some((d) => existsSync(join(d, file)))) {
-      throw new Error(`proto ${file} not found under ${depsDir}: is @grpc/grpc-js-xds installed at the pinned version?`);
+      throw new Error(
+        `proto ${file} not found under ${depsDir}: is @grpc/grpc-js-xds installed at the pinned version?`,
+      );
     }
   }
   const r = new protobuf.Root();

@@ -40,7 +40,8 @@ export function proxyFromNode(node: NodeInfo): Proxy {
   if (typeof instanceIps === 'string') {
     for (const ip of instanceIps.split(',')) if (ip.trim()) ips.add(ip.trim());
   }
-  const namespace = typeof metadata.NAMESPACE === 'string' && metadata.NAMESPACE ? metadata.NAMESPACE : 'default';
+  const namespace =
+    typeof metadata.NAMESPACE === 'string' && metadata.NAMESPACE ? metadata.NAMESPACE : 'default';
   return {
     id,
     cluster: node.cluster ?? '',
@@ -59,7 +60,11 @@ export function proxyFromNode(node: NodeInfo): Proxy {
 
 // Istio marks proxyless clients with GENERATOR=grpc; gRPC libraries also name themselves in
 // user_agent_name ("gRPC Node", "grpc-java", "gRPC C-core", "grpc-go").
-function detectKind(userAgent: string, metadata: Record<string, unknown>, idParts: readonly string[]): ProxyKind {
+function detectKind(
+  userAgent: string,
+  metadata: Record<string, unknown>,
+  idParts: readonly string[],
+): ProxyKind {
   if (metadata.GENERATOR === 'grpc') return 'grpc';
   if (userAgent === 'envoy') return 'envoy';
   if (/grpc/i.test(userAgent)) return 'grpc';

@@ -9,7 +9,12 @@ export class ResourceCache {
   hits = 0;
   misses = 0;
 
-  get(generation: number, generator: ResourceGenerator, ctx: GenerateContext, name: string): EncodedResource | undefined {
+  get(
+    generation: number,
+    generator: ResourceGenerator,
+    ctx: GenerateContext,
+    name: string,
+  ): EncodedResource | undefined {
     if (generation !== this.generation) {
       this.generation = generation;
       this.entries = new Map();

@@ -91,7 +91,9 @@ export class StreamState {
     if (state) state.sent = sent;
   }
 
-  subscription(typeUrl: string): { readonly wildcard: boolean; readonly names: ReadonlySet<string> } | undefined {
+  subscription(
+    typeUrl: string,
+  ): { readonly wildcard: boolean; readonly names: ReadonlySet<string> } | undefined {
     return this.types.get(typeUrl);
   }
 

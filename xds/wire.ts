@@ -65,7 +65,12 @@ export function decodeDiscoveryResponse(bytes: Buffer): {
   resources: { type_url: string; value: Buffer }[];
 } {
   responseType ??= messageType('envoy.service.discovery.v3.DiscoveryResponse');
-  const obj = responseType.toObject(responseType.decode(bytes), { longs: String, enums: String, arrays: true, defaults: true });
+  const obj = responseType.toObject(responseType.decode(bytes), {
+    longs: String,
+    enums: String,
+    arrays: true,
+    defaults: true,
+  });
   return obj as ReturnType<typeof decodeDiscoveryResponse>;
 }
 

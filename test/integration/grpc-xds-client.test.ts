@@ -38,7 +38,10 @@ before(async () => {
     labels: {},
     location: 'MESH_INTERNAL',
   });
-  plane.mock.setEndpoints(HOST, backends.map((b) => endpoint(b.address, b.port)));
+  plane.mock.setEndpoints(
+    HOST,
+    backends.map((b) => endpoint(b.address, b.port)),
+  );
 });
 
 after(async () => {

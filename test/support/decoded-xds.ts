@@ -58,5 +58,7 @@ export function decodeAs<T>(typeUrl: string, value: Uint8Array): T {
 
 /** `address` of every endpoint in a load assignment, in order. */
 export function lbAddresses(cla: DecodedLoadAssignment | undefined): string[] {
-  return (cla?.endpoints ?? []).flatMap((g) => (g.lb_endpoints ?? []).map((e) => e.endpoint?.address?.socket_address?.address ?? ''));
+  return (cla?.endpoints ?? []).flatMap((g) =>
+    (g.lb_endpoints ?? []).map((e) => e.endpoint?.address?.socket_address?.address ?? ''),
+  );
 }

@@ -33,10 +33,18 @@ export function service(
 export function mockService(
   hostname: string,
   ports: readonly ServicePort[],
-  overrides: Partial<Service> = {},
+  overrides: Partial<Omit<Service, 'registry'>> = {},
 ): Omit<Service, 'registry'> {
-  const { registry: _registry, ...rest } = service(hostname, ports, overrides);
-  return rest;
+  return {
+    hostname,
+    namespace: 'default',
+    ports,
+    addresses: [],
+    resolution: 'STATIC',
+    labels: {},
+    location: 'MESH_INTERNAL',
+    ...overrides,
+  };
 }
 
 export function endpoint(

@@ -100,12 +100,14 @@ export class RawAdsClient {
   }
 }
 
-/** The resources of a response, decoded (nested Anys expanded). */
-export function decodedResources(res: DecodedResponse): Record<string, unknown>[] {
-  return res.resources.map((r) => decodeAny(r.type_url, r.value));
+/** The resources of a response, decoded as `T` (nested Anys expanded; see decoded-xds.ts). */
+export function decodedResources<T = Record<string, unknown>>(res: DecodedResponse): T[] {
+  return res.resources.map((r) => decodeAny(r.type_url, r.value) as T);
 }
 
 /** Names of the resources in a response (`name`, or `cluster_name` for load assignments). */
 export function resourceNames(res: DecodedResponse): string[] {
-  return decodedResources(res).map((r) => String(r.name ?? r.cluster_name));
+  return decodedResources<{ name?: string; cluster_name?: string }>(res).map(
+    (r) => r.name ?? r.cluster_name ?? '',
+  );
 }

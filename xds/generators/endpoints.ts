@@ -32,7 +32,11 @@ function groupByLocality(endpoints: readonly PortEndpoint[]): LocalityLbEndpoint
     const members = groups.get(k) ?? [];
     const locality = members[0]?.endpoint.locality;
     return {
-      locality: { region: locality?.region ?? '', zone: locality?.zone ?? '', sub_zone: locality?.subzone ?? '' },
+      locality: {
+        region: locality?.region ?? '',
+        zone: locality?.zone ?? '',
+        sub_zone: locality?.subzone ?? '',
+      },
       load_balancing_weight: { value: members.reduce((sum, pe) => sum + pe.endpoint.weight, 0) },
       priority: 0,
       lb_endpoints: members

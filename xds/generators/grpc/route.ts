@@ -14,7 +14,7 @@ export const grpcRouteGenerator: ResourceGenerator = {
   wildcardNames: () => [],
   build(ctx, name) {
     const resolved = resolveServicePort(ctx.catalog, name);
-    if (!resolved) return undefined;
+    if (!resolved || resolved.service.resolution === 'NONE') return undefined;
     const { service, port } = resolved;
     // Served only under its canonical HOST:PORT name, the one our listeners reference.
     if (name !== grpcListenerName(service.hostname, port.number)) return undefined;

@@ -14,7 +14,12 @@ export function resolveServicePort(catalog: Catalog, name: string): ResolvedServ
   if (!hp) return undefined;
   const service = catalog.service(hp.hostname);
   if (!service) return undefined;
-  const port = hp.port === undefined ? (service.ports.length === 1 ? service.ports[0] : undefined) : findPort(service, hp.port);
+  const port =
+    hp.port === undefined
+      ? service.ports.length === 1
+        ? service.ports[0]
+        : undefined
+      : findPort(service, hp.port);
   return port && { service, port };
 }
 

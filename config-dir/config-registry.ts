@@ -1,0 +1,290 @@
+// The `config` registry: Istio ServiceEntry / WorkloadEntry / VirtualService / DestinationRule
+// manifests in a watched directory. Each file keeps its last good version in force while a newer
+// one is broken, so a bad edit is reported (log + /debug/configz) but never takes services away.
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import type { ChangeEvent, RegistrySnapshot } from '../model/change.js';
+import { Listeners } from '../model/listeners.js';
+import { silentLogger, type Logger } from '../log/logger.js';
+import { RegistryState } from '../adapters/registry-state.js';
+import type { Registry, RegistryStatus } from '../adapters/registry.js';
+import { resourcesOf, type ConfigDebugState, type FileDebugState } from './debug-state.js';
+import { formatIssue, loadConfigFile, type FileLoad } from './load-file.js';
+import { comparePaths, mergeFiles, type ConfigConflict, type MergedConfig } from './merge.js';
+import { buildSnapshot, REGISTRY_NAME, type CrossResourceWarning } from './service-entry.js';
+import {
+  resourceKey,
+  type AnyConfigResource,
+  type ConfigIssue,
+  type ConfigResource,
+  type DestinationRuleSpec,
+  type VirtualServiceSpec,
+} from './types.js';
+import { DirWatcher } from './watcher.js';
+
+export type { ConfigDebugState } from './debug-state.js';
+export type { ConfigResource, DestinationRuleSpec, VirtualServiceSpec } from './types.js';
+
+export interface ConfigDirOptions {
+  dir: string;
+  /** Quiet time after the last file event before reloading; default 100 ms. */
+  debounceMs?: number;
+  logger?: Logger;
+}
+
+interface FileRecord {
+  /** The version in force; undefined if the file never loaded cleanly. */
+  readonly good: FileLoad | undefined;
+  readonly loadedAt: string | null;
+  readonly checkedAt: string;
+  /** The last read attempt's problems (errors mean `good` is older than the file on disk). */
+  readonly errors: readonly ConfigIssue[];
+  readonly warnings: readonly ConfigIssue[];
+  /** Text of the last read, to skip reloads of unchanged content (touch, chmod). */
+  readonly text: string | undefined;
+}
+
+const EMPTY_MERGED: MergedConfig = {
+  serviceEntries: [],
+  workloadEntries: [],
+  virtualServices: [],
+  destinationRules: [],
+  conflicts: [],
+};
+
+export class ConfigDirRegistry implements Registry {
+  readonly name = REGISTRY_NAME;
+  private readonly dir: string;
+  private readonly logger: Logger;
+  private readonly watcher: DirWatcher;
+  private readonly state = new RegistryState();
+  private readonly files = new Map<string, FileRecord>();
+  private readonly configListeners = new Listeners<void>();
+  private merged: MergedConfig = EMPTY_MERGED;
+  private conflicts: readonly ConfigConflict[] = [];
+  private crossWarnings: readonly CrossResourceWarning[] = [];
+
+  constructor(options: ConfigDirOptions) {
+    this.dir = resolve(options.dir);
+    this.logger = options.logger ?? silentLogger;
+    this.watcher = new DirWatcher({
+      dir: this.dir,
+      debounceMs: options.debounceMs ?? 100,
+      reload: (paths) => this.reload(paths),
+      onError: (error) => {
+        this.logger.error({ err: error, dir: this.dir }, 'config directory watch error');
+        this.state.fail(error);
+      },
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.watcher.start();
+    // An empty directory loads nothing, yet the first publish is what marks the registry synced.
+    if (!this.state.hasSynced()) this.publish();
+  }
+
+  stop(): Promise<void> {
+    return this.watcher.stop();
+  }
+
+  hasSynced(): boolean {
+    return this.state.hasSynced();
+  }
+
+  snapshot(): RegistrySnapshot {
+    return this.state.snapshot();
+  }
+
+  status(): RegistryStatus {
+    return this.state.status();
+  }
+
+  onChange(listener: (event: ChangeEvent) => void): () => void {
+    return this.state.onChange(listener);
+  }
+
+  /** Validated traffic config, for the traffic-management issue. */
+  virtualServices(): readonly ConfigResource<VirtualServiceSpec>[] {
+    return this.merged.virtualServices;
+  }
+
+  destinationRules(): readonly ConfigResource<DestinationRuleSpec>[] {
+    return this.merged.destinationRules;
+  }
+
+  /** Fires when the set of VirtualServices or DestinationRules changes. */
+  onConfigChange(listener: () => void): () => void {
+    return this.configListeners.add(listener);
+  }
+
+  /** Resolves when pending reloads have been applied (useful in tests). */
+  settled(): Promise<void> {
+    return this.watcher.settled();
+  }
+
+  debugState(): ConfigDebugState {
+    const files: FileDebugState[] = [...this.files.entries()]
+      .sort(([a], [b]) => comparePaths(a, b))
+      .map(([path, f]) => ({
+        path,
+        loadedAt: f.loadedAt,
+        checkedAt: f.checkedAt,
+        status: f.errors.length > 0 ? 'error' : 'ok',
+        errors: f.errors,
+        warnings: f.warnings,
+        resources: f.good?.resources.map(resourceKey) ?? [],
+      }));
+    return {
+      dir: this.dir,
+      synced: this.hasSynced(),
+      files,
+      conflicts: this.conflicts,
+      warnings: this.crossWarnings,
+      resources: resourcesOf(this.merged),
+    };
+  }
+
+  /** Re-reads `paths`; publishes and resolves true if any of them changed. */
+  private async reload(paths: ReadonlySet<string>): Promise<boolean> {
+    let changed = false;
+    for (const path of [...paths].sort(comparePaths)) {
+      if (await this.reloadFile(path)) changed = true;
+    }
+    if (changed) this.publish();
+    return changed;
+  }
+
+  private async reloadFile(path: string): Promise<boolean> {
+    const previous = this.files.get(path);
+    const checkedAt = new Date().toISOString();
+    let text: string;
+    try {
+      text = await readFile(join(this.dir, path), 'utf8');
+    } catch (e) {
+      if (isNotFound(e)) {
+        if (!previous) return false;
+        this.logger.info({ file: path }, 'config file removed');
+        this.files.delete(path);
+        return true;
+      }
+      const issue: ConfigIssue = {
+        line: 0,
+        message: `cannot read: ${e instanceof Error ? e.message : String(e)}`,
+      };
+      this.logger.warn({ file: path }, formatIssue(path, issue));
+      this.files.set(path, {
+        ...keepGood(previous),
+        checkedAt,
+        errors: [issue],
+        warnings: [],
+        text: undefined,
+      });
+      return true;
+    }
+    if (previous && previous.text === text) return false;
+
+    // An empty file that used to define something is far more often a save caught half-way than an
+    // intent to drop it all; deleting the file is the way to remove what it defined.
+    const load =
+      text.trim() === '' && previous?.good?.resources.length
+        ? emptyFileRejected(path)
+        : loadConfigFile(path, text);
+    for (const w of load.warnings) this.logger.info({ file: path, line: w.line }, formatIssue(path, w));
+    if (load.errors.length === 0) {
+      this.logger.info({ file: path, resources: load.resources.length }, 'config file loaded');
+      this.files.set(path, {
+        good: load,
+        loadedAt: checkedAt,
+        checkedAt,
+        errors: [],
+        warnings: load.warnings,
+        text,
+      });
+      return true;
+    }
+    for (const e of load.errors) this.logger.warn({ file: path, line: e.line }, formatIssue(path, e));
+    this.logger.warn(
+      { file: path, errors: load.errors.length },
+      previous?.good ? 'config file rejected; keeping its last good version' : 'config file rejected',
+    );
+    this.files.set(path, {
+      ...keepGood(previous),
+      checkedAt,
+      errors: load.errors,
+      warnings: load.warnings,
+      text,
+    });
+    return true;
+  }
+
+  /** Recomputes everything from the in-force file versions and publishes what changed. */
+  private publish(): void {
+    const goods = [...this.files.values()].flatMap((f) => (f.good ? [f.good] : []));
+    const merged = mergeFiles(goods);
+    const conversion = buildSnapshot(merged.serviceEntries, merged.workloadEntries);
+    const conflicts = [...merged.conflicts, ...conversion.conflicts];
+    this.logNew(conflicts, this.conflicts, (c) => [
+      { kept: c.kept, ignored: c.ignored },
+      `${c.type === 'duplicate-host' ? 'host' : 'resource'} ${c.subject} defined twice; ignoring ${c.ignored.file}:${c.ignored.line}, keeping ${c.kept.file}:${c.kept.line}`,
+    ]);
+    this.logNew(conversion.warnings, this.crossWarnings, (w) => [{ resource: w.resource }, w.message]);
+
+    const trafficChanged =
+      trafficKey(merged.virtualServices) !== trafficKey(this.merged.virtualServices) ||
+      trafficKey(merged.destinationRules) !== trafficKey(this.merged.destinationRules);
+    // Everything readable is updated before any listener runs.
+    this.merged = merged;
+    this.conflicts = conflicts;
+    this.crossWarnings = conversion.warnings;
+    this.state.replace(conversion.snapshot);
+    const broken = [...this.files.entries()].filter(([, f]) => f.errors.length > 0);
+    const first = broken[0];
+    if (first) {
+      const [path, f] = first;
+      const issue = f.errors[0];
+      this.state.fail(
+        new Error(
+          `${broken.length} config file(s) with errors${issue ? `, e.g. ${formatIssue(path, issue)}` : ''}`,
+        ),
+      );
+    }
+    if (trafficChanged) this.configListeners.emit();
+  }
+
+  private logNew<T>(
+    next: readonly T[],
+    previous: readonly T[],
+    describe: (item: T) => [object, string],
+  ): void {
+    const seen = new Set(previous.map((item) => JSON.stringify(item)));
+    for (const item of next) {
+      if (seen.has(JSON.stringify(item))) continue;
+      const [fields, message] = describe(item);
+      this.logger.warn(fields, message);
+    }
+  }
+}
+
+function keepGood(previous: FileRecord | undefined): Pick<FileRecord, 'good' | 'loadedAt'> {
+  return { good: previous?.good, loadedAt: previous?.loadedAt ?? null };
+}
+
+function isNotFound(e: unknown): boolean {
+  const code = (e as NodeJS.ErrnoException | null)?.code;
+  // EISDIR/ENOTDIR: the path became a directory, or a parent stopped being one; either way the file is gone.
+  return code === 'ENOENT' || code === 'EISDIR' || code === 'ENOTDIR';
+}
+
+// Traffic config compared without file/line, so moving a resource within or between files is no change.
+function trafficKey(resources: readonly AnyConfigResource[]): string {
+  return JSON.stringify(
+    resources.map((r) => [r.kind, r.apiVersion, r.namespace, r.name, r.labels, r.annotations, r.spec]),
+  );
+}
+
+function emptyFileRejected(path: string): FileLoad {
+  const message =
+    'file is empty; its last good version stays in force (delete the file to remove what it defined)';
+  return { path, errors: [{ line: 1, message }], warnings: [], resources: [] };
+}

@@ -1,0 +1,69 @@
+// One file's text → its validated resources, or the reasons it cannot be used. A file is all or
+// nothing: any error rejects the whole file, so a half-applied edit never reaches the proxies.
+import { parseConfigText, type FieldPath, type SourceDocument } from './parse.js';
+import type { AnyConfigResource, ConfigIssue } from './types.js';
+import { validateResource } from './validate/resource.js';
+import { formatPath, isRecord, Problems, type Problem } from './validate/schema.js';
+
+export const CONFIG_EXTENSIONS = ['.yaml', '.yml', '.json'] as const;
+
+export interface FileLoad {
+  /** Relative to the watched directory, `/`-separated. */
+  readonly path: string;
+  readonly errors: readonly ConfigIssue[];
+  readonly warnings: readonly ConfigIssue[];
+  /** Empty when there are errors. */
+  readonly resources: readonly AnyConfigResource[];
+}
+
+export function loadConfigFile(path: string, text: string): FileLoad {
+  const parsed = parseConfigText(text);
+  if (parsed.errors.length > 0) return { path, errors: parsed.errors, warnings: [], resources: [] };
+
+  const errors: ConfigIssue[] = [];
+  const warnings: ConfigIssue[] = [];
+  const resources: AnyConfigResource[] = [];
+  for (const doc of parsed.documents) {
+    for (const at of resourcePaths(doc)) {
+      const problems = new Problems();
+      const value = valueAt(doc.value, at);
+      const resource = validateResource(value, at, { file: path, line: doc.locate(at).line }, problems);
+      errors.push(...problems.errors.map((p) => toIssue(doc, p)));
+      warnings.push(...problems.warnings.map((p) => toIssue(doc, p)));
+      if (resource) resources.push(resource);
+    }
+  }
+  return { path, errors, warnings, resources: errors.length > 0 ? [] : resources };
+}
+
+/** `file:line path: message`, the form used in logs and status. */
+export function formatIssue(file: string, issue: ConfigIssue): string {
+  const where = issue.line > 0 ? `${file}:${issue.line}` : file;
+  return issue.path ? `${where} ${issue.path}: ${issue.message}` : `${where} ${issue.message}`;
+}
+
+export function isConfigFile(path: string): boolean {
+  return CONFIG_EXTENSIONS.some((ext) => path.toLowerCase().endsWith(ext));
+}
+
+// A document is one resource, a `kind: List` with `items`, or (as kubectl also accepts) a bare array.
+function resourcePaths(doc: SourceDocument): FieldPath[] {
+  const value = doc.value;
+  if (value === null || value === undefined) return []; // empty document, e.g. a trailing `---`
+  if (Array.isArray(value)) return value.map((_, i) => [i]);
+  if (isRecord(value) && value.kind === 'List' && Array.isArray(value.items))
+    return value.items.map((_, i) => ['items', i]);
+  return [[]];
+}
+
+function valueAt(root: unknown, path: FieldPath): unknown {
+  let value = root;
+  for (const segment of path) value = (value as Record<string | number, unknown>)[segment];
+  return value;
+}
+
+function toIssue(doc: SourceDocument, problem: Problem): ConfigIssue {
+  const { line, column } = doc.locate(problem.path);
+  const path = formatPath(problem.path);
+  return { line, column, ...(path && { path }), message: problem.message };
+}

@@ -1,0 +1,154 @@
+// DestinationRule: validated and kept for the traffic-management work (host, subsets, traffic policy).
+import type { DestinationRuleSpec, TrafficPolicy } from '../types.js';
+import { duration, hostOrWildcard, portSelector, stringMap } from './common.js';
+import { arrayOf, atMostOne, bool, int, mapOf, obj, oneOf, str, type Check } from './schema.js';
+
+const INT32 = 2_147_483_647;
+const UINT32 = 4_294_967_295;
+const count = int(0, INT32);
+
+const consistentHash = obj(
+  {
+    httpHeaderName: str({ nonEmpty: true }),
+    httpCookie: obj({ name: str({ nonEmpty: true }), path: str(), ttl: duration }, { required: ['name'] }),
+    useSourceIp: bool,
+    httpQueryParameterName: str({ nonEmpty: true }),
+    minimumRingSize: int(0, Number.MAX_SAFE_INTEGER),
+  },
+  {
+    refine: (h, path, problems) => {
+      const keys = ['httpHeaderName', 'httpCookie', 'useSourceIp', 'httpQueryParameterName'] as const;
+      if (keys.every((k) => h[k] === undefined))
+        problems.error(path, `one of ${keys.join(', ')} is required`);
+      atMostOne(h, keys, path, problems);
+    },
+  },
+);
+
+const localityLbSetting = obj({
+  distribute: arrayOf(obj({ from: str(), to: mapOf(int(0, 100)) }, { required: ['from', 'to'] })),
+  failover: arrayOf(obj({ from: str(), to: str() }, { required: ['from', 'to'] })),
+  failoverPriority: arrayOf(str()),
+  enabled: bool,
+});
+
+const loadBalancer = obj(
+  {
+    simple: oneOf(['UNSPECIFIED', 'LEAST_CONN', 'RANDOM', 'PASSTHROUGH', 'ROUND_ROBIN', 'LEAST_REQUEST']),
+    consistentHash,
+    localityLbSetting,
+    warmupDurationSecs: duration,
+  },
+  { refine: (lb, path, problems) => atMostOne(lb, ['simple', 'consistentHash'], path, problems) },
+);
+
+const connectionPool = obj({
+  tcp: obj({
+    maxConnections: count,
+    connectTimeout: duration,
+    tcpKeepalive: obj({ probes: int(0, UINT32), time: duration, interval: duration }),
+    maxConnectionDuration: duration,
+    idleTimeout: duration,
+  }),
+  http: obj({
+    http1MaxPendingRequests: count,
+    http2MaxRequests: count,
+    maxRequestsPerConnection: count,
+    maxRetries: count,
+    idleTimeout: duration,
+    h2UpgradePolicy: oneOf(['DEFAULT', 'DO_NOT_UPGRADE', 'UPGRADE']),
+    useClientProtocol: bool,
+    maxConcurrentStreams: count,
+  }),
+});
+
+const outlierDetection = obj({
+  consecutiveErrors: count,
+  consecutive5xxErrors: int(0, UINT32),
+  consecutiveGatewayErrors: int(0, UINT32),
+  consecutiveLocalOriginFailures: int(0, UINT32),
+  splitExternalLocalOriginErrors: bool,
+  interval: duration,
+  baseEjectionTime: duration,
+  maxEjectionPercent: int(0, 100),
+  minHealthPercent: int(0, 100),
+});
+
+const tls = obj(
+  {
+    mode: oneOf(['DISABLE', 'SIMPLE', 'MUTUAL', 'ISTIO_MUTUAL']),
+    clientCertificate: str(),
+    privateKey: str(),
+    caCertificates: str(),
+    credentialName: str(),
+    subjectAltNames: arrayOf(str()),
+    sni: str(),
+    insecureSkipVerify: bool,
+  },
+  {
+    required: ['mode'],
+    refine: (t, path, problems) => {
+      if (t.mode === 'MUTUAL' && !t.credentialName) {
+        if (!t.clientCertificate)
+          problems.error(
+            [...path, 'clientCertificate'],
+            'is required for mode MUTUAL without credentialName',
+          );
+        if (!t.privateKey)
+          problems.error([...path, 'privateKey'], 'is required for mode MUTUAL without credentialName');
+      }
+    },
+  },
+);
+
+const portTrafficPolicy = obj(
+  { port: portSelector, loadBalancer, connectionPool, outlierDetection, tls },
+  { required: ['port'] },
+);
+
+const trafficPolicy: Check<TrafficPolicy> = obj(
+  { loadBalancer, connectionPool, outlierDetection, tls, portLevelSettings: arrayOf(portTrafficPolicy) },
+  {
+    refine: (policy, path, problems) => {
+      const seen = new Set<number>();
+      policy.portLevelSettings?.forEach((setting, i) => {
+        const n = setting.port?.number;
+        if (n === undefined) return;
+        if (seen.has(n))
+          problems.error([...path, 'portLevelSettings', i, 'port', 'number'], `duplicate port ${n}`);
+        seen.add(n);
+      });
+    },
+  },
+);
+
+const subsetName = str({
+  test: (s) =>
+    /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(s)
+      ? undefined
+      : `must be a DNS-1123 label, got ${JSON.stringify(s)}`,
+});
+
+const subset = obj({ name: subsetName, labels: stringMap, trafficPolicy }, { required: ['name'] });
+
+export const destinationRuleSpec: Check<DestinationRuleSpec> = obj(
+  {
+    host: hostOrWildcard,
+    trafficPolicy,
+    subsets: arrayOf(subset),
+    exportTo: arrayOf(str()),
+    workloadSelector: obj({ matchLabels: stringMap }, { required: ['matchLabels'] }),
+  },
+  {
+    required: ['host'],
+    refine: (dr, path, problems) => {
+      const seen = new Set<string>();
+      dr.subsets?.forEach((s, i) => {
+        if (s.name === undefined) return;
+        if (seen.has(s.name))
+          problems.error([...path, 'subsets', i, 'name'], `duplicate subset name ${JSON.stringify(s.name)}`);
+        seen.add(s.name);
+      });
+    },
+  },
+);

@@ -1,0 +1,57 @@
+// WorkloadEntry: one VM or host. The same shape is used inline as a ServiceEntry's `endpoints`.
+import type { Health } from '../../model/endpoint.js';
+import type { WorkloadEntrySpec } from '../types.js';
+import { addressKind, portNumber, stringMap } from './common.js';
+import type { FieldPath } from '../parse.js';
+import { int, mapOf, obj, str, type Check, type Problems } from './schema.js';
+
+/** Operators drain or fence a VM by annotating its WorkloadEntry; absent means HEALTHY. */
+export const HEALTH_ANNOTATION = 'portolan.io/health';
+export const HEALTH_VALUES: readonly Health[] = ['HEALTHY', 'DRAINING', 'UNHEALTHY'];
+
+const address = str({
+  nonEmpty: true,
+  test: (s) =>
+    addressKind(s) === undefined
+      ? `must be an IP address, a DNS name or unix:///path, got ${JSON.stringify(s)}`
+      : undefined,
+});
+
+const locality = str({
+  test: (s) =>
+    s.split('/').length > 3 || s.split('/').some((part) => part === '')
+      ? `must be region, region/zone or region/zone/subzone, got ${JSON.stringify(s)}`
+      : undefined,
+});
+
+export const workloadEntrySpec: Check<WorkloadEntrySpec> = obj(
+  {
+    address,
+    ports: mapOf(portNumber),
+    labels: stringMap,
+    network: str(),
+    locality,
+    // proto3 cannot tell 0 from unset, so Istio (and we) treat 0 as the default weight 1.
+    weight: int(0, 4_294_967_295),
+    serviceAccount: str(),
+  },
+  // Istio allows an empty address for endpoints behind a network gateway; we have no gateways, so it is required.
+  { required: ['address'] },
+);
+
+/** The health an operator set on a WorkloadEntry (case-insensitive); undefined for a value we do not know. */
+export function healthOf(annotations: Readonly<Record<string, string>>): Health | undefined {
+  const value = annotations[HEALTH_ANNOTATION];
+  if (value === undefined) return 'HEALTHY';
+  return HEALTH_VALUES.find((h) => h === value.toUpperCase());
+}
+
+export function checkHealthAnnotation(
+  annotations: Readonly<Record<string, string>>,
+  path: FieldPath,
+  problems: Problems,
+): void {
+  if (healthOf(annotations) === undefined) {
+    problems.error([...path, HEALTH_ANNOTATION], `must be one of ${HEALTH_VALUES.join(', ')}`);
+  }
+}

@@ -1,0 +1,280 @@
+// The registry against a real directory and real chokidar events.
+import assert from 'node:assert/strict';
+import { open, rm, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { ConfigDirRegistry } from '../../../config-dir/config-registry.js';
+import type { ChangeEvent } from '../../../model/change.js';
+import { eventually, makeTempDir, workloadEntry } from './helpers.js';
+
+const ECHO_SE = `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata:
+  name: echo
+spec:
+  hosts: [echo.example.internal]
+  resolution: STATIC
+  ports:
+    - name: grpc
+      number: 50051
+      protocol: GRPC
+  workloadSelector:
+    labels: {app: echo}
+`;
+
+const vm = (name: string, address: string) =>
+  workloadEntry(name, `  address: ${address}\n  labels: {app: echo}\n`);
+
+async function started(t: TestContext, files: Record<string, string> = {}) {
+  const tmp = await makeTempDir();
+  for (const [path, text] of Object.entries(files)) await tmp.write(path, text);
+  const registry = new ConfigDirRegistry({ dir: tmp.dir, debounceMs: 30 });
+  t.after(async () => {
+    await registry.stop();
+    await tmp.cleanup();
+  });
+  await registry.start();
+  // Changes after the initial load only.
+  const events: ChangeEvent[] = [];
+  registry.onChange((e) => events.push(e));
+  return { ...tmp, registry, events };
+}
+
+const addresses = (registry: ConfigDirRegistry, host: string) =>
+  registry
+    .snapshot()
+    .endpoints.get(host)
+    ?.map((e) => e.address);
+
+test('an empty directory syncs with no services', async (t) => {
+  const { registry } = await started(t);
+  assert.equal(registry.hasSynced(), true);
+  assert.equal(registry.snapshot().services.size, 0);
+  assert.deepEqual(registry.debugState().files, []);
+});
+
+test('start() fails for a missing directory', async () => {
+  const registry = new ConfigDirRegistry({ dir: join('/nonexistent', `portolan-${process.pid}`) });
+  await assert.rejects(registry.start(), /config directory .*nonexistent/);
+  assert.equal(registry.hasSynced(), false);
+});
+
+test('the initial scan is loaded, recursively, before start() resolves', async (t) => {
+  const { registry } = await started(t, {
+    'services/echo.yaml': ECHO_SE,
+    'vms/a/vm-1.yml': vm('vm-1', '10.0.0.1'),
+    'notes.txt': 'not config',
+  });
+  assert.equal(registry.hasSynced(), true);
+  assert.deepEqual(addresses(registry, 'echo.example.internal'), ['10.0.0.1']);
+  assert.deepEqual(
+    registry.debugState().files.map((f) => [f.path, f.status, f.resources]),
+    [
+      ['services/echo.yaml', 'ok', ['ServiceEntry/default/echo']],
+      ['vms/a/vm-1.yml', 'ok', ['WorkloadEntry/default/vm-1']],
+    ],
+  );
+  assert.deepEqual(registry.status(), { synced: true, stale: false, services: 1, endpoints: 1 });
+});
+
+test('a file added later, in a new subdirectory, makes its services appear', async (t) => {
+  const { registry, write, events } = await started(t);
+  assert.equal(registry.snapshot().services.size, 0);
+  await write('deep/er/echo.yaml', ECHO_SE);
+  await eventually(() => registry.snapshot().services.has('echo.example.internal'), 5000, 'echo service');
+  assert.deepEqual(
+    events.map((e) => [[...e.hostnames], e.endpointsOnly]),
+    [[['echo.example.internal'], false]],
+  );
+});
+
+test('editing only WorkloadEntries is an endpoints-only change', async (t) => {
+  const { registry, write, events } = await started(t, {
+    'echo.yaml': ECHO_SE,
+    'vm-1.yaml': vm('vm-1', '10.0.0.1'),
+  });
+  await write('vm-1.yaml', vm('vm-1', '10.0.0.9'));
+  await write('vm-2.yaml', vm('vm-2', '10.0.0.2'));
+  // Selected WorkloadEntries are ordered by name.
+  await eventually(
+    () => addresses(registry, 'echo.example.internal')?.join() === '10.0.0.9,10.0.0.2',
+    5000,
+    'new endpoints',
+  );
+  assert.ok(events.length >= 1);
+  for (const e of events) {
+    assert.deepEqual([...e.hostnames], ['echo.example.internal']);
+    assert.equal(e.endpointsOnly, true);
+  }
+});
+
+test('a broken edit is reported with path and line, and the last good version stays in force', async (t) => {
+  const { registry, write } = await started(t, { 'echo.yaml': ECHO_SE, 'vm.yaml': vm('vm-1', '10.0.0.1') });
+  await write('echo.yaml', ECHO_SE.replace('number: 50051', 'number: 99999'));
+  await write('vm.yaml', 'apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\nmetadata: {name: vm-1\n');
+  const files = await eventually(
+    () => {
+      const state = registry.debugState().files;
+      return state.every((f) => f.status === 'error') && state;
+    },
+    5000,
+    'both files in error',
+  );
+
+  const echo = files.find((f) => f.path === 'echo.yaml');
+  assert.deepEqual(echo?.errors, [
+    { line: 10, column: 7, path: 'spec.ports[0].number', message: 'must be an integer in 1..65535' },
+  ]);
+  assert.deepEqual(echo?.resources, ['ServiceEntry/default/echo'], 'still the old version');
+  assert.ok(echo?.loadedAt);
+  const broken = files.find((f) => f.path === 'vm.yaml');
+  assert.ok((broken?.errors[0]?.line ?? 0) >= 3);
+
+  // Still serving the previous versions of both files.
+  assert.equal(registry.snapshot().services.get('echo.example.internal')?.ports[0]?.number, 50051);
+  assert.deepEqual(addresses(registry, 'echo.example.internal'), ['10.0.0.1']);
+  const status = registry.status();
+  assert.equal(status.stale, true);
+  assert.match(
+    status.lastError ?? '',
+    /2 config file\(s\) with errors, e\.g\. echo\.yaml:10 spec\.ports\[0\]\.number/,
+  );
+
+  // Fixing the file brings it back to ok and applies the fix.
+  await write('echo.yaml', ECHO_SE.replace('number: 50051', 'number: 50052'));
+  await eventually(
+    () => registry.snapshot().services.get('echo.example.internal')?.ports[0]?.number === 50052,
+    5000,
+    'fixed port',
+  );
+  assert.equal(registry.debugState().files.find((f) => f.path === 'echo.yaml')?.status, 'ok');
+});
+
+test('a new file that is broken from the start contributes nothing and blocks nothing', async (t) => {
+  const { registry, write } = await started(t, { 'echo.yaml': ECHO_SE });
+  await write('vm.yaml', vm('vm-1', '10.0.0.1') + '---\n' + vm('vm-2', 'not an address!'));
+  const file = await eventually(
+    () => registry.debugState().files.find((f) => f.path === 'vm.yaml'),
+    5000,
+    'vm.yaml state',
+  );
+  assert.equal(file.status, 'error');
+  assert.equal(file.loadedAt, null);
+  assert.deepEqual(file.resources, []);
+  assert.deepEqual(
+    file.errors.map((e) => [e.line, e.path]),
+    [[16, 'spec.address']],
+  );
+  assert.deepEqual(addresses(registry, 'echo.example.internal'), []);
+  assert.ok(registry.snapshot().services.has('echo.example.internal'));
+});
+
+test('deleting a file removes what it defined; deleting a directory removes its files', async (t) => {
+  const { registry, dir, events } = await started(t, {
+    'svc/echo.yaml': ECHO_SE,
+    'vms/vm-1.yaml': vm('vm-1', '10.0.0.1'),
+  });
+  await rm(join(dir, 'vms'), { recursive: true });
+  await eventually(
+    () => addresses(registry, 'echo.example.internal')?.length === 0,
+    5000,
+    'endpoint removed',
+  );
+  await unlink(join(dir, 'svc/echo.yaml'));
+  await eventually(() => registry.snapshot().services.size === 0, 5000, 'service removed');
+  assert.deepEqual(registry.debugState().files, []);
+  assert.equal(events.at(-1)?.endpointsOnly, false);
+});
+
+test('unknown kinds are warnings in the file status; hidden files are ignored', async (t) => {
+  const { registry } = await started(t, {
+    'mixed.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n---\n' + ECHO_SE,
+    '.hidden.yaml': vm('hidden', '10.9.9.9'),
+    '..data/vm.yaml': vm('shadow', '10.9.9.8'),
+  });
+  const [file, ...others] = registry.debugState().files;
+  assert.deepEqual(others, []);
+  assert.equal(file?.status, 'ok');
+  assert.deepEqual(
+    file?.warnings.map((w) => [w.line, w.message]),
+    [[1, 'v1 ConfigMap is not supported, ignored']],
+  );
+  assert.deepEqual(file?.resources, ['ServiceEntry/default/echo']);
+});
+
+test('resource identity conflicts are listed in the debug state', async (t) => {
+  const { registry } = await started(t, {
+    'a.yaml': vm('vm-1', '10.0.0.1'),
+    'b.yaml': vm('vm-1', '10.0.0.2'),
+    'echo.yaml': ECHO_SE,
+  });
+  assert.deepEqual(addresses(registry, 'echo.example.internal'), ['10.0.0.1']);
+  assert.deepEqual(registry.debugState().conflicts, [
+    {
+      type: 'duplicate-resource',
+      subject: 'WorkloadEntry/default/vm-1',
+      kept: { resource: 'WorkloadEntry/default/vm-1', file: 'a.yaml', line: 1 },
+      ignored: { resource: 'WorkloadEntry/default/vm-1', file: 'b.yaml', line: 1 },
+    },
+  ]);
+});
+
+test('VirtualServices and DestinationRules are exposed, and onConfigChange fires when they change', async (t) => {
+  const dr = (lb: string) =>
+    `apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: echo}\nspec:\n  host: echo.example.internal\n  trafficPolicy: {loadBalancer: {simple: ${lb}}}\n`;
+  const { registry, write } = await started(t, { 'dr.yaml': dr('ROUND_ROBIN') });
+  assert.equal(registry.destinationRules()[0]?.spec.trafficPolicy?.loadBalancer?.simple, 'ROUND_ROBIN');
+  assert.deepEqual(registry.virtualServices(), []);
+  let fired = 0;
+  registry.onConfigChange(() => fired++);
+  await write('dr.yaml', dr('RANDOM'));
+  await eventually(() => fired === 1, 5000, 'config change');
+  assert.equal(registry.destinationRules()[0]?.spec.trafficPolicy?.loadBalancer?.simple, 'RANDOM');
+
+  // A comment moves the resource down a line: the same config, so no change.
+  await write('dr.yaml', '# comment\n' + dr('RANDOM'));
+  await eventually(() => registry.destinationRules()[0]?.line === 2, 5000, 'reloaded');
+  await registry.settled();
+  assert.equal(fired, 1);
+});
+
+test('settled() resolves once a burst of writes has been applied as one reload', async (t) => {
+  const { registry, write, events } = await started(t, { 'echo.yaml': ECHO_SE });
+  for (let i = 1; i <= 5; i++) await write(`vm-${i}.yaml`, vm(`vm-${i}`, `10.0.0.${i}`));
+  await eventually(() => addresses(registry, 'echo.example.internal')?.length === 5, 5000, 'five endpoints');
+  await registry.settled();
+  assert.ok(events.length <= 2, `${events.length} change events for one burst`);
+});
+
+test('a slow in-place write is picked up even if chokidar drops its second event', async (t) => {
+  const { registry, dir } = await started(t, { 'echo.yaml': ECHO_SE });
+  const handle = await open(join(dir, 'echo.yaml'), 'w'); // truncates: chokidar reports a change
+  // Meanwhile the empty file is read; chokidar ignores further changes for 50 ms after the one it reported.
+  await new Promise((r) => setTimeout(r, 40));
+  await handle.writeFile(ECHO_SE.replace('number: 50051', 'number: 50052'));
+  await handle.close();
+  await eventually(
+    () => registry.snapshot().services.get('echo.example.internal')?.ports[0]?.number === 50052,
+    5000,
+    'new port',
+  );
+});
+
+test('a file emptied by a save caught half-way keeps its last good version', async (t) => {
+  const { registry, write } = await started(t, { 'echo.yaml': ECHO_SE, 'vm.yaml': vm('vm-1', '10.0.0.1') });
+  await write('vm.yaml', '');
+  const file = await eventually(
+    () => registry.debugState().files.find((f) => f.path === 'vm.yaml' && f.status === 'error'),
+    5000,
+    'vm.yaml in error',
+  );
+  assert.match(file.errors[0]?.message ?? '', /empty/);
+  assert.deepEqual(addresses(registry, 'echo.example.internal'), ['10.0.0.1']);
+
+  await write('vm.yaml', vm('vm-1', '10.0.0.9'));
+  await eventually(
+    () => addresses(registry, 'echo.example.internal')?.[0] === '10.0.0.9',
+    5000,
+    'new address',
+  );
+});

@@ -1,0 +1,272 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { formatIssue, loadConfigFile } from '../../../config-dir/load-file.js';
+import { parseDuration } from '../../../config-dir/validate/common.js';
+
+const SE_HEADER = 'apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata:\n  name: svc\nspec:\n';
+
+function errorsOf(text: string, file = 'services.yaml'): string[] {
+  return loadConfigFile(file, text).errors.map((e) => formatIssue(file, e));
+}
+
+test('every problem in a ServiceEntry is reported with file, line and field path', () => {
+  const text =
+    SE_HEADER + // lines 1-5
+    [
+      '  hosts: [a.example.internal]', // 6
+      '  resolution: STATIC', // 7
+      '  ports:', // 8
+      '    - name: http', // 9
+      '      number: 80', // 10
+      '    - name: http', // 11
+      '      number: 70000', // 12
+      '      protocol: SMTP', // 13
+      '  endpoints:', // 14
+      '    - address: db.example.internal', // 15
+      '      ports: {grpc: 9000}', // 16
+      '',
+    ].join('\n');
+  const load = loadConfigFile('services.yaml', text);
+  assert.deepEqual(load.resources, [], 'a file with errors contributes nothing');
+  assert.deepEqual(
+    load.errors.map((e) => formatIssue('services.yaml', e)).sort(),
+    [
+      'services.yaml:11 spec.ports[1].name: duplicate port name "http"',
+      'services.yaml:12 spec.ports[1].number: must be an integer in 1..65535',
+      'services.yaml:13 spec.ports[1].protocol: must be one of HTTP, HTTP2, GRPC, HTTPS, TLS, TCP, MONGO, REDIS, MYSQL, UDP, got "SMTP"',
+      'services.yaml:15 spec.endpoints[0].address: resolution STATIC needs an IP address or unix:///path',
+      'services.yaml:16 spec.endpoints[0].ports.grpc: no service port named "grpc"',
+    ].sort(),
+  );
+  assert.equal(
+    load.errors.find((e) => e.path === 'spec.ports[1].number')?.column,
+    7,
+    'the column of the key',
+  );
+});
+
+test('protocol is case-insensitive and empty means TCP', () => {
+  const load = loadConfigFile(
+    'p.yaml',
+    SE_HEADER +
+      '  hosts: [a.example]\n  ports:\n    - {name: web, number: 80, protocol: http}\n    - {name: raw, number: 81, protocol: ""}\n',
+  );
+  assert.deepEqual(load.errors, []);
+  const se = load.resources[0];
+  assert.equal(se?.kind, 'ServiceEntry');
+  assert.deepEqual(
+    se.spec.ports.map((p) => p.protocol),
+    ['HTTP', undefined],
+  );
+});
+
+test('ServiceEntry rules: hosts and ports required, wildcards only with NONE, not both endpoints and selector', () => {
+  assert.deepEqual(errorsOf(SE_HEADER + '  resolution: DNS\n'), [
+    'services.yaml:5 spec.hosts: is required',
+    'services.yaml:5 spec.ports: is required',
+  ]);
+  assert.deepEqual(
+    errorsOf(SE_HEADER + '  hosts: ["*.example.com"]\n  resolution: DNS\n  ports: [{name: h, number: 80}]\n'),
+    ['services.yaml:6 spec.hosts[0]: wildcard hosts need resolution NONE, not DNS'],
+  );
+  assert.deepEqual(
+    errorsOf(SE_HEADER + '  hosts: ["*.example.com"]\n  ports: [{name: h, number: 80}]\n'),
+    [],
+  );
+  assert.deepEqual(
+    errorsOf(
+      SE_HEADER +
+        '  hosts: [a.example]\n  resolution: STATIC\n  ports: [{name: h, number: 80}]\n' +
+        '  endpoints: [{address: 10.0.0.1}]\n  workloadSelector: {labels: {app: a}}\n',
+    ),
+    ['services.yaml:10 spec.workloadSelector: only one of endpoints and workloadSelector may be set'],
+  );
+  assert.deepEqual(
+    errorsOf(
+      SE_HEADER +
+        '  hosts: [a.example]\n  ports: [{name: h, number: 80}]\n  endpoints: [{address: 10.0.0.1}]\n',
+    ),
+    ['services.yaml:8 spec.endpoints: must be empty when resolution is NONE'],
+  );
+  assert.deepEqual(
+    errorsOf(
+      SE_HEADER +
+        '  hosts: [a.example]\n  resolution: DNS_ROUND_ROBIN\n  ports: [{name: h, number: 80}]\n  endpoints: [{address: a.io}, {address: b.io}]\n',
+    ),
+    ['services.yaml:9 spec.endpoints: resolution DNS_ROUND_ROBIN allows at most one endpoint'],
+  );
+  assert.deepEqual(errorsOf(SE_HEADER + '  hosts: [a.example]\n  ports: [{number: 80}]\n'), [
+    'services.yaml:7 spec.ports[0].name: is required',
+  ]);
+});
+
+test('STATIC accepts IP and unix:// endpoints; a unix:// endpoint needs exactly one port', () => {
+  const ok =
+    SE_HEADER +
+    '  hosts: [a.example]\n  resolution: STATIC\n  ports: [{name: h, number: 80}]\n  endpoints: [{address: "10.1.2.3"}, {address: "unix:///var/run/a.sock"}, {address: "::1"}]\n';
+  assert.deepEqual(errorsOf(ok), []);
+  const twoPorts =
+    SE_HEADER +
+    '  hosts: [a.example]\n  resolution: STATIC\n  ports: [{name: h, number: 80}, {name: g, number: 81}]\n  endpoints:\n    - address: "unix:///var/run/a.sock"\n';
+  assert.deepEqual(errorsOf(twoPorts), [
+    'services.yaml:10 spec.endpoints[0].address: a unix:// endpoint needs exactly one service port',
+  ]);
+});
+
+test('WorkloadEntry: address required, labels must be strings, health annotation checked', () => {
+  const text = [
+    'apiVersion: networking.istio.io/v1',
+    'kind: WorkloadEntry',
+    'metadata:',
+    '  name: vm-1',
+    '  annotations:',
+    '    portolan.io/health: SLEEPY',
+    'spec:',
+    '  labels:',
+    '    version: 2',
+    '  locality: us-east-1//a',
+    '',
+  ].join('\n');
+  assert.deepEqual(errorsOf(text, 'vm.yaml').sort(), [
+    'vm.yaml:10 spec.locality: must be region, region/zone or region/zone/subzone, got "us-east-1//a"',
+    'vm.yaml:6 metadata.annotations["portolan.io/health"]: must be one of HEALTHY, DRAINING, UNHEALTHY',
+    'vm.yaml:7 spec.address: is required',
+    'vm.yaml:9 spec.labels.version: must be a string (quote numbers and booleans)',
+  ]);
+});
+
+test('unknown kinds and apiVersions are warnings; the rest of the file still loads', () => {
+  const text = [
+    'apiVersion: v1',
+    'kind: ConfigMap',
+    'metadata: {name: x}',
+    '---',
+    'apiVersion: networking.istio.io/v1',
+    'kind: Gateway',
+    'metadata: {name: gw}',
+    '---',
+    'apiVersion: networking.istio.io/v2',
+    'kind: ServiceEntry',
+    'metadata: {name: future}',
+    '---',
+    'apiVersion: networking.istio.io/v1alpha3',
+    'kind: WorkloadEntry',
+    'metadata: {name: vm}',
+    'spec: {address: 10.0.0.9, colour: blue}',
+    '',
+  ].join('\n');
+  const load = loadConfigFile('mixed.yaml', text);
+  assert.deepEqual(load.errors, []);
+  assert.deepEqual(
+    load.resources.map((r) => `${r.kind}/${r.name}@${r.line}`),
+    ['WorkloadEntry/vm@13'],
+  );
+  assert.deepEqual(
+    load.warnings.map((w) => formatIssue('mixed.yaml', w)),
+    [
+      'mixed.yaml:1 apiVersion: v1 ConfigMap is not supported, ignored',
+      'mixed.yaml:6 kind: kind Gateway is not supported, ignored',
+      'mixed.yaml:9 apiVersion: networking.istio.io/v2 ServiceEntry is not supported, ignored',
+      'mixed.yaml:16 spec.colour: unknown field, ignored',
+    ],
+  );
+});
+
+test('envelope errors: missing kind, missing metadata.name, not an object', () => {
+  assert.deepEqual(errorsOf('apiVersion: networking.istio.io/v1\nmetadata: {name: a}\n'), [
+    'services.yaml:1 kind: is required',
+  ]);
+  assert.deepEqual(
+    errorsOf(
+      'apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\nmetadata: {namespace: prod}\nspec: {address: 10.0.0.1}\n',
+    ),
+    ['services.yaml:3 metadata.name: is required'],
+  );
+  assert.deepEqual(errorsOf('just a string\n'), [
+    'services.yaml:1 must be an object with apiVersion, kind, metadata and spec',
+  ]);
+});
+
+test('VirtualService: destination host required, weights 0..100 summing to 100, durations parse', () => {
+  const text = [
+    'apiVersion: networking.istio.io/v1beta1', // 1
+    'kind: VirtualService', // 2
+    'metadata: {name: echo}', // 3
+    'spec:', // 4
+    '  hosts: [echo.example.internal]', // 5
+    '  http:', // 6
+    '    - timeout: 1.5', // 7
+    '      retries: {attempts: 3, perTryTimeout: 100ms}', // 8
+    '      route:', // 9
+    '        - destination: {host: echo.example.internal, subset: v1}', // 10
+    '          weight: 70', // 11
+    '        - destination: {subset: v2}', // 12
+    '          weight: 20', // 13
+    '    - match: [{uri: {prefix: /a, exact: /b}}]', // 14
+    '      redirect: {uri: /c}', // 15
+    '      rewrite: {uri: /d}', // 16
+    '  tcp:', // 17
+    '    - route:', // 18
+    '        - destination: {host: db.internal}', // 19
+    '          weight: 101', // 20
+    '',
+  ].join('\n');
+  assert.deepEqual(errorsOf(text, 'vs.yaml').sort(), [
+    'vs.yaml:12 spec.http[0].route[1].destination.host: is required',
+    'vs.yaml:14 spec.http[1].match[0].uri: exactly one of exact, prefix, regex must be set',
+    'vs.yaml:16 spec.http[1].rewrite: cannot be combined with redirect',
+    'vs.yaml:20 spec.tcp[0].route[0].weight: must be an integer in 0..100',
+    'vs.yaml:7 spec.http[0].timeout: must be a duration such as 1.5s or 100ms, got 1.5',
+    'vs.yaml:9 spec.http[0].route: weights must sum to 100 when there are several destinations, got 90',
+  ]);
+});
+
+test('a valid VirtualService keeps its spec as written', () => {
+  const text =
+    'apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: echo, namespace: prod}\nspec:\n' +
+    '  hosts: [echo.example.internal]\n  http:\n    - timeout: 1.5s\n      fault: {delay: {fixedDelay: 5ms, percentage: {value: 0.5}}}\n' +
+    '      route:\n        - {destination: {host: echo.example.internal, subset: v1}, weight: 90}\n        - {destination: {host: echo.example.internal, subset: v2}, weight: 10}\n';
+  const load = loadConfigFile('vs.yaml', text);
+  assert.deepEqual(load.errors, []);
+  assert.deepEqual(load.warnings, []);
+  const vs = load.resources[0];
+  assert.equal(vs?.kind, 'VirtualService');
+  assert.equal(vs.namespace, 'prod');
+  assert.equal(vs.spec.http?.[0]?.timeout, '1.5s');
+});
+
+test('DestinationRule: host required, unique subset names, enum and duration checks', () => {
+  const text = [
+    'apiVersion: networking.istio.io/v1',
+    'kind: DestinationRule',
+    'metadata: {name: echo}',
+    'spec:',
+    '  trafficPolicy:',
+    '    loadBalancer: {simple: FASTEST}',
+    '    connectionPool: {tcp: {connectTimeout: soon}}',
+    '  subsets:',
+    '    - name: v1',
+    '    - name: v1',
+    '      labels: {version: v1}',
+    '',
+  ].join('\n');
+  assert.deepEqual(errorsOf(text, 'dr.yaml').sort(), [
+    'dr.yaml:10 spec.subsets[1].name: duplicate subset name "v1"',
+    'dr.yaml:4 spec.host: is required',
+    'dr.yaml:6 spec.trafficPolicy.loadBalancer.simple: must be one of UNSPECIFIED, LEAST_CONN, RANDOM, PASSTHROUGH, ROUND_ROBIN, LEAST_REQUEST',
+    'dr.yaml:7 spec.trafficPolicy.connectionPool.tcp.connectTimeout: must be a duration such as 1.5s or 100ms, got "soon"',
+  ]);
+});
+
+test('parseDuration reads Go-style durations', () => {
+  assert.equal(parseDuration('1.5s'), 1500);
+  assert.equal(parseDuration('100ms'), 100);
+  assert.equal(parseDuration('1m30s'), 90_000);
+  assert.equal(parseDuration('1h'), 3_600_000);
+  assert.equal(parseDuration('250us'), 0.25);
+  assert.equal(parseDuration('0'), 0);
+  assert.equal(parseDuration('1.5'), undefined);
+  assert.equal(parseDuration('s'), undefined);
+  assert.equal(parseDuration('-1s'), undefined);
+  assert.equal(parseDuration('1s '), undefined);
+});
