@@ -14,7 +14,7 @@ if (files.length === 0) {
 }
 const result = spawnSync(
   process.execPath,
-  ['--test', '--test-concurrency=2', ...process.argv.slice(2), ...files],
+  ['--test', '--test-concurrency=2', '--test-timeout=180000', ...process.argv.slice(2), ...files],
   {
     stdio: 'inherit',
   },

@@ -93,7 +93,7 @@ spec:
 
 after(async () => {
   client?.close();
-  await portolan?.stop();
+  await portolan?.stop(); // no-op when the last test already stopped it
   await Promise.all([...backends.values()].map((b) => b.stop()));
   rmSync(dir, { recursive: true, force: true });
 });
@@ -160,4 +160,12 @@ test('the admin views show the client and what it was sent', async () => {
   const dump = await getJson('/debug/config_dump?proxyID=e2e-client');
   assert.equal(dump.status, 200);
   assert.match(JSON.stringify(dump.body), /outbound\|50051\|\|echo\.e2e\.internal/);
+});
+
+test('SIGTERM shuts down cleanly and exits 0 within the grace period', async () => {
+  // The client goes first: grpc-js-xds keeps retrying a control plane that went away, holding the process open.
+  client.close();
+  const exit = await portolan.stop();
+  assert.deepEqual(exit, { code: 0, signal: null, killed: false });
+  assert.ok(portolan.logs.some((l) => l.msg === 'shutting down' && l.signal === 'SIGTERM'));
 });

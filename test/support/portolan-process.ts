@@ -11,7 +11,14 @@ export interface PortolanProcess {
   readonly httpBase: string;
   /** Every log line so far, parsed. */
   readonly logs: Record<string, unknown>[];
-  stop(): Promise<void>;
+  /** SIGTERM, then SIGKILL after 5 s; resolves with how the process ended. */
+  stop(): Promise<ExitInfo>;
+}
+
+export interface ExitInfo {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly killed: boolean;
 }
 
 export async function startPortolanProcess(
@@ -49,9 +56,11 @@ export async function startPortolanProcess(
       reject(new Error(`portolan exited with ${code} before serving: ${JSON.stringify(logs)}`)),
     );
   });
-  const timer = sleep(timeoutMs).then(() => {
+  const timeout = new AbortController();
+  const timer = sleep(timeoutMs, undefined, { signal: timeout.signal }).then(() => {
     throw new Error(`portolan did not start within ${timeoutMs} ms`);
   });
+  timer.catch(() => {}); // settled either way; only the race below observes it
   try {
     const { xds, http } = await Promise.race([ready, timer]);
     return {
@@ -64,16 +73,21 @@ export async function startPortolanProcess(
   } catch (err) {
     await stopChild(child);
     throw err;
+  } finally {
+    timeout.abort();
   }
 }
 
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null || !child.pid) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  process.kill(child.pid, 'SIGTERM');
-  const done = await Promise.race([exited.then(() => true), sleep(5000).then(() => false)]);
-  if (!done) {
-    process.kill(child.pid, 'SIGKILL');
-    await exited;
+async function stopChild(child: ChildProcess): Promise<ExitInfo> {
+  if (child.exitCode !== null || child.signalCode !== null || !child.pid) {
+    return { code: child.exitCode, signal: child.signalCode, killed: false };
   }
+  const exited = new Promise<ExitInfo>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal, killed: false })),
+  );
+  process.kill(child.pid, 'SIGTERM');
+  const done = await Promise.race([exited, sleep(5000).then(() => undefined)]);
+  if (done) return done;
+  process.kill(child.pid, 'SIGKILL');
+  return { ...(await exited), killed: true };
 }

@@ -1,0 +1,7 @@
+// `npm run bench`: every benchmark in turn, each printing a table with its setup.
+import { editLatency } from './edit-latency.js';
+import { pushFanout } from './push-fanout.js';
+
+console.log(`Portolan benchmarks — node ${process.version}, ${new Date().toISOString()}`);
+await editLatency();
+await pushFanout();
