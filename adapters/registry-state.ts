@@ -2,7 +2,7 @@
 // exactly what changed (nothing when nothing did). Adapters compose it rather than re-deriving diffs.
 import { diffSnapshots, EMPTY_SNAPSHOT, type ChangeEvent, type RegistrySnapshot } from '../model/change.js';
 import { Listeners } from '../model/listeners.js';
-import type { RegistryStatus } from './registry.js';
+import type { Registry, RegistryStatus } from './registry.js';
 
 export class RegistryState {
   private current: RegistrySnapshot = EMPTY_SNAPSHOT;
@@ -49,5 +49,33 @@ export class RegistryState {
 
   onChange(listener: (event: ChangeEvent) => void): () => void {
     return this.listeners.add(listener);
+  }
+}
+
+/**
+ * The read half of `Registry`, answered from a RegistryState. Adapters extend it and implement only
+ * their name, start and stop, publishing through `this.state`.
+ */
+export abstract class StateBackedRegistry implements Registry {
+  abstract readonly name: string;
+  protected readonly state = new RegistryState();
+
+  abstract start(): Promise<void>;
+  abstract stop(): Promise<void>;
+
+  hasSynced(): boolean {
+    return this.state.hasSynced();
+  }
+
+  snapshot(): RegistrySnapshot {
+    return this.state.snapshot();
+  }
+
+  status(): RegistryStatus {
+    return this.state.status();
+  }
+
+  onChange(listener: (event: ChangeEvent) => void): () => void {
+    return this.state.onChange(listener);
   }
 }

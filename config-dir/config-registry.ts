@@ -3,11 +3,9 @@
 // one is broken, so a bad edit is reported (log + /debug/configz) but never takes services away.
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import type { ChangeEvent, RegistrySnapshot } from '../model/change.js';
 import { Listeners } from '../model/listeners.js';
 import { silentLogger, type Logger } from '../log/logger.js';
-import { RegistryState } from '../adapters/registry-state.js';
-import type { Registry, RegistryStatus } from '../adapters/registry.js';
+import { StateBackedRegistry } from '../adapters/registry-state.js';
 import { resourcesOf, type ConfigDebugState, type FileDebugState } from './debug-state.js';
 import { formatIssue, loadConfigFile, type FileLoad } from './load-file.js';
 import { comparePaths, mergeFiles, type ConfigConflict, type MergedConfig } from './merge.js';
@@ -52,12 +50,11 @@ const EMPTY_MERGED: MergedConfig = {
   conflicts: [],
 };
 
-export class ConfigDirRegistry implements Registry {
+export class ConfigDirRegistry extends StateBackedRegistry {
   readonly name = REGISTRY_NAME;
   private readonly dir: string;
   private readonly logger: Logger;
   private readonly watcher: DirWatcher;
-  private readonly state = new RegistryState();
   private readonly files = new Map<string, FileRecord>();
   private readonly configListeners = new Listeners<void>();
   private merged: MergedConfig = EMPTY_MERGED;
@@ -65,6 +62,7 @@ export class ConfigDirRegistry implements Registry {
   private crossWarnings: readonly CrossResourceWarning[] = [];
 
   constructor(options: ConfigDirOptions) {
+    super();
     this.dir = resolve(options.dir);
     this.logger = options.logger ?? silentLogger;
     this.watcher = new DirWatcher({
@@ -86,22 +84,6 @@ export class ConfigDirRegistry implements Registry {
 
   stop(): Promise<void> {
     return this.watcher.stop();
-  }
-
-  hasSynced(): boolean {
-    return this.state.hasSynced();
-  }
-
-  snapshot(): RegistrySnapshot {
-    return this.state.snapshot();
-  }
-
-  status(): RegistryStatus {
-    return this.state.status();
-  }
-
-  onChange(listener: (event: ChangeEvent) => void): () => void {
-    return this.state.onChange(listener);
   }
 
   /** Validated traffic config, for the traffic-management issue. */

@@ -2,13 +2,10 @@
 // like Pilot's debug memory registry. Always synced; every mutation publishes a new snapshot.
 import type { Endpoint } from '../../model/endpoint.js';
 import type { Service } from '../../model/service.js';
-import type { ChangeEvent, RegistrySnapshot } from '../../model/change.js';
-import type { Registry, RegistryStatus } from '../registry.js';
-import { RegistryState } from '../registry-state.js';
+import { StateBackedRegistry } from '../registry-state.js';
 
-export class MockRegistry implements Registry {
+export class MockRegistry extends StateBackedRegistry {
   readonly name = 'mock';
-  private readonly state = new RegistryState();
   private readonly services = new Map<string, Service>();
   private readonly endpoints = new Map<string, Endpoint[]>();
 
@@ -17,22 +14,6 @@ export class MockRegistry implements Registry {
   }
 
   async stop(): Promise<void> {}
-
-  hasSynced(): boolean {
-    return this.state.hasSynced();
-  }
-
-  snapshot(): RegistrySnapshot {
-    return this.state.snapshot();
-  }
-
-  status(): RegistryStatus {
-    return this.state.status();
-  }
-
-  onChange(listener: (event: ChangeEvent) => void): () => void {
-    return this.state.onChange(listener);
-  }
 
   /** Adds or replaces a service (its endpoints are kept). */
   putService(service: Omit<Service, 'registry'>): void {

@@ -2,43 +2,24 @@
 // resources must follow the gRFCs to the letter for these calls to succeed.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { Endpoint } from '../../model/endpoint.js';
 import { ccoreEchoCalls } from '../support/ccore-client.js';
 import { startEchoBackend, type EchoBackend } from '../support/echo-backend.js';
+import { endpoint, mockService, servicePort } from '../support/model-fixtures.js';
 import { startInProcessPlane, type InProcessPlane } from '../support/in-process.js';
 
 const HOST = 'echo.ccore.internal';
 let plane: InProcessPlane;
 const backends: EchoBackend[] = [];
 
-function endpoint(b: EchoBackend, zone: string): Endpoint {
-  return {
-    address: b.address,
-    ports: { grpc: b.port },
-    labels: {},
-    locality: { region: 'r1', zone, subzone: '' },
-    weight: 1,
-    health: 'HEALTHY',
-    serviceAccount: '',
-    network: '',
-  };
-}
-
 before(async () => {
   plane = await startInProcessPlane();
   const first = await startEchoBackend('c1', '127.0.0.1');
   backends.push(first, await startEchoBackend('c2', '127.0.0.3', first.port));
-  plane.mock.putService({
-    hostname: HOST,
-    namespace: 'default',
-    ports: [{ name: 'grpc', number: 9090, protocol: 'GRPC' }],
-    addresses: [],
-    resolution: 'STATIC',
-    labels: {},
-    location: 'MESH_INTERNAL',
-  });
+  plane.mock.putService(mockService(HOST, [servicePort('grpc', 9090)]));
   // Two localities: C-core drops a locality without a weight, so both must carry one.
-  plane.mock.setEndpoints(HOST, [endpoint(first, 'z1'), endpoint(backends[1] as EchoBackend, 'z2')]);
+  const zoned = (b: EchoBackend, zone: string) =>
+    endpoint(b.address, { grpc: b.port }, { locality: { region: 'r1', zone, subzone: '' } });
+  plane.mock.setEndpoints(HOST, [zoned(first, 'z1'), zoned(backends[1] as EchoBackend, 'z2')]);
 });
 
 after(async () => {

@@ -1,9 +1,9 @@
 // The real @grpc/grpc-js-xds client against the ADS server, fed by the mock registry.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { Endpoint } from '../../model/endpoint.js';
 import { callEcho, startEchoBackend, type EchoBackend } from '../support/echo-backend.js';
 import { eventually } from '../support/eventually.js';
+import { endpoint, mockService, servicePort } from '../support/model-fixtures.js';
 import { startInProcessPlane, type InProcessPlane } from '../support/in-process.js';
 import { xdsEchoClient } from '../support/xds-client.js';
 
@@ -12,35 +12,14 @@ const HOST = 'echo.mock.internal';
 let plane: InProcessPlane;
 const backends: EchoBackend[] = [];
 
-function endpoint(address: string, port: number): Endpoint {
-  return {
-    address,
-    ports: { grpc: port },
-    labels: {},
-    locality: { region: 'r1', zone: 'z1', subzone: '' },
-    weight: 1,
-    health: 'HEALTHY',
-    serviceAccount: '',
-    network: '',
-  };
-}
-
 before(async () => {
   plane = await startInProcessPlane();
   const first = await startEchoBackend('b1', '127.0.0.1');
   backends.push(first, await startEchoBackend('b2', '127.0.0.2', first.port));
-  plane.mock.putService({
-    hostname: HOST,
-    namespace: 'default',
-    ports: [{ name: 'grpc', number: 7070, protocol: 'GRPC' }],
-    addresses: [],
-    resolution: 'STATIC',
-    labels: {},
-    location: 'MESH_INTERNAL',
-  });
+  plane.mock.putService(mockService(HOST, [servicePort('grpc', 7070)]));
   plane.mock.setEndpoints(
     HOST,
-    backends.map((b) => endpoint(b.address, b.port)),
+    backends.map((b) => endpoint(b.address, { grpc: b.port })),
   );
 });
 
@@ -60,7 +39,7 @@ test('a proxyless gRPC client reaches every backend and follows endpoint changes
 
     const b2 = backends[1];
     assert.ok(b2);
-    plane.mock.setEndpoints(HOST, [endpoint(b2.address, b2.port)]);
+    plane.mock.setEndpoints(HOST, [endpoint(b2.address, { grpc: b2.port })]);
     await eventually(async () => {
       const got = new Set<string>();
       for (let i = 0; i < 6; i++) got.add(await callEcho(client));
