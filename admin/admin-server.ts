@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import type { AggregateDiscovery } from '../aggregate/aggregate-discovery.js';
 import type { MockRegistry } from '../adapters/mock/mock-registry.js';
 import type { Logger } from '../log/logger.js';
+import type { PortolanMetrics } from '../metrics/metrics.js';
 import type { AdsServer } from '../xds/ads-server.js';
 import { handleMockRequest } from './mock-api.js';
 import { adsz, registryz } from './debug-views.js';
@@ -15,6 +16,7 @@ export interface AdminDeps {
   /** The config directory's debug state (for /debug/configz), when the `config` registry is enabled. */
   readonly configState?: () => unknown;
   readonly mock?: MockRegistry;
+  readonly metrics?: PortolanMetrics;
   readonly logger: Logger;
 }
 
@@ -73,6 +75,13 @@ export class AdminServer {
         if (!this.deps.configState)
           throw new HttpError(404, 'the config registry is not enabled (--registries config)');
         return sendJson(res, 200, this.deps.configState());
+      case '/metrics': {
+        if (!this.deps.metrics) throw new HttpError(404, 'metrics are not enabled');
+        const body = await this.deps.metrics.registry.metrics();
+        res.writeHead(200, { 'content-type': this.deps.metrics.registry.contentType });
+        res.end(body);
+        return;
+      }
       case '/debug/adsz':
         return sendJson(res, 200, adsz(this.deps.ads));
       case '/debug/config_dump': {

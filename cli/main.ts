@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { createLogger } from '../log/logger.js';
 import { compileServeOptions, OptionError, SERVE_DEFAULTS, type RawServeOptions } from './options.js';
+import { REGISTRY_FACTORIES, knownRegistries } from './registries.js';
 import { startPortolan } from './serve.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -17,12 +18,12 @@ const program = new Command()
   )
   .showHelpAfterError();
 
-program
+const serve = program
   .command('serve')
   .description('Run the control plane: watch the registries and serve xDS (ADS) and the admin HTTP API.')
   .option(
     '--registries <list>',
-    'comma-separated registries, merged in this order: config, mock',
+    `comma-separated registries, merged in this order: ${knownRegistries().join(', ')}`,
     SERVE_DEFAULTS.registries,
   )
   .option('--config-dir <dir>', 'watched directory of Istio-style YAML/JSON config', SERVE_DEFAULTS.configDir)
@@ -46,39 +47,42 @@ program
     '--push-window <duration>',
     'changes within this window are merged into one push',
     SERVE_DEFAULTS.pushWindow,
-  )
-  .action(async (raw: RawServeOptions) => {
-    let options;
-    try {
-      options = compileServeOptions(raw);
-    } catch (err) {
-      if (err instanceof OptionError) program.error(`error: ${err.message}`, { exitCode: 2 });
-      throw err;
-    }
-    const logger = createLogger(options.logLevel);
-    let running;
-    try {
-      running = await startPortolan(options, logger);
-    } catch (err) {
-      logger.fatal({ err }, 'portolan failed to start');
-      process.exit(1);
-    }
-    let stopping = false;
-    const shutdown = (signal: string): void => {
-      if (stopping) return;
-      stopping = true;
-      logger.info({ signal }, 'shutting down');
-      running.stop().then(
-        () => process.exit(0),
-        (err: unknown) => {
-          logger.error({ err }, 'error during shutdown');
-          process.exit(1);
-        },
-      );
-    };
-    process.on('SIGINT', () => shutdown('SIGINT'));
-    process.on('SIGTERM', () => shutdown('SIGTERM'));
-  });
+  );
+for (const factory of REGISTRY_FACTORIES) factory.addFlags(serve);
+
+serve.action(async (raw: RawServeOptions) => {
+  let options;
+  try {
+    options = compileServeOptions(raw);
+  } catch (err) {
+    if (err instanceof OptionError) program.error(`error: ${err.message}`, { exitCode: 2 });
+    throw err;
+  }
+  const logger = createLogger(options.logLevel);
+  let running;
+  try {
+    running = await startPortolan(options, logger);
+  } catch (err) {
+    if (err instanceof OptionError) program.error(`error: ${err.message}`, { exitCode: 2 });
+    logger.fatal({ err }, 'portolan failed to start');
+    process.exit(1);
+  }
+  let stopping = false;
+  const shutdown = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    running.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'error during shutdown');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+});
 
 program
   .command('version')

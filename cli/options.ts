@@ -2,9 +2,9 @@
 // the compiled form the server runs with.
 import type { LevelWithSilent } from 'pino';
 
-export const KNOWN_REGISTRIES = ['config', 'mock'] as const;
-export type RegistryName = (typeof KNOWN_REGISTRIES)[number];
+import { knownRegistries } from './registries.js';
 
+/** The built-in flags; registries' own flags ride along as extra keys. */
 export interface RawServeOptions {
   registries: string;
   configDir: string;
@@ -13,6 +13,7 @@ export interface RawServeOptions {
   httpAddr: string;
   logLevel: string;
   pushWindow: string;
+  [flag: string]: unknown;
 }
 
 export const SERVE_DEFAULTS: RawServeOptions = {
@@ -31,13 +32,15 @@ export interface HostAndPort {
 }
 
 export interface ServeOptions {
-  readonly registries: readonly RegistryName[];
+  readonly registries: readonly string[];
   readonly configDir: string;
   readonly dataDir: string;
   readonly xdsAddr: HostAndPort;
   readonly httpAddr: HostAndPort;
   readonly logLevel: LevelWithSilent;
   readonly pushWindowMs: number;
+  /** All flags as given, for the registries' factories. */
+  readonly flags: Readonly<Record<string, unknown>>;
 }
 
 export class OptionError extends Error {}
@@ -50,9 +53,10 @@ export function compileServeOptions(raw: RawServeOptions): ServeOptions {
     .map((r) => r.trim().toLowerCase())
     .filter(Boolean);
   if (registries.length === 0) throw new OptionError('--registries: name at least one registry');
+  const known = knownRegistries();
   for (const r of registries) {
-    if (!(KNOWN_REGISTRIES as readonly string[]).includes(r)) {
-      throw new OptionError(`--registries: unknown registry "${r}" (known: ${KNOWN_REGISTRIES.join(', ')})`);
+    if (!known.includes(r)) {
+      throw new OptionError(`--registries: unknown registry "${r}" (known: ${known.join(', ')})`);
     }
   }
   if (new Set(registries).size !== registries.length)
@@ -60,13 +64,14 @@ export function compileServeOptions(raw: RawServeOptions): ServeOptions {
   if (!LOG_LEVELS.includes(raw.logLevel))
     throw new OptionError(`--log-level: one of ${LOG_LEVELS.join(', ')}`);
   return {
-    registries: registries as RegistryName[],
+    registries,
     configDir: raw.configDir,
     dataDir: raw.dataDir,
     xdsAddr: parseAddress(raw.xdsAddr, '--xds-addr'),
     httpAddr: parseAddress(raw.httpAddr, '--http-addr'),
     logLevel: raw.logLevel as LevelWithSilent,
     pushWindowMs: parseDurationMs(raw.pushWindow, '--push-window'),
+    flags: raw,
   };
 }
 

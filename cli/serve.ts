@@ -10,7 +10,9 @@ import { ConfigDirRegistry } from '../config-dir/config-registry.js';
 import type { Logger } from '../log/logger.js';
 import { AdsServer } from '../xds/ads-server.js';
 import { protoRoot } from '../xds/protos.js';
-import type { HostAndPort, ServeOptions } from './options.js';
+import { PortolanMetrics } from '../metrics/metrics.js';
+import { OptionError, type HostAndPort, type ServeOptions } from './options.js';
+import { REGISTRY_FACTORIES } from './registries.js';
 
 export interface RunningPortolan {
   readonly xdsAddress: HostAndPort;
@@ -28,16 +30,23 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
   let mock: MockRegistry | undefined;
   let config: ConfigDirRegistry | undefined;
   const registries: Registry[] = options.registries.map((name) => {
-    switch (name) {
-      case 'mock':
-        return (mock = new MockRegistry());
-      case 'config':
-        return (config = new ConfigDirRegistry({
-          dir: options.configDir,
-          logger: logger.child({ component: 'config-dir' }),
-        }));
+    if (name === 'mock') return (mock = new MockRegistry());
+    if (name === 'config') {
+      return (config = new ConfigDirRegistry({
+        dir: options.configDir,
+        logger: logger.child({ component: 'config-dir' }),
+      }));
     }
+    const factory = REGISTRY_FACTORIES.find((f) => f.name === name);
+    if (!factory) throw new OptionError(`--registries: unknown registry "${name}"`);
+    return factory.create({
+      flags: options.flags,
+      dataDir: options.dataDir,
+      logger: logger.child({ component: name }),
+    });
   });
+  const metrics = new PortolanMetrics();
+  metrics.watchRegistries(registries);
   const discovery = new AggregateDiscovery(registries);
   await discovery.start();
 
@@ -45,7 +54,9 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     discovery,
     logger: logger.child({ component: 'ads' }),
     pushWindowMs: options.pushWindowMs,
+    metrics,
   });
+  metrics.watchStreams(() => ads.connectionList().length);
   config?.onConfigChange(() => ads.requestFullPush());
 
   const grpcServer = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
@@ -64,6 +75,7 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     ads,
     ...(config && { configState: () => config?.debugState() }),
     ...(mock && { mock }),
+    metrics,
     logger: logger.child({ component: 'admin' }),
   });
   const httpInfo = await admin.listen(options.httpAddr.host, options.httpAddr.port);

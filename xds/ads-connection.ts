@@ -5,6 +5,7 @@ import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { ChangeEvent } from '../model/change.js';
 import type { Catalog } from '../model/catalog.js';
 import type { Logger } from '../log/logger.js';
+import type { PortolanMetrics } from '../metrics/metrics.js';
 import type { GeneratorTable } from './generators/index.js';
 import { proxyFromNode, NodeError, type Proxy } from './proxy.js';
 import type { ResourceCache } from './resource-cache.js';
@@ -25,6 +26,7 @@ export interface ConnectionDeps {
   readonly view: () => ServingView;
   readonly send: (bytes: Buffer) => void;
   readonly logger: Logger;
+  readonly metrics?: PortolanMetrics;
 }
 
 /** A request the server must refuse; the stream ends with this gRPC status. */
@@ -76,6 +78,7 @@ export class AdsConnection {
     }
     if (outcome.action === 'nack') {
       this.deps.logger.warn({ ...log, error: req.errorDetail?.message }, 'client rejected config (NACK)');
+      this.deps.metrics?.nacks.inc({ type: shortTypeName(req.typeUrl) });
     }
     if (outcome.respond) this.respond(req.typeUrl, true);
   }
@@ -117,6 +120,7 @@ export class AdsConnection {
     if (!this.state.shouldSend(typeUrl, version, force)) return;
     const nonce = `${++this.nonceCounter}`;
     this.deps.send(encodeDiscoveryResponse({ versionInfo: version, resources, typeUrl, nonce }));
+    this.deps.metrics?.responses.inc({ type: shortTypeName(typeUrl) });
     this.state.recordSent(typeUrl, {
       version,
       nonce,

@@ -4,6 +4,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { ChangeEvent } from '../model/change.js';
 import type { ServiceDiscovery } from '../model/discovery.js';
 import type { Logger } from '../log/logger.js';
+import type { PortolanMetrics } from '../metrics/metrics.js';
 import { AdsConnection, StreamError, type ServingView } from './ads-connection.js';
 import { GeneratorTable } from './generators/index.js';
 import { decodeAny } from './protos.js';
@@ -34,6 +35,7 @@ export interface AdsServerOptions {
   /** Changes arriving within this window are merged into one push (default 100 ms). */
   readonly pushWindowMs?: number;
   readonly generators?: GeneratorTable;
+  readonly metrics?: PortolanMetrics;
 }
 
 export class AdsServer {
@@ -88,6 +90,7 @@ export class AdsServer {
   private pushAll(event: ChangeEvent): void {
     this.view = { generation: this.view.generation + 1, catalog: this.options.discovery.catalog() };
     this.pushes += 1;
+    this.options.metrics?.pushes.inc({ kind: event.endpointsOnly ? 'eds' : 'full' });
     for (const conn of this.connections.values()) conn.push(event);
   }
 
@@ -109,6 +112,7 @@ export class AdsServer {
       view: () => this.view,
       send: (bytes) => call.write(bytes),
       logger: log,
+      ...(this.options.metrics && { metrics: this.options.metrics }),
     });
     this.connections.set(id, conn);
     log.info({ conn: id, peer }, 'ADS stream opened');

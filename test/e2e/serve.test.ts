@@ -162,6 +162,17 @@ test('the admin views show the client and what it was sent', async () => {
   assert.match(JSON.stringify(dump.body), /outbound\|50051\|\|echo\.e2e\.internal/);
 });
 
+test('/metrics exposes registry state and xDS counters for Prometheus', async () => {
+  const { status, body } = await getJson('/metrics');
+  assert.equal(status, 200);
+  const text = String(body);
+  assert.match(text, /^portolan_registry_synced\{registry="config"\} 1$/m);
+  assert.match(text, /^portolan_registry_stale\{registry="config"\} 1$/m, 'echo-1.yaml is still broken');
+  assert.match(text, /^portolan_xds_connected_streams [1-9]\d*$/m);
+  assert.match(text, /^portolan_xds_responses_total\{type="EDS"\} [1-9]\d*$/m);
+  assert.match(text, /^portolan_xds_pushes_total\{kind="(eds|full)"\} [1-9]\d*$/m);
+});
+
 test('SIGTERM shuts down cleanly and exits 0 within the grace period', async () => {
   // The client goes first: grpc-js-xds keeps retrying a control plane that went away, holding the process open.
   client.close();
