@@ -32,6 +32,7 @@ test('the defaults compile to the documented values', () => {
     httpAddr: { host: '127.0.0.1', port: 15014 },
     logLevel: 'info',
     pushWindowMs: 100,
+    flags: SERVE_DEFAULTS,
   });
 });
 
