@@ -8,6 +8,7 @@ export class RegistryState {
   private current: RegistrySnapshot = EMPTY_SNAPSHOT;
   private synced = false;
   private error: { message: string; at: string } | undefined;
+  private lastSyncAt: string | undefined;
   private readonly listeners = new Listeners<ChangeEvent>();
 
   snapshot(): RegistrySnapshot {
@@ -23,6 +24,7 @@ export class RegistryState {
     const change = diffSnapshots(this.current, next);
     this.current = next;
     this.synced = true;
+    this.lastSyncAt = new Date().toISOString();
     this.error = undefined;
     if (change) this.listeners.emit(change);
   }
@@ -42,6 +44,7 @@ export class RegistryState {
       synced: this.synced,
       stale: this.error !== undefined && this.synced,
       ...(this.error && { lastError: this.error.message, lastErrorAt: this.error.at }),
+      ...(this.lastSyncAt && { lastSyncAt: this.lastSyncAt }),
       services: this.current.services.size,
       endpoints,
     };

@@ -8,6 +8,8 @@ export interface RegistryStatus {
   readonly stale: boolean;
   readonly lastError?: string;
   readonly lastErrorAt?: string;
+  /** When the source last answered in full (the published snapshot is from then). */
+  readonly lastSyncAt?: string;
   readonly services: number;
   readonly endpoints: number;
 }
@@ -22,4 +24,6 @@ export interface Registry {
   snapshot(): RegistrySnapshot;
   status(): RegistryStatus;
   onChange(listener: (event: ChangeEvent) => void): () => void;
+  /** Adapter-specific state for /debug/registryz (watches, skipped nodes, ...). */
+  debug?(): unknown;
 }

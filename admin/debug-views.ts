@@ -11,6 +11,7 @@ export function registryz(discovery: AggregateDiscovery): unknown {
       return {
         name: r.name,
         status: r.status(),
+        ...(r.debug && { debug: r.debug() }),
         services: [...snap.services.values()].map((s) => ({
           ...s,
           endpoints: snap.endpoints.get(s.hostname) ?? [],
