@@ -2,14 +2,17 @@
 // exactly what changed (nothing when nothing did). Adapters compose it rather than re-deriving diffs.
 import { diffSnapshots, EMPTY_SNAPSHOT, type ChangeEvent, type RegistrySnapshot } from '../model/change.js';
 import { Listeners } from '../model/listeners.js';
-import type { Registry, RegistryStatus } from './registry.js';
+import type { Registry, RegistryStatus, SyncEvent } from './registry.js';
 
 export class RegistryState {
   private current: RegistrySnapshot = EMPTY_SNAPSHOT;
   private synced = false;
   private error: { message: string; at: string } | undefined;
   private lastSyncAt: string | undefined;
+  /** When the snapshot restored from the store was synced; cleared by the first live sync. */
+  private restoredFrom: string | undefined;
   private readonly listeners = new Listeners<ChangeEvent>();
+  private readonly syncListeners = new Listeners<SyncEvent>();
 
   snapshot(): RegistrySnapshot {
     return this.current;
@@ -22,19 +25,36 @@ export class RegistryState {
   /** Publishes a new snapshot, marks the registry synced and healthy, and emits the difference. */
   replace(next: RegistrySnapshot): void {
     const change = diffSnapshots(this.current, next);
+    const notable =
+      !this.synced || change !== undefined || this.error !== undefined || this.restoredFrom !== undefined;
     this.current = next;
     this.synced = true;
     this.lastSyncAt = new Date().toISOString();
     this.error = undefined;
+    this.restoredFrom = undefined;
     if (change) this.listeners.emit(change);
+    if (notable) this.syncListeners.emit({ kind: 'synced', detail: `${next.services.size} services` });
   }
 
   /** Records a failure; the last good snapshot stays published. */
   fail(error: unknown): void {
-    this.error = {
-      message: error instanceof Error ? error.message : String(error),
-      at: new Date().toISOString(),
-    };
+    const message = error instanceof Error ? error.message : String(error);
+    const wasFailing = this.error !== undefined;
+    this.error = { message, at: new Date().toISOString() };
+    if (!wasFailing) this.syncListeners.emit({ kind: 'failed', detail: message });
+  }
+
+  /**
+   * Serves a snapshot persisted by an earlier run until the first live sync: synced (so xDS can be
+   * served at once) but stale.
+   */
+  restore(snapshot: RegistrySnapshot, syncedAt: string): void {
+    const change = diffSnapshots(this.current, snapshot);
+    this.current = snapshot;
+    this.synced = true;
+    this.restoredFrom = syncedAt;
+    if (change) this.listeners.emit(change);
+    this.syncListeners.emit({ kind: 'restored', detail: `snapshot synced at ${syncedAt}` });
   }
 
   status(): RegistryStatus {
@@ -42,9 +62,10 @@ export class RegistryState {
     for (const list of this.current.endpoints.values()) endpoints += list.length;
     return {
       synced: this.synced,
-      stale: this.error !== undefined && this.synced,
+      stale: (this.error !== undefined && this.synced) || this.restoredFrom !== undefined,
       ...(this.error && { lastError: this.error.message, lastErrorAt: this.error.at }),
       ...(this.lastSyncAt && { lastSyncAt: this.lastSyncAt }),
+      ...(this.restoredFrom && { restoredFrom: this.restoredFrom }),
       services: this.current.services.size,
       endpoints,
     };
@@ -52,6 +73,10 @@ export class RegistryState {
 
   onChange(listener: (event: ChangeEvent) => void): () => void {
     return this.listeners.add(listener);
+  }
+
+  onSyncEvent(listener: (event: SyncEvent) => void): () => void {
+    return this.syncListeners.add(listener);
   }
 }
 
@@ -80,5 +105,13 @@ export abstract class StateBackedRegistry implements Registry {
 
   onChange(listener: (event: ChangeEvent) => void): () => void {
     return this.state.onChange(listener);
+  }
+
+  restore(snapshot: RegistrySnapshot, syncedAt: string): void {
+    this.state.restore(snapshot, syncedAt);
+  }
+
+  onSyncEvent(listener: (event: SyncEvent) => void): () => void {
+    return this.state.onSyncEvent(listener);
   }
 }

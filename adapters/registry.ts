@@ -10,6 +10,8 @@ export interface RegistryStatus {
   readonly lastErrorAt?: string;
   /** When the source last answered in full (the published snapshot is from then). */
   readonly lastSyncAt?: string;
+  /** Serving a snapshot persisted by an earlier run (synced at this time) until the first live sync. */
+  readonly restoredFrom?: string;
   readonly services: number;
   readonly endpoints: number;
 }
@@ -26,4 +28,13 @@ export interface Registry {
   onChange(listener: (event: ChangeEvent) => void): () => void;
   /** Adapter-specific state for /debug/registryz (watches, skipped nodes, ...). */
   debug?(): unknown;
+  /** Serves a snapshot persisted by an earlier run until the first live sync (warm start). */
+  restore?(snapshot: RegistrySnapshot, syncedAt: string): void;
+  /** Sync milestones for the history: first/recovered sync, failure, restore. */
+  onSyncEvent?(listener: (event: SyncEvent) => void): () => void;
+}
+
+export interface SyncEvent {
+  readonly kind: 'synced' | 'failed' | 'restored';
+  readonly detail: string;
 }

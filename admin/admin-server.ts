@@ -6,6 +6,7 @@ import type { AggregateDiscovery } from '../aggregate/aggregate-discovery.js';
 import type { MockRegistry } from '../adapters/mock/mock-registry.js';
 import type { Logger } from '../log/logger.js';
 import type { PortolanMetrics } from '../metrics/metrics.js';
+import type { Store } from '../store/store.js';
 import type { AdsServer } from '../xds/ads-server.js';
 import { handleMockRequest } from './mock-api.js';
 import { adsz, registryz } from './debug-views.js';
@@ -17,6 +18,7 @@ export interface AdminDeps {
   readonly configState?: () => unknown;
   readonly mock?: MockRegistry;
   readonly metrics?: PortolanMetrics;
+  readonly store?: Store;
   readonly logger: Logger;
 }
 
@@ -82,6 +84,14 @@ export class AdminServer {
         res.end(body);
         return;
       }
+      case '/debug/historyz': {
+        if (!this.deps.store) throw new HttpError(404, 'no store');
+        const limit = Math.min(1000, Number(url.searchParams.get('limit') ?? 100) || 100);
+        return sendJson(res, 200, {
+          changes: this.deps.store.history.recent(limit),
+          proxies: this.deps.store.proxies.recent(limit),
+        });
+      }
       case '/debug/adsz':
         return sendJson(res, 200, adsz(this.deps.ads));
       case '/debug/config_dump': {
@@ -103,8 +113,14 @@ export class AdminServer {
       res.end(`not ready: waiting for registries to sync: ${waiting.join(', ')}\n`);
       return;
     }
+    const stored = this.deps.discovery.registries.flatMap((r) => {
+      const from = r.status().restoredFrom;
+      return from ? [`${r.name} (synced at ${from})`] : [];
+    });
     res.writeHead(200, { 'content-type': 'text/plain' });
-    res.end('ready\n');
+    res.end(
+      stored.length ? `ready; serving stored snapshots until live sync: ${stored.join(', ')}\n` : 'ready\n',
+    );
   }
 }
 

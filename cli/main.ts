@@ -3,7 +3,15 @@
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { createLogger } from '../log/logger.js';
-import { compileServeOptions, OptionError, SERVE_DEFAULTS, type RawServeOptions } from './options.js';
+import { StoreError } from '../store/store.js';
+import { printHistory } from './history.js';
+import {
+  compileServeOptions,
+  OptionError,
+  parsePositiveInt,
+  SERVE_DEFAULTS,
+  type RawServeOptions,
+} from './options.js';
 import { REGISTRY_FACTORIES, knownRegistries } from './registries.js';
 import { startPortolan } from './serve.js';
 
@@ -47,7 +55,10 @@ const serve = program
     '--push-window <duration>',
     'changes within this window are merged into one push',
     SERVE_DEFAULTS.pushWindow,
-  );
+  )
+  .option('--no-serve-stale', 'wait for live registry syncs instead of serving stored snapshots at start')
+  .option('--reset-store', 'move an unreadable database aside and start a new one')
+  .option('--history-limit <rows>', 'rows kept per history table in the store', SERVE_DEFAULTS.historyLimit);
 for (const factory of REGISTRY_FACTORIES) factory.addFlags(serve);
 
 serve.action(async (raw: RawServeOptions) => {
@@ -83,6 +94,22 @@ serve.action(async (raw: RawServeOptions) => {
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
 });
+
+program
+  .command('history')
+  .description('Print recent config changes, registry sync events and proxy connections from the store.')
+  .option('--data-dir <dir>', 'the data directory of the Portolan to read', SERVE_DEFAULTS.dataDir)
+  .option('--limit <n>', 'how many entries of each kind', '50')
+  .option('--json', 'print JSON instead of tables')
+  .action((opts: { dataDir: string; limit: string; json?: boolean }) => {
+    try {
+      printHistory(opts.dataDir, parsePositiveInt(opts.limit, '--limit'), opts.json ?? false);
+    } catch (err) {
+      if (err instanceof OptionError || err instanceof StoreError)
+        program.error(`error: ${err.message}`, { exitCode: 2 });
+      throw err;
+    }
+  });
 
 program
   .command('version')

@@ -13,6 +13,9 @@ export interface RawServeOptions {
   httpAddr: string;
   logLevel: string;
   pushWindow: string;
+  serveStale: boolean;
+  resetStore: boolean;
+  historyLimit: string;
   [flag: string]: unknown;
 }
 
@@ -24,6 +27,9 @@ export const SERVE_DEFAULTS: RawServeOptions = {
   httpAddr: '127.0.0.1:15014',
   logLevel: 'info',
   pushWindow: '100ms',
+  serveStale: true,
+  resetStore: false,
+  historyLimit: '10000',
 };
 
 export interface HostAndPort {
@@ -39,6 +45,12 @@ export interface ServeOptions {
   readonly httpAddr: HostAndPort;
   readonly logLevel: LevelWithSilent;
   readonly pushWindowMs: number;
+  /** Serve registries' stored snapshots at once on start, until they sync live. */
+  readonly serveStale: boolean;
+  /** Move an unreadable database aside instead of refusing to start. */
+  readonly resetStore: boolean;
+  /** Rows kept per history table. */
+  readonly historyLimit: number;
   /** All flags as given, for the registries' factories. */
   readonly flags: Readonly<Record<string, unknown>>;
 }
@@ -71,6 +83,9 @@ export function compileServeOptions(raw: RawServeOptions): ServeOptions {
     httpAddr: parseAddress(raw.httpAddr, '--http-addr'),
     logLevel: raw.logLevel as LevelWithSilent,
     pushWindowMs: parseDurationMs(raw.pushWindow, '--push-window'),
+    serveStale: raw.serveStale,
+    resetStore: raw.resetStore,
+    historyLimit: parsePositiveInt(raw.historyLimit, '--history-limit'),
     flags: raw,
   };
 }
@@ -91,4 +106,10 @@ export function parseDurationMs(text: string, flag: string): number {
   const n = Number(m[1]);
   const unit = m[2] ?? 'ms';
   return Math.round(unit === 'ms' ? n : unit === 's' ? n * 1000 : n * 60_000);
+}
+
+export function parsePositiveInt(text: string, flag: string): number {
+  if (!/^\d+$/.test(text.trim()) || Number(text) < 1)
+    throw new OptionError(`${flag}: expected a positive integer, got "${text}"`);
+  return Number(text);
 }

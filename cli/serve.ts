@@ -1,5 +1,5 @@
-// Assembles and runs the control plane: registries → aggregate → ADS server, plus the admin server.
-// Used by `portolan serve` and, in-process, by tests.
+// Assembles and runs the control plane: store → registries (warm-started from it) → aggregate → ADS
+// server, plus the admin server. Used by `portolan serve` and, in-process, by tests.
 import { mkdirSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { MockRegistry } from '../adapters/mock/mock-registry.js';
@@ -11,6 +11,8 @@ import type { Logger } from '../log/logger.js';
 import { AdsServer } from '../xds/ads-server.js';
 import { protoRoot } from '../xds/protos.js';
 import { PortolanMetrics } from '../metrics/metrics.js';
+import { RegistryPersistence } from '../store/registry-persistence.js';
+import { Store } from '../store/store.js';
 import { OptionError, type HostAndPort, type ServeOptions } from './options.js';
 import { REGISTRY_FACTORIES } from './registries.js';
 
@@ -26,6 +28,14 @@ export interface RunningPortolan {
 export async function startPortolan(options: ServeOptions, logger: Logger): Promise<RunningPortolan> {
   protoRoot(); // fail fast if the Envoy protos cannot be loaded
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+  const metrics = new PortolanMetrics();
+  const store = Store.open({
+    dataDir: options.dataDir,
+    logger: logger.child({ component: 'store' }),
+    reset: options.resetStore,
+    historyLimit: options.historyLimit,
+    onWriteError: () => metrics.storeWriteErrors.inc(),
+  });
 
   let mock: MockRegistry | undefined;
   let config: ConfigDirRegistry | undefined;
@@ -35,6 +45,7 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
       return (config = new ConfigDirRegistry({
         dir: options.configDir,
         logger: logger.child({ component: 'config-dir' }),
+        history: store.history,
       }));
     }
     const factory = REGISTRY_FACTORIES.find((f) => f.name === name);
@@ -45,8 +56,11 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
       logger: logger.child({ component: name }),
     });
   });
-  const metrics = new PortolanMetrics();
   metrics.watchRegistries(registries);
+  const persistence = new RegistryPersistence(store, registries, logger.child({ component: 'store' }));
+  // Warm start: until a registry syncs live, xDS is served from its last good snapshot.
+  if (options.serveStale) persistence.restore();
+  persistence.watch();
   const discovery = new AggregateDiscovery(registries);
   await discovery.start();
 
@@ -55,6 +69,7 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     logger: logger.child({ component: 'ads' }),
     pushWindowMs: options.pushWindowMs,
     metrics,
+    connectionLog: store.proxies,
   });
   metrics.watchStreams(() => ads.connectionList().length);
   config?.onConfigChange(() => ads.requestFullPush());
@@ -76,6 +91,7 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     ...(config && { configState: () => config?.debugState() }),
     ...(mock && { mock }),
     metrics,
+    store,
     logger: logger.child({ component: 'admin' }),
   });
   const httpInfo = await admin.listen(options.httpAddr.host, options.httpAddr.port);
@@ -112,6 +128,8 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
       });
       await admin.close();
       await discovery.stop();
+      persistence.stop();
+      store.close();
     },
   };
 }

@@ -28,6 +28,21 @@ export interface ConfigDirOptions {
   /** Quiet time after the last file event before reloading; default 100 ms. */
   debounceMs?: number;
   logger?: Logger;
+  /** Where accepted versions are kept across restarts, and changes are recorded (the store). */
+  history?: ConfigHistory;
+}
+
+/**
+ * The config directory's memory beyond this process: a file broken at start falls back to its last
+ * accepted version, and every accept/reject/remove is recorded.
+ */
+export interface ConfigHistory {
+  lastAcceptedText(path: string): string | undefined;
+  recordConfig(
+    path: string,
+    outcome: 'accepted' | 'rejected' | 'removed',
+    details: { text?: string; resources?: readonly string[]; error?: string },
+  ): void;
 }
 
 interface FileRecord {
@@ -61,7 +76,7 @@ export class ConfigDirRegistry extends StateBackedRegistry {
   private conflicts: readonly ConfigConflict[] = [];
   private crossWarnings: readonly CrossResourceWarning[] = [];
 
-  constructor(options: ConfigDirOptions) {
+  constructor(private readonly options: ConfigDirOptions) {
     super();
     this.dir = resolve(options.dir);
     this.logger = options.logger ?? silentLogger;
@@ -148,6 +163,7 @@ export class ConfigDirRegistry extends StateBackedRegistry {
         if (!previous) return false;
         this.logger.info({ file: path }, 'config file removed');
         this.files.delete(path);
+        this.options.history?.recordConfig(path, 'removed', {});
         return true;
       }
       const issue: ConfigIssue = {
@@ -175,6 +191,10 @@ export class ConfigDirRegistry extends StateBackedRegistry {
     for (const w of load.warnings) this.logger.info({ file: path, line: w.line }, formatIssue(path, w));
     if (load.errors.length === 0) {
       this.logger.info({ file: path, resources: load.resources.length }, 'config file loaded');
+      this.options.history?.recordConfig(path, 'accepted', {
+        text,
+        resources: load.resources.map(resourceKey),
+      });
       this.files.set(path, {
         good: load,
         loadedAt: checkedAt,
@@ -190,14 +210,28 @@ export class ConfigDirRegistry extends StateBackedRegistry {
       { file: path, errors: load.errors.length },
       previous?.good ? 'config file rejected; keeping its last good version' : 'config file rejected',
     );
+    this.options.history?.recordConfig(path, 'rejected', {
+      text,
+      error: load.errors.map((e) => formatIssue(path, e)).join('; '),
+    });
     this.files.set(path, {
-      ...keepGood(previous),
+      ...(previous?.good ? keepGood(previous) : this.storedGood(path, checkedAt)),
       checkedAt,
       errors: load.errors,
       warnings: load.warnings,
       text,
     });
     return true;
+  }
+
+  /** For a file broken since start: its last accepted version from an earlier run, if it still loads. */
+  private storedGood(path: string, at: string): Pick<FileRecord, 'good' | 'loadedAt'> {
+    const text = this.options.history?.lastAcceptedText(path);
+    if (text === undefined) return { good: undefined, loadedAt: null };
+    const stored = loadConfigFile(path, text);
+    if (stored.errors.length > 0) return { good: undefined, loadedAt: null };
+    this.logger.warn({ file: path }, 'serving the last accepted version of this file from the store');
+    return { good: stored, loadedAt: at };
   }
 
   /** Recomputes everything from the in-force file versions and publishes what changed. */

@@ -8,6 +8,7 @@ export class PortolanMetrics {
   readonly pushes: Counter<'kind'>;
   readonly nacks: Counter<'type'>;
   readonly responses: Counter<'type'>;
+  readonly storeWriteErrors: Counter;
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'portolan_process_' });
@@ -27,6 +28,11 @@ export class PortolanMetrics {
       name: 'portolan_xds_responses_total',
       help: 'DiscoveryResponses sent, by type',
       labelNames: ['type'],
+      registers: [this.registry],
+    });
+    this.storeWriteErrors = new Counter({
+      name: 'portolan_store_write_errors_total',
+      help: 'Writes to the SQLite store that failed (serving continued from memory)',
       registers: [this.registry],
     });
   }

@@ -36,6 +36,14 @@ export interface AdsServerOptions {
   readonly pushWindowMs?: number;
   readonly generators?: GeneratorTable;
   readonly metrics?: PortolanMetrics;
+  /** Where connections are recorded for the history (the store). */
+  readonly connectionLog?: ConnectionLog;
+}
+
+export interface ConnectionLog {
+  /** Returns an id to pass to `disconnected`. */
+  connected(nodeId: string, peer: string, kind: string): number | undefined;
+  disconnected(id: number, lastAcks: Record<string, unknown>, lastNacks: Record<string, unknown>): void;
 }
 
 export class AdsServer {
@@ -94,6 +102,17 @@ export class AdsServer {
     for (const conn of this.connections.values()) conn.push(event);
   }
 
+  private logDisconnect(logId: number, conn: AdsConnection): void {
+    const acks: Record<string, unknown> = {};
+    const nacks: Record<string, unknown> = {};
+    for (const typeUrl of conn.state.watchedTypes()) {
+      const t = conn.state.typeState(typeUrl);
+      if (t?.ackedVersion) acks[shortTypeName(typeUrl)] = { version: t.ackedVersion, at: t.ackedAt };
+      if (t?.nack) nacks[shortTypeName(typeUrl)] = t.nack;
+    }
+    this.options.connectionLog?.disconnected(logId, acks, nacks);
+  }
+
   private handleStream(call: grpc.ServerDuplexStream<Buffer, Buffer>): void {
     const peer = call.getPeer();
     const log = this.options.logger;
@@ -117,16 +136,23 @@ export class AdsServer {
     this.connections.set(id, conn);
     log.info({ conn: id, peer }, 'ADS stream opened');
     let closed = false;
+    let logged = false;
+    let logId: number | undefined;
     const close = (reason: string): void => {
       if (closed) return;
       closed = true;
       this.connections.delete(id);
+      if (logId !== undefined) this.logDisconnect(logId, conn);
       log.info({ conn: id, peer, node: conn.proxy?.id, reason }, 'ADS stream closed');
     };
     call.on('data', (bytes: Buffer) => {
       if (closed) return;
       try {
         conn.handleRequest(decodeDiscoveryRequest(bytes));
+        if (!logged && conn.proxy) {
+          logged = true;
+          logId = this.options.connectionLog?.connected(conn.proxy.id, peer, conn.proxy.kind);
+        }
       } catch (err) {
         const code = err instanceof StreamError ? err.code : grpc.status.INVALID_ARGUMENT;
         const details = err instanceof Error ? err.message : String(err);

@@ -2,6 +2,7 @@
 // like Pilot's debug memory registry. Always synced; every mutation publishes a new snapshot.
 import type { Endpoint } from '../../model/endpoint.js';
 import type { Service } from '../../model/service.js';
+import type { RegistrySnapshot } from '../../model/change.js';
 import { StateBackedRegistry } from '../registry-state.js';
 
 export class MockRegistry extends StateBackedRegistry {
@@ -14,6 +15,15 @@ export class MockRegistry extends StateBackedRegistry {
   }
 
   async stop(): Promise<void> {}
+
+  /** The mock registry is its own source of truth: a persisted snapshot becomes its live state. */
+  override restore(snapshot: RegistrySnapshot): void {
+    this.services.clear();
+    this.endpoints.clear();
+    for (const [host, service] of snapshot.services) this.services.set(host, service);
+    for (const [host, list] of snapshot.endpoints) this.endpoints.set(host, [...list]);
+    this.publish();
+  }
 
   /** Adds or replaces a service (its endpoints are kept). */
   putService(service: Omit<Service, 'registry'>): void {

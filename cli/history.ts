@@ -1,0 +1,47 @@
+// `portolan history`: the store's recent config changes, registry events and proxy connections,
+// read-only, so it can run beside a live `portolan serve`.
+import { silentLogger } from '../log/logger.js';
+import { Store } from '../store/store.js';
+
+export function printHistory(dataDir: string, limit: number, json: boolean): void {
+  const store = Store.open({ dataDir, logger: silentLogger, readonly: true });
+  try {
+    const changes = store.history.recent(limit);
+    const proxies = store.proxies.recent(limit);
+    if (json) {
+      process.stdout.write(`${JSON.stringify({ changes, proxies }, null, 2)}\n`);
+      return;
+    }
+    process.stdout.write('Config changes and registry events (newest first)\n');
+    printTable(
+      ['at', 'source', 'subject', 'event', 'detail'],
+      changes.map((c) => [c.at, c.source, c.subject, c.event, c.detail]),
+    );
+    process.stdout.write('\nProxy connections (newest first)\n');
+    printTable(
+      ['node', 'peer', 'kind', 'connected', 'disconnected', 'NACKed types'],
+      proxies.map((p) => [
+        p.nodeId,
+        p.peer,
+        p.kind,
+        p.connectedAt,
+        p.disconnectedAt ?? '(open)',
+        Object.keys(p.lastNacks).join(',') || '-',
+      ]),
+    );
+  } finally {
+    store.close();
+  }
+}
+
+function printTable(header: readonly string[], rows: readonly (readonly string[])[]): void {
+  if (rows.length === 0) {
+    process.stdout.write('  (none)\n');
+    return;
+  }
+  const clip = (s: string): string => (s.length > 80 ? `${s.slice(0, 77)}...` : s);
+  const all = [header, ...rows.map((r) => r.map(clip))];
+  const widths = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
+  for (const row of all)
+    process.stdout.write(`  ${row.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ')}\n`);
+}

@@ -1,0 +1,59 @@
+// The store's schema, as an append-only list of migrations. PRAGMA user_version records how many
+// have been applied; a database from a newer Portolan (more migrations than we know) is refused.
+
+export const MIGRATIONS: readonly string[] = [
+  // 1: last good registry snapshots, accepted config files, and history.
+  `CREATE TABLE registry_snapshots (
+     registry TEXT PRIMARY KEY,
+     snapshot TEXT NOT NULL,          -- JSON, see snapshot-codec.ts
+     content_hash TEXT NOT NULL,
+     synced_at TEXT NOT NULL
+   );
+   CREATE TABLE config_files (
+     path TEXT PRIMARY KEY,           -- relative to the config directory
+     text TEXT NOT NULL,              -- the last version that was accepted
+     content_hash TEXT NOT NULL,
+     accepted_at TEXT NOT NULL
+   );
+   CREATE TABLE config_history (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     at TEXT NOT NULL,
+     file TEXT NOT NULL,
+     outcome TEXT NOT NULL CHECK (outcome IN ('accepted', 'rejected', 'removed')),
+     content_hash TEXT,
+     resources TEXT NOT NULL,         -- JSON array of Kind/namespace/name
+     error TEXT
+   );
+   CREATE TABLE registry_events (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     at TEXT NOT NULL,
+     registry TEXT NOT NULL,
+     event TEXT NOT NULL CHECK (event IN ('synced', 'failed', 'restored')),
+     detail TEXT
+   );`,
+  // 2: proxy connection history, and the CA's material and issued-certificate log.
+  `CREATE TABLE proxy_connections (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     node_id TEXT NOT NULL,
+     peer TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     connected_at TEXT NOT NULL,
+     disconnected_at TEXT,
+     last_acks TEXT NOT NULL DEFAULT '{}',   -- JSON: type -> {version, at}
+     last_nacks TEXT NOT NULL DEFAULT '{}'   -- JSON: type -> {version, nonce, message, at}
+   );
+   CREATE INDEX proxy_connections_node ON proxy_connections (node_id);
+   CREATE TABLE ca_material (
+     name TEXT PRIMARY KEY,
+     value BLOB NOT NULL,
+     created_at TEXT NOT NULL
+   );
+   CREATE TABLE issued_certificates (
+     serial TEXT PRIMARY KEY,
+     identity TEXT NOT NULL,
+     node_id TEXT,
+     not_before TEXT NOT NULL,
+     not_after TEXT NOT NULL,
+     issued_at TEXT NOT NULL
+   );`,
+];

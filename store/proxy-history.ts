@@ -1,0 +1,76 @@
+// Which proxies connected, from where, when, and the last ACK/NACK of each type. Bounded like the
+// other history tables.
+import type Database from 'better-sqlite3';
+import type { GuardWrite } from './snapshots.js';
+
+export interface ProxyConnectionRecord {
+  readonly nodeId: string;
+  readonly peer: string;
+  readonly kind: string;
+  readonly connectedAt: string;
+  readonly disconnectedAt: string | null;
+  readonly lastAcks: Record<string, unknown>;
+  readonly lastNacks: Record<string, unknown>;
+}
+
+interface Row {
+  node_id: string;
+  peer: string;
+  kind: string;
+  connected_at: string;
+  disconnected_at: string | null;
+  last_acks: string;
+  last_nacks: string;
+}
+
+const PRUNE_EVERY = 100;
+
+export class ProxyHistoryTable {
+  private inserts = 0;
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly guard: GuardWrite,
+    private readonly limit: number,
+  ) {}
+
+  /** Records a new connection; returns its row id for the disconnect. */
+  connected(nodeId: string, peer: string, kind: string): number | undefined {
+    return this.guard(`proxy connection of ${nodeId}`, () => {
+      const info = this.db
+        .prepare('INSERT INTO proxy_connections (node_id, peer, kind, connected_at) VALUES (?, ?, ?, ?)')
+        .run(nodeId, peer, kind, new Date().toISOString());
+      if (++this.inserts % PRUNE_EVERY === 0) {
+        this.db
+          .prepare('DELETE FROM proxy_connections WHERE id <= (SELECT MAX(id) FROM proxy_connections) - ?')
+          .run(this.limit);
+      }
+      return Number(info.lastInsertRowid);
+    });
+  }
+
+  disconnected(id: number, lastAcks: Record<string, unknown>, lastNacks: Record<string, unknown>): void {
+    this.guard('proxy disconnect', () =>
+      this.db
+        .prepare(
+          'UPDATE proxy_connections SET disconnected_at = ?, last_acks = ?, last_nacks = ? WHERE id = ?',
+        )
+        .run(new Date().toISOString(), JSON.stringify(lastAcks), JSON.stringify(lastNacks), id),
+    );
+  }
+
+  recent(limit = 100): ProxyConnectionRecord[] {
+    return this.db
+      .prepare<[number], Row>('SELECT * FROM proxy_connections ORDER BY id DESC LIMIT ?')
+      .all(limit)
+      .map((r) => ({
+        nodeId: r.node_id,
+        peer: r.peer,
+        kind: r.kind,
+        connectedAt: r.connected_at,
+        disconnectedAt: r.disconnected_at,
+        lastAcks: JSON.parse(r.last_acks) as Record<string, unknown>,
+        lastNacks: JSON.parse(r.last_nacks) as Record<string, unknown>,
+      }));
+  }
+}

@@ -1,0 +1,102 @@
+// Warm start and last-known-good persistence for registries: restore each registry's stored
+// snapshot before it starts, then save its snapshot (debounced, one transaction) after every
+// change, and record sync milestones in the history. A registry that is failing is never saved
+// over: `replace` only happens on a successful sync.
+import type { Registry } from '../adapters/registry.js';
+import type { Logger } from '../log/logger.js';
+import type { Store } from './store.js';
+
+export interface PersistenceOptions {
+  /** Quiet time before a changed snapshot is written (default 500 ms). */
+  readonly debounceMs?: number;
+}
+
+export class RegistryPersistence {
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly unsubscribes: (() => void)[] = [];
+  private readonly debounceMs: number;
+
+  constructor(
+    private readonly store: Store,
+    private readonly registries: readonly Registry[],
+    private readonly logger: Logger,
+    options: PersistenceOptions = {},
+  ) {
+    this.debounceMs = options.debounceMs ?? 500;
+  }
+
+  /** Before start: hands each registry that supports it its stored snapshot. Returns their names. */
+  restore(): string[] {
+    const restored: string[] = [];
+    for (const registry of this.registries) {
+      if (!registry.restore) continue;
+      let stored;
+      try {
+        stored = this.store.snapshots.load(registry.name);
+      } catch (err) {
+        this.logger.error(
+          { err, registry: registry.name },
+          'stored snapshot unreadable; starting without it',
+        );
+        continue;
+      }
+      if (!stored) continue;
+      registry.restore(stored.snapshot, stored.syncedAt);
+      restored.push(registry.name);
+      this.logger.info(
+        { registry: registry.name, services: stored.snapshot.services.size, syncedAt: stored.syncedAt },
+        'serving the stored snapshot until the first live sync',
+      );
+    }
+    return restored;
+  }
+
+  /** Saves snapshots as registries change, and records their sync events. */
+  watch(): void {
+    for (const registry of this.registries) {
+      this.unsubscribes.push(registry.onChange(() => this.schedule(registry)));
+      if (registry.onSyncEvent) {
+        this.unsubscribes.push(
+          registry.onSyncEvent((e) => {
+            this.store.history.recordRegistry(registry.name, e.kind, e.detail);
+            // A first live sync that changed nothing still marks the stored snapshot as current.
+            if (e.kind === 'synced') this.schedule(registry);
+          }),
+        );
+      }
+    }
+  }
+
+  /** Writes every pending snapshot now (on shutdown). */
+  flush(): void {
+    for (const [name, timer] of this.timers) {
+      clearTimeout(timer);
+      const registry = this.registries.find((r) => r.name === name);
+      if (registry) this.save(registry);
+    }
+    this.timers.clear();
+  }
+
+  stop(): void {
+    this.flush();
+    for (const unsubscribe of this.unsubscribes.splice(0)) unsubscribe();
+  }
+
+  private schedule(registry: Registry): void {
+    if (this.timers.has(registry.name)) return;
+    this.timers.set(
+      registry.name,
+      setTimeout(() => {
+        this.timers.delete(registry.name);
+        this.save(registry);
+      }, this.debounceMs),
+    );
+  }
+
+  // Only a live, successful sync is worth keeping: a restored snapshot is already stored.
+  private save(registry: Registry): void {
+    const status = registry.status();
+    if (!registry.hasSynced() || status.restoredFrom !== undefined || !status.lastSyncAt) return;
+    this.store.snapshots.save(registry.name, registry.snapshot(), status.lastSyncAt);
+  }
+}

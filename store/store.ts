@@ -1,0 +1,155 @@
+// The one place that owns Portolan's SQLite database (`DATA_DIR/portolan.db`): opening it safely,
+// migrating it, and guarding every write so that a full disk degrades to "serving from memory"
+// instead of taking the control plane down.
+import { chmodSync, existsSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import type { Logger } from '../log/logger.js';
+import { CaMaterialTable } from './ca-material.js';
+import { HistoryTables } from './history.js';
+import { MIGRATIONS } from './migrations.js';
+import { ProxyHistoryTable } from './proxy-history.js';
+import { SnapshotTable } from './snapshots.js';
+
+export const DB_FILE = 'portolan.db';
+
+export class StoreError extends Error {
+  constructor(
+    readonly path: string,
+    message: string,
+  ) {
+    super(`${path}: ${message}`);
+  }
+}
+
+export interface StoreOptions {
+  readonly dataDir: string;
+  readonly logger: Logger;
+  /** Move an unreadable database aside (`portolan.db.corrupt-TIMESTAMP`) and start a new one. */
+  readonly reset?: boolean;
+  /** Rows kept per history table (config changes, registry events, proxy connections). */
+  readonly historyLimit?: number;
+  /** Open without writing (for `portolan history`): no migrations, no permission changes. */
+  readonly readonly?: boolean;
+  /** Tests only: cap the database at this many pages, to simulate a full disk. */
+  readonly maxPageCount?: number;
+  /** Tests only: apply at most this many migrations. */
+  readonly migrateTo?: number;
+  /** Called after a write failed (it was logged); for metrics. */
+  readonly onWriteError?: () => void;
+}
+
+export class Store {
+  readonly path: string;
+  readonly snapshots: SnapshotTable;
+  readonly history: HistoryTables;
+  readonly proxies: ProxyHistoryTable;
+  readonly ca: CaMaterialTable;
+  writeErrors = 0;
+  private readonly db: Database.Database;
+
+  private constructor(
+    db: Database.Database,
+    path: string,
+    private readonly options: StoreOptions,
+  ) {
+    this.db = db;
+    this.path = path;
+    const guard = <T>(what: string, fn: () => T): T | undefined => this.guardWrite(what, fn);
+    const limit = options.historyLimit ?? 10_000;
+    this.snapshots = new SnapshotTable(db, guard);
+    this.history = new HistoryTables(db, guard, limit);
+    this.proxies = new ProxyHistoryTable(db, guard, limit);
+    this.ca = new CaMaterialTable(db, guard);
+  }
+
+  /** Opens (creating and migrating as needed) the store in `dataDir`; throws StoreError with the reason. */
+  static open(options: StoreOptions): Store {
+    const path = join(options.dataDir, DB_FILE);
+    try {
+      return Store.openAt(path, options);
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      if (!options.reset || options.readonly || !existsSync(path)) {
+        const hint =
+          options.readonly || !existsSync(path) ? '' : ' (--reset-store moves it aside and starts a new one)';
+        throw new StoreError(path, reason + hint);
+      }
+      const aside = `${path}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+      for (const suffix of ['', '-wal', '-shm']) {
+        if (existsSync(path + suffix)) renameSync(path + suffix, aside + suffix);
+      }
+      options.logger.warn(
+        { path, movedTo: aside, reason },
+        '--reset-store: moved the unreadable database aside',
+      );
+      return Store.openAt(path, options);
+    }
+  }
+
+  private static openAt(path: string, options: StoreOptions): Store {
+    const db = new Database(path, {
+      readonly: options.readonly ?? false,
+      fileMustExist: options.readonly ?? false,
+    });
+    try {
+      // Fail now, with SQLite's own words, on a file that is not a database or is damaged.
+      const check = db.pragma('quick_check', { simple: true });
+      if (check !== 'ok') throw new Error(`integrity check failed: ${String(check)}`);
+      if (!options.readonly) {
+        chmodSync(path, 0o600);
+        db.pragma('journal_mode = WAL');
+        // FULL: a synced snapshot survives power loss; writes are debounced, so the cost is small.
+        db.pragma('synchronous = FULL');
+        db.pragma('foreign_keys = ON');
+        migrate(db, options.migrateTo ?? MIGRATIONS.length);
+        if (options.maxPageCount) db.pragma(`max_page_count = ${options.maxPageCount}`);
+        for (const suffix of ['-wal', '-shm']) if (existsSync(path + suffix)) chmodSync(path + suffix, 0o600);
+      } else {
+        const version = Number(db.pragma('user_version', { simple: true }));
+        if (version > MIGRATIONS.length) throw new Error(newerMessage(version));
+      }
+      return new Store(db, path, options);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+  }
+
+  schemaVersion(): number {
+    return Number(this.db.pragma('user_version', { simple: true }));
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+
+  /** Runs a write; a failure (disk full, I/O error) is logged and counted, and serving goes on. */
+  private guardWrite<T>(what: string, fn: () => T): T | undefined {
+    if (this.options.readonly) return undefined;
+    try {
+      return fn();
+    } catch (err) {
+      this.writeErrors += 1;
+      this.options.onWriteError?.();
+      this.options.logger.error({ err, path: this.path, what }, 'store write failed; continuing from memory');
+      return undefined;
+    }
+  }
+}
+
+function migrate(db: Database.Database, target: number): void {
+  const current = Number(db.pragma('user_version', { simple: true }));
+  if (current > MIGRATIONS.length) throw new Error(newerMessage(current));
+  for (let v = current; v < target; v++) {
+    const sql = MIGRATIONS[v] ?? '';
+    db.transaction(() => {
+      db.exec(sql);
+      db.pragma(`user_version = ${v + 1}`);
+    })();
+  }
+}
+
+function newerMessage(version: number): string {
+  return `database schema version ${version} is newer than this Portolan understands (${MIGRATIONS.length}); upgrade Portolan or use another --data-dir`;
+}

@@ -1,0 +1,157 @@
+// The store against real SQLite files in temporary directories.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import Database from 'better-sqlite3';
+import { silentLogger } from '../../../log/logger.js';
+import type { RegistrySnapshot } from '../../../model/change.js';
+import { MIGRATIONS } from '../../../store/migrations.js';
+import { DB_FILE, Store, StoreError, type StoreOptions } from '../../../store/store.js';
+import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
+
+function tempDir(t: TestContext): string {
+  const dir = mkdtempSync(join(tmpdir(), 'portolan-store-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function open(t: TestContext, dataDir: string, options: Partial<StoreOptions> = {}): Store {
+  const store = Store.open({ dataDir, logger: silentLogger, ...options });
+  t.after(() => store.close());
+  return store;
+}
+
+function snapshot(gen: number): RegistrySnapshot {
+  const host = 'echo.store.internal';
+  return {
+    services: new Map([[host, service(host, [servicePort('grpc', 7070)])]]),
+    endpoints: new Map([[host, [endpoint(`127.0.0.${gen}`, { grpc: 7070 }, { labels: { gen: String(gen) } })]]]),
+  };
+}
+
+test('a new store is created 0600, in WAL mode, at the newest schema version', (t) => {
+  const dir = tempDir(t);
+  const store = open(t, dir);
+  assert.equal(store.schemaVersion(), MIGRATIONS.length);
+  assert.equal(statSync(join(dir, DB_FILE)).mode & 0o777, 0o600);
+  store.snapshots.save('mock', snapshot(1), new Date().toISOString());
+  for (const f of readdirSync(dir).filter((f) => f.startsWith(DB_FILE))) {
+    assert.equal(statSync(join(dir, f)).mode & 0o777, 0o600, f);
+  }
+  const raw = new Database(join(dir, DB_FILE), { readonly: true });
+  t.after(() => raw.close());
+  assert.equal(raw.pragma('journal_mode', { simple: true }), 'wal');
+});
+
+test('a snapshot round-trips, and saving an identical one writes nothing', (t) => {
+  const store = open(t, tempDir(t));
+  assert.equal(store.snapshots.save('mock', snapshot(1), '2026-01-01T00:00:00.000Z'), true);
+  assert.equal(store.snapshots.save('mock', snapshot(1), '2026-01-01T00:00:01.000Z'), false);
+  const loaded = store.snapshots.load('mock');
+  assert.deepEqual(loaded?.snapshot, snapshot(1));
+  assert.equal(loaded?.syncedAt, '2026-01-01T00:00:00.000Z');
+  assert.equal(store.snapshots.load('consul'), undefined);
+});
+
+test('an older schema is migrated at open and its data kept', (t) => {
+  const dir = tempDir(t);
+  const old = Store.open({ dataDir: dir, logger: silentLogger, migrateTo: 1 });
+  assert.equal(old.schemaVersion(), 1);
+  old.snapshots.save('mock', snapshot(3), '2026-01-01T00:00:00.000Z');
+  old.history.recordRegistry('mock', 'synced', 'v1 era');
+  old.close();
+
+  const store = open(t, dir);
+  assert.equal(store.schemaVersion(), MIGRATIONS.length);
+  assert.deepEqual(store.snapshots.load('mock')?.snapshot, snapshot(3));
+  assert.equal(store.history.recent(10)[0]?.detail, 'v1 era');
+  assert.ok(store.ca.put('root-key', Buffer.from('secret')), 'tables of the newer migration exist');
+});
+
+test('a database from a newer Portolan is refused with its path and versions', (t) => {
+  const dir = tempDir(t);
+  open(t, dir).close();
+  const raw = new Database(join(dir, DB_FILE));
+  raw.pragma('user_version = 99');
+  raw.close();
+  assert.throws(
+    () => Store.open({ dataDir: dir, logger: silentLogger }),
+    (err: unknown) =>
+      err instanceof StoreError &&
+      err.message.includes(join(dir, DB_FILE)) &&
+      /schema version 99 is newer/.test(err.message),
+  );
+});
+
+test('a corrupted file is reported with its path and SQLite error, and --reset-store moves it aside', (t) => {
+  const dir = tempDir(t);
+  writeFileSync(join(dir, DB_FILE), 'this is not a database, but it is long enough to look like one '.repeat(100));
+  assert.throws(
+    () => Store.open({ dataDir: dir, logger: silentLogger }),
+    (err: unknown) =>
+      err instanceof StoreError &&
+      err.path === join(dir, DB_FILE) &&
+      /not a database/.test(err.message) &&
+      /--reset-store/.test(err.message),
+  );
+  const store = open(t, dir, { reset: true });
+  assert.equal(store.schemaVersion(), MIGRATIONS.length);
+  const aside = readdirSync(dir).filter((f) => f.startsWith(`${DB_FILE}.corrupt-`));
+  assert.equal(aside.length, 1, 'the bad file is kept for inspection');
+});
+
+test('history keeps the newest rows within the limit', (t) => {
+  const store = open(t, tempDir(t), { historyLimit: 5 });
+  for (let i = 0; i < 200; i++) store.history.recordRegistry('mock', 'synced', `event ${i}`);
+  const recent = store.history.recent(1000);
+  assert.equal(recent.length, 5);
+  assert.equal(recent[0]?.detail, 'event 199');
+});
+
+test('config history keeps the last accepted text, and forgets it when the file is removed', (t) => {
+  const store = open(t, tempDir(t));
+  store.history.recordConfig('a.yaml', 'accepted', { text: 'v1', resources: ['ServiceEntry/default/a'] });
+  store.history.recordConfig('a.yaml', 'rejected', { text: 'v2 broken', error: 'a.yaml:1 bad' });
+  assert.equal(store.history.lastAcceptedText('a.yaml'), 'v1');
+  assert.deepEqual(
+    store.history.recent(10).map((e) => [e.subject, e.event]),
+    [
+      ['a.yaml', 'rejected'],
+      ['a.yaml', 'accepted'],
+    ],
+  );
+  store.history.recordConfig('a.yaml', 'removed', {});
+  assert.equal(store.history.lastAcceptedText('a.yaml'), undefined);
+});
+
+test('a failing write (a full disk) is counted and does not throw', (t) => {
+  const store = open(t, tempDir(t), { maxPageCount: 12 });
+  const big = snapshot(1);
+  const host = 'echo.store.internal';
+  const many = Array.from({ length: 5000 }, (_, i) =>
+    endpoint(`10.${(i >> 8) & 255}.${i & 255}.1`, { grpc: 7070 }, { labels: { filler: 'x'.repeat(40) } }),
+  );
+  const huge: RegistrySnapshot = { services: big.services, endpoints: new Map([[host, many]]) };
+  assert.equal(store.snapshots.save('mock', huge, new Date().toISOString()), false);
+  assert.equal(store.writeErrors, 1);
+  assert.equal(store.snapshots.load('mock'), undefined, 'nothing half-written');
+});
+
+test('proxy connections are recorded with their last ACKs and NACKs', (t) => {
+  const store = open(t, tempDir(t));
+  const id = store.proxies.connected('node-1', '127.0.0.1:5555', 'grpc');
+  assert.ok(id !== undefined);
+  store.proxies.disconnected(id, { CDS: { version: 'v1' } }, { LDS: { message: 'bad listener' } });
+  const [rec] = store.proxies.recent(10);
+  assert.equal(rec?.nodeId, 'node-1');
+  assert.ok(rec?.disconnectedAt);
+  assert.deepEqual(rec?.lastNacks, { LDS: { message: 'bad listener' } });
+});
+
+test('a read-only open (portolan history) does not create or change anything', (t) => {
+  const dir = tempDir(t);
+  assert.throws(() => Store.open({ dataDir: dir, logger: silentLogger, readonly: true }), StoreError);
+  assert.deepEqual(readdirSync(dir), []);
+});
