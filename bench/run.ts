@@ -1,7 +1,9 @@
 // `npm run bench`: every benchmark in turn, each printing a table with its setup.
 import { editLatency } from './edit-latency.js';
 import { pushFanout } from './push-fanout.js';
+import { warmStart } from './warm-start.js';
 
 console.log(`Portolan benchmarks — node ${process.version}, ${new Date().toISOString()}`);
 await editLatency();
 await pushFanout();
+await warmStart();

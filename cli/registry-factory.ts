@@ -17,6 +17,9 @@ export interface RegistryFactory {
   readonly name: string;
   /** Adds this registry's flags to the `serve` command. */
   addFlags(command: Command): void;
-  /** Validates its flags (throwing OptionError) and builds the registry. */
-  create(ctx: RegistryContext): Registry;
+  /**
+   * Validates its flags (throwing OptionError) and builds the registry. May be async so that a
+   * heavy client library is imported only when its registry is used.
+   */
+  create(ctx: RegistryContext): Registry | Promise<Registry>;
 }

@@ -39,7 +39,9 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
 
   let mock: MockRegistry | undefined;
   let config: ConfigDirRegistry | undefined;
-  const registries: Registry[] = options.registries.map((name) => {
+  const registries: Registry[] = [];
+  for (const name of options.registries) registries.push(await buildRegistry(name));
+  async function buildRegistry(name: string): Promise<Registry> {
     if (name === 'mock') return (mock = new MockRegistry());
     if (name === 'config') {
       return (config = new ConfigDirRegistry({
@@ -55,12 +57,12 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
       dataDir: options.dataDir,
       logger: logger.child({ component: name }),
     });
-  });
+  }
   metrics.watchRegistries(registries);
   const persistence = new RegistryPersistence(store, registries, logger.child({ component: 'store' }));
+  persistence.watch();
   // Warm start: until a registry syncs live, xDS is served from its last good snapshot.
   if (options.serveStale) persistence.restore();
-  persistence.watch();
   const discovery = new AggregateDiscovery(registries);
   await discovery.start();
 

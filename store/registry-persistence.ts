@@ -25,7 +25,10 @@ export class RegistryPersistence {
     this.debounceMs = options.debounceMs ?? 500;
   }
 
-  /** Before start: hands each registry that supports it its stored snapshot. Returns their names. */
+  /**
+   * Before start (and after watch(), so the history records it): hands each registry that supports
+   * it its stored snapshot. Returns their names.
+   */
   restore(): string[] {
     const restored: string[] = [];
     for (const registry of this.registries) {

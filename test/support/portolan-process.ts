@@ -85,7 +85,11 @@ async function stopChild(child: ChildProcess): Promise<ExitInfo> {
   const exited = new Promise<ExitInfo>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal, killed: false })),
   );
-  process.kill(child.pid, 'SIGTERM');
+  try {
+    process.kill(child.pid, 'SIGTERM');
+  } catch {
+    // already gone (e.g. killed by the test); the exit event still comes
+  }
   const done = await Promise.race([exited, sleep(5000).then(() => undefined)]);
   if (done) return done;
   process.kill(child.pid, 'SIGKILL');
