@@ -10,6 +10,7 @@ import type { Store } from '../store/store.js';
 import type { AdsServer } from '../xds/ads-server.js';
 import { handleMockRequest } from './mock-api.js';
 import { adsz, registryz } from './debug-views.js';
+import { envoyConfigDump } from '../xds/envoy-config-dump.js';
 
 export interface AdminDeps {
   readonly discovery: AggregateDiscovery;
@@ -97,6 +98,9 @@ export class AdminServer {
       case '/debug/config_dump': {
         const proxyId = url.searchParams.get('proxyID');
         if (!proxyId) throw new HttpError(400, 'proxyID query parameter is required');
+        // Envoys get the shape of Envoy's own /config_dump; other clients the per-type list.
+        const envoy = this.deps.ads.connectionList().find((c) => c.proxy?.id === proxyId);
+        if (envoy?.proxy?.kind === 'envoy') return sendJson(res, 200, envoyConfigDump(envoy));
         const dump = this.deps.ads.configDump(proxyId);
         if (!dump) throw new HttpError(404, `no connected proxy with node id ${proxyId}`);
         return sendJson(res, 200, { proxyID: proxyId, configs: dump });

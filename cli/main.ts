@@ -4,6 +4,10 @@ import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { createLogger } from '../log/logger.js';
 import { StoreError } from '../store/store.js';
+import { addCaCommand } from './ca.js';
+import { addCaServeFlags } from './ca-options.js';
+import { addCertCommand } from './cert.js';
+import { addBootstrapCommand } from './bootstrap.js';
 import { printHistory } from './history.js';
 import {
   compileServeOptions,
@@ -14,6 +18,7 @@ import {
 } from './options.js';
 import { REGISTRY_FACTORIES, knownRegistries } from './registries.js';
 import { startPortolan } from './serve.js';
+import { addTokenCommand } from './token.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
@@ -60,6 +65,7 @@ const serve = program
   .option('--reset-store', 'move an unreadable database aside and start a new one')
   .option('--history-limit <rows>', 'rows kept per history table in the store', SERVE_DEFAULTS.historyLimit);
 for (const factory of REGISTRY_FACTORIES) factory.addFlags(serve);
+addCaServeFlags(serve);
 
 serve.action(async (raw: RawServeOptions) => {
   let options;
@@ -111,11 +117,17 @@ program
     }
   });
 
+addBootstrapCommand(program);
+
 program
   .command('version')
   .description('Print the Portolan version.')
   .action(() => {
     process.stdout.write(`portolan ${pkg.version}\n`);
   });
+
+addTokenCommand(program);
+addCaCommand(program);
+addCertCommand(program);
 
 await program.parseAsync(process.argv);

@@ -2,6 +2,7 @@
 // the compiled form the server runs with.
 import type { LevelWithSilent } from 'pino';
 
+import { compileCaServeOptions, type CaServeOptions } from './ca-options.js';
 import { knownRegistries } from './registries.js';
 
 /** The built-in flags; registries' own flags ride along as extra keys. */
@@ -53,11 +54,15 @@ export interface ServeOptions {
   readonly historyLimit: number;
   /** All flags as given, for the registries' factories. */
   readonly flags: Readonly<Record<string, unknown>>;
+  /** The built-in CA and secure xDS port (cli/ca-options.ts); absent when not run from the command line. */
+  readonly ca?: CaServeOptions;
 }
 
 export class OptionError extends Error {}
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+const optionalCa = (ca: CaServeOptions | undefined): { ca?: CaServeOptions } => (ca ? { ca } : {});
 
 export function compileServeOptions(raw: RawServeOptions): ServeOptions {
   const registries = raw.registries
@@ -87,6 +92,7 @@ export function compileServeOptions(raw: RawServeOptions): ServeOptions {
     resetStore: raw.resetStore,
     historyLimit: parsePositiveInt(raw.historyLimit, '--history-limit'),
     flags: raw,
+    ...optionalCa(compileCaServeOptions(raw)),
   };
 }
 

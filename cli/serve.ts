@@ -13,12 +13,15 @@ import { protoRoot } from '../xds/protos.js';
 import { PortolanMetrics } from '../metrics/metrics.js';
 import { RegistryPersistence } from '../store/registry-persistence.js';
 import { Store } from '../store/store.js';
+import { startCa, type RunningCa } from './ca-serve.js';
 import { OptionError, type HostAndPort, type ServeOptions } from './options.js';
 import { REGISTRY_FACTORIES } from './registries.js';
 
 export interface RunningPortolan {
   readonly xdsAddress: HostAndPort;
   readonly httpAddress: HostAndPort;
+  /** The CA signing API and mTLS ADS, when --secure-xds-addr is not off. */
+  readonly secureXdsAddress?: HostAndPort;
   readonly discovery: AggregateDiscovery;
   readonly ads: AdsServer;
   readonly mock?: MockRegistry;
@@ -87,6 +90,10 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     );
   });
 
+  const ca: RunningCa | undefined = options.ca
+    ? await startCa(options.ca, store, ads, logger.child({ component: 'ca' }))
+    : undefined;
+
   const admin = new AdminServer({
     discovery,
     ads,
@@ -104,6 +111,7 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     {
       xdsAddress: `${xdsAddress.host}:${xdsAddress.port}`,
       httpAddress: `${httpAddress.host}:${httpAddress.port}`,
+      ...(ca?.secureAddress && { secureXdsAddress: `${ca.secureAddress.host}:${ca.secureAddress.port}` }),
       registries: options.registries,
     },
     'portolan serving',
@@ -112,11 +120,13 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
   return {
     xdsAddress,
     httpAddress,
+    ...(ca?.secureAddress && { secureXdsAddress: ca.secureAddress }),
     discovery,
     ads,
     ...(mock && { mock }),
     async stop() {
       ads.stop();
+      await ca?.stop();
       await new Promise<void>((resolve) => {
         // Give streams a moment to close cleanly, then cut them.
         const timer = setTimeout(() => {

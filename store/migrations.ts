@@ -56,4 +56,14 @@ export const MIGRATIONS: readonly string[] = [
      not_after TEXT NOT NULL,
      issued_at TEXT NOT NULL
    );`,
+  // 3: the CA's join tokens, kept only as hashes.
+  `CREATE TABLE join_tokens (
+     id TEXT PRIMARY KEY,             -- the public part of the token, for listing and revoking
+     hash TEXT NOT NULL UNIQUE,       -- sha256 of the whole token, hex
+     identity TEXT NOT NULL,          -- the SPIFFE URI the token vouches for
+     expires_at TEXT NOT NULL,
+     uses_left INTEGER NOT NULL,
+     revoked_at TEXT,
+     created_at TEXT NOT NULL
+   );`,
 ];

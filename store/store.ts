@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import type { Logger } from '../log/logger.js';
 import { CaMaterialTable } from './ca-material.js';
 import { HistoryTables } from './history.js';
+import { JoinTokenTable } from './join-tokens.js';
 import { MIGRATIONS } from './migrations.js';
 import { ProxyHistoryTable } from './proxy-history.js';
 import { SnapshotTable } from './snapshots.js';
@@ -45,6 +46,7 @@ export class Store {
   readonly history: HistoryTables;
   readonly proxies: ProxyHistoryTable;
   readonly ca: CaMaterialTable;
+  readonly joinTokens: JoinTokenTable;
   writeErrors = 0;
   private readonly db: Database.Database;
 
@@ -61,6 +63,7 @@ export class Store {
     this.history = new HistoryTables(db, guard, limit);
     this.proxies = new ProxyHistoryTable(db, guard, limit);
     this.ca = new CaMaterialTable(db, guard);
+    this.joinTokens = new JoinTokenTable(db, guard);
   }
 
   /** Opens (creating and migrating as needed) the store in `dataDir`; throws StoreError with the reason. */

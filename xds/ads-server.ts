@@ -7,6 +7,7 @@ import type { Logger } from '../log/logger.js';
 import type { PortolanMetrics } from '../metrics/metrics.js';
 import { AdsConnection, StreamError, type ServingView } from './ads-connection.js';
 import { GeneratorTable } from './generators/index.js';
+import { proxyFromNode, type Proxy } from './proxy.js';
 import { decodeAny } from './protos.js';
 import { PushDebouncer } from './push-debouncer.js';
 import { ResourceCache } from './resource-cache.js';
@@ -40,6 +41,12 @@ export interface AdsServerOptions {
   readonly connectionLog?: ConnectionLog;
 }
 
+/** Decides, from the first request's node and the call (its TLS peer), whether a stream may proceed. */
+export type AdsAuthorizer = (
+  proxy: Proxy,
+  call: grpc.ServerDuplexStream<Buffer, Buffer>,
+) => { code: grpc.status; reason: string } | undefined;
+
 export interface ConnectionLog {
   /** Returns an id to pass to `disconnected`. */
   connected(nodeId: string, peer: string, kind: string): number | undefined;
@@ -63,9 +70,11 @@ export class AdsServer {
     this.unsubscribe = options.discovery.onChange((e) => this.debouncer.add(e));
   }
 
-  register(server: grpc.Server): void {
+  /** Serves ADS on `server`; with `authorize`, each stream's first node is checked before anything is sent. */
+  register(server: grpc.Server, authorize?: AdsAuthorizer): void {
     server.addService(ADS_SERVICE, {
-      StreamAggregatedResources: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => this.handleStream(call),
+      StreamAggregatedResources: (call: grpc.ServerDuplexStream<Buffer, Buffer>) =>
+        this.handleStream(call, authorize),
     });
   }
 
@@ -113,7 +122,7 @@ export class AdsServer {
     this.options.connectionLog?.disconnected(logId, acks, nacks);
   }
 
-  private handleStream(call: grpc.ServerDuplexStream<Buffer, Buffer>): void {
+  private handleStream(call: grpc.ServerDuplexStream<Buffer, Buffer>, authorize?: AdsAuthorizer): void {
     const peer = call.getPeer();
     const log = this.options.logger;
     // Serving before every registry has synced would hand proxies a partial mesh; make them retry.
@@ -148,7 +157,12 @@ export class AdsServer {
     call.on('data', (bytes: Buffer) => {
       if (closed) return;
       try {
-        conn.handleRequest(decodeDiscoveryRequest(bytes));
+        const req = decodeDiscoveryRequest(bytes);
+        if (authorize && !conn.proxy && req.node) {
+          const refusal = authorize(proxyFromNode(req.node), call);
+          if (refusal) throw new StreamError(refusal.code, refusal.reason);
+        }
+        conn.handleRequest(req);
         if (!logged && conn.proxy) {
           logged = true;
           logId = this.options.connectionLog?.connected(conn.proxy.id, peer, conn.proxy.kind);

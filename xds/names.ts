@@ -55,3 +55,36 @@ function parsePort(text: string): number | undefined {
   const port = Number(text);
   return port >= 1 && port <= 65535 ? port : undefined;
 }
+
+// Envoy sidecars and gateways (Istio's names).
+export const VIRTUAL_OUTBOUND = 'virtualOutbound';
+export const VIRTUAL_INBOUND = 'virtualInbound';
+export const PASSTHROUGH_CLUSTER = 'PassthroughCluster';
+export const BLACKHOLE_CLUSTER = 'BlackHoleCluster';
+export const INBOUND_PASSTHROUGH_CLUSTER = 'InboundPassthroughClusterIpv4';
+/** The route configuration of the HTTP proxy listener (Pilot's RDSHttpProxy). */
+export const HTTP_PROXY_ROUTE = 'http_proxy';
+
+/** `inbound|PORT||`: the local application behind a co-located endpoint port. */
+export function inboundClusterName(port: number): string {
+  return `inbound|${port}||`;
+}
+
+export function parseInboundClusterName(name: string): number | undefined {
+  const m = /^inbound\|(\d{1,5})\|\|$/.exec(name);
+  return m ? parsePort(m[1] ?? '') : undefined;
+}
+
+/** Socket listeners are named ADDRESS_PORT (`0.0.0.0_8080`, `127.0.0.1_9001`). */
+export function socketListenerName(address: string, port: number): string {
+  return `${address}_${port}`;
+}
+
+/** Outbound HTTP listeners use RDS named by port (`8080`); gateways by `http.PORT`. */
+export function portRouteName(port: number): string {
+  return String(port);
+}
+
+export function gatewayRouteName(port: number): string {
+  return `http.${port}`;
+}

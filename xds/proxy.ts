@@ -1,5 +1,10 @@
 // Who is on the other end of a stream, read from the node of its first request.
+import { isIP } from 'node:net';
 import type { Locality } from '../model/endpoint.js';
+import { parseEnvoyNode, type EnvoyNode } from './envoy-node.js';
+import { NodeError } from './node-error.js';
+
+export { NodeError } from './node-error.js';
 
 /** Which generators serve a proxy: proxyless gRPC clients want api_listeners, Envoy wants socket listeners. */
 export type ProxyKind = 'grpc' | 'envoy';
@@ -14,6 +19,8 @@ export interface Proxy {
   readonly ips: readonly string[];
   readonly locality: Locality;
   readonly metadata: Readonly<Record<string, unknown>>;
+  /** Envoy's settings (role, labels, outbound modes, upstreams); undefined for proxyless gRPC. */
+  readonly envoy: EnvoyNode | undefined;
 }
 
 /** The node as decoded from a DiscoveryRequest (snake_case, metadata already turned into plain JSON). */
@@ -25,8 +32,6 @@ export interface NodeInfo {
   readonly locality?: { region?: string; zone?: string; sub_zone?: string };
 }
 
-export class NodeError extends Error {}
-
 export function proxyFromNode(node: NodeInfo): Proxy {
   const id = node.id ?? '';
   if (!id) throw new NodeError('node.id is required');
@@ -35,17 +40,23 @@ export function proxyFromNode(node: NodeInfo): Proxy {
   const ips = new Set<string>();
   // Istio's form TYPE~IP~ID~DOMAIN carries the workload IP.
   const parts = id.split('~');
+  if (parts.length > 1) checkIstioId(parts);
   if (parts.length === 4 && parts[1]) ips.add(parts[1]);
   const instanceIps = metadata.INSTANCE_IPS;
-  if (typeof instanceIps === 'string') {
-    for (const ip of instanceIps.split(',')) if (ip.trim()) ips.add(ip.trim());
+  if (instanceIps !== undefined && typeof instanceIps !== 'string')
+    throw new NodeError('INSTANCE_IPS must be a comma-separated string');
+  for (const ip of (instanceIps ?? '').split(',')) {
+    if (!ip.trim()) continue;
+    if (!isIP(ip.trim())) throw new NodeError(`INSTANCE_IPS: "${ip.trim()}" is not an IP address`);
+    ips.add(ip.trim());
   }
+  const kind = detectKind(userAgent, metadata, parts);
   const namespace =
     typeof metadata.NAMESPACE === 'string' && metadata.NAMESPACE ? metadata.NAMESPACE : 'default';
   return {
     id,
     cluster: node.cluster ?? '',
-    kind: detectKind(userAgent, metadata, parts),
+    kind,
     userAgent,
     namespace,
     ips: [...ips],
@@ -55,7 +66,18 @@ export function proxyFromNode(node: NodeInfo): Proxy {
       subzone: node.locality?.sub_zone ?? '',
     },
     metadata,
+    envoy: kind === 'envoy' ? parseEnvoyNode(parts.length === 4 ? parts[0] : undefined, metadata) : undefined,
   };
+}
+
+// Istio's TYPE~IP~ID~DOMAIN: a `~` promises that form, so a malformed one is refused, not guessed at.
+function checkIstioId(parts: readonly string[]): void {
+  const [type = '', ip = '', id = ''] = parts;
+  if (parts.length !== 4) throw new NodeError(`node id "${parts.join('~')}" is not TYPE~IP~ID~DOMAIN`);
+  if (type !== 'sidecar' && type !== 'router')
+    throw new NodeError(`node id type "${type}" is not sidecar or router`);
+  if (!isIP(ip)) throw new NodeError(`node id IP "${ip}" is not an IP address`);
+  if (!id) throw new NodeError('node id has an empty ID field');
 }
 
 // Istio marks proxyless clients with GENERATOR=grpc; gRPC libraries also name themselves in

@@ -120,11 +120,27 @@ function structToJson(struct: RawStruct | undefined): Record<string, unknown> {
   return out;
 }
 
-function valueToJson(v: RawValue): unknown {
-  if (v.string_value !== undefined) return v.string_value;
-  if (v.number_value !== undefined) return v.number_value;
-  if (v.bool_value !== undefined) return v.bool_value;
-  if (v.struct_value !== undefined) return structToJson(v.struct_value);
-  if (v.list_value !== undefined) return (v.list_value.values ?? []).map(valueToJson);
+// google.protobuf.Struct comes from protobufjs's built-in well-known types, whose field names are
+// camelCase (stringValue) whatever keepCase says; accept both spellings.
+function valueToJson(raw: RawValue): unknown {
+  const v = raw as RawValue & CamelValue;
+  const string = v.string_value ?? v.stringValue;
+  if (string !== undefined) return string;
+  const number = v.number_value ?? v.numberValue;
+  if (number !== undefined) return number;
+  const bool = v.bool_value ?? v.boolValue;
+  if (bool !== undefined) return bool;
+  const struct = v.struct_value ?? v.structValue;
+  if (struct !== undefined) return structToJson(struct);
+  const list = v.list_value ?? v.listValue;
+  if (list !== undefined) return (list.values ?? []).map(valueToJson);
   return null;
+}
+
+interface CamelValue {
+  numberValue?: number;
+  stringValue?: string;
+  boolValue?: boolean;
+  structValue?: RawStruct;
+  listValue?: { values?: RawValue[] };
 }

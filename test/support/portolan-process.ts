@@ -27,7 +27,17 @@ export async function startPortolanProcess(
 ): Promise<PortolanProcess> {
   const child = spawn(
     process.execPath,
-    [MAIN, 'serve', '--xds-addr', '127.0.0.1:0', '--http-addr', '127.0.0.1:0', ...args],
+    [
+      MAIN,
+      'serve',
+      '--xds-addr',
+      '127.0.0.1:0',
+      '--http-addr',
+      '127.0.0.1:0',
+      '--secure-xds-addr',
+      '127.0.0.1:0',
+      ...args,
+    ],
     {
       stdio: ['ignore', 'ignore', 'pipe'],
     },

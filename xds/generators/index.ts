@@ -5,19 +5,38 @@ import { grpcClusterGenerator } from './grpc/cluster.js';
 import { grpcEndpointGenerator } from './grpc/endpoint.js';
 import { grpcListenerGenerator } from './grpc/listener.js';
 import { grpcRouteGenerator } from './grpc/route.js';
+import { envoyGenerators } from './envoy/generators.js';
+import { NO_GATEWAYS, type GatewaySource } from './envoy/gateway.js';
+import { validatePushesEnabled, validatingGenerator } from '../validate/validating-generator.js';
 
 export const DEFAULT_GENERATORS: readonly ResourceGenerator[] = [
   grpcClusterGenerator,
   grpcEndpointGenerator,
   grpcListenerGenerator,
   grpcRouteGenerator,
+  ...envoyGenerators(NO_GATEWAYS),
 ];
+
+/** The default table with Envoy gateways reading `gateways` (the config directory's Gateway resources). */
+export function generatorsWithGateways(gateways: GatewaySource): ResourceGenerator[] {
+  return [
+    grpcClusterGenerator,
+    grpcEndpointGenerator,
+    grpcListenerGenerator,
+    grpcRouteGenerator,
+    ...envoyGenerators(gateways),
+  ];
+}
 
 export class GeneratorTable {
   private readonly table = new Map<string, ResourceGenerator>();
 
-  constructor(generators: readonly ResourceGenerator[] = DEFAULT_GENERATORS) {
-    for (const g of generators) this.table.set(`${g.proxyKind} ${g.typeUrl}`, g);
+  constructor(
+    generators: readonly ResourceGenerator[] = DEFAULT_GENERATORS,
+    validate: boolean = validatePushesEnabled(),
+  ) {
+    for (const g of generators)
+      this.table.set(`${g.proxyKind} ${g.typeUrl}`, validate ? validatingGenerator(g) : g);
   }
 
   find(kind: ProxyKind, typeUrl: string): ResourceGenerator | undefined {

@@ -32,6 +32,9 @@ test('the defaults compile to the documented values', () => {
     httpAddr: { host: '127.0.0.1', port: 15014 },
     logLevel: 'info',
     pushWindowMs: 100,
+    serveStale: true,
+    resetStore: false,
+    historyLimit: 10000,
     flags: SERVE_DEFAULTS,
   });
 });
@@ -50,7 +53,7 @@ for (const c of registryCases) {
 }
 
 test('an unknown registry is an error naming it and the known ones', () => {
-  rejects({ registries: 'config,consulx' }, /unknown registry "consulx" \(known: config, mock\)/);
+  rejects({ registries: 'config,consulx' }, /unknown registry "consulx" \(known: config, mock, consul, zookeeper, kubernetes\)/);
 });
 
 test('a registry named twice is an error', () => {

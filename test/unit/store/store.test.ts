@@ -27,7 +27,9 @@ function snapshot(gen: number): RegistrySnapshot {
   const host = 'echo.store.internal';
   return {
     services: new Map([[host, service(host, [servicePort('grpc', 7070)])]]),
-    endpoints: new Map([[host, [endpoint(`127.0.0.${gen}`, { grpc: 7070 }, { labels: { gen: String(gen) } })]]]),
+    endpoints: new Map([
+      [host, [endpoint(`127.0.0.${gen}`, { grpc: 7070 }, { labels: { gen: String(gen) } })]],
+    ]),
   };
 }
 
@@ -87,7 +89,10 @@ test('a database from a newer Portolan is refused with its path and versions', (
 
 test('a corrupted file is reported with its path and SQLite error, and --reset-store moves it aside', (t) => {
   const dir = tempDir(t);
-  writeFileSync(join(dir, DB_FILE), 'this is not a database, but it is long enough to look like one '.repeat(100));
+  writeFileSync(
+    join(dir, DB_FILE),
+    'this is not a database, but it is long enough to look like one '.repeat(100),
+  );
   assert.throws(
     () => Store.open({ dataDir: dir, logger: silentLogger }),
     (err: unknown) =>

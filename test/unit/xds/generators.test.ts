@@ -280,13 +280,17 @@ describe('gRPC EDS', () => {
   }
 });
 
-test('the generator table finds the gRPC generator for each type URL and none for Envoy', () => {
+test('the generator table finds the gRPC generator for each type URL, and Envoy its own', () => {
   const table = new GeneratorTable();
   assert.equal(table.find('grpc', CLUSTER), grpcClusterGenerator);
   assert.equal(table.find('grpc', ENDPOINT), grpcEndpointGenerator);
   assert.equal(table.find('grpc', LISTENER), grpcListenerGenerator);
   assert.equal(table.find('grpc', ROUTE), grpcRouteGenerator);
-  assert.equal(table.find('envoy', CLUSTER), undefined);
+  for (const type of [CLUSTER, ENDPOINT, LISTENER, ROUTE]) {
+    const envoy = table.find('envoy', type);
+    assert.equal(envoy?.proxyKind, 'envoy');
+    assert.equal(envoy.typeUrl, type);
+  }
 });
 
 describe('names', () => {

@@ -1,0 +1,67 @@
+// A client of the signing API: one CreateCertificate call over TLS, authenticated by a join token
+// or by the workload's current certificate. The server also returns its trust bundle (every root
+// workloads must trust, both during a rotation) in the `portolan-trust-bundle-bin` response header.
+import * as grpc from '@grpc/grpc-js';
+import {
+  CREATE_CERTIFICATE_PATH,
+  decodeCertificateResponse,
+  encodeCertificateRequest,
+} from './certificate-messages.js';
+
+export const TRUST_BUNDLE_HEADER = 'portolan-trust-bundle-bin';
+
+export interface CertificateCall {
+  readonly address: string;
+  /** Roots that the CA's server certificate must chain to. */
+  readonly rootPem: string;
+  readonly csrPem: string;
+  readonly ttlSeconds?: number;
+  readonly token?: string;
+  /** The current certificate, for renewal over mTLS. */
+  readonly current?: { readonly certChainPem: string; readonly keyPem: string };
+  readonly timeoutMs?: number;
+}
+
+export interface CertificateResult {
+  /** Leaf first, root last. */
+  readonly certChain: string[];
+  /** The CA's trust bundle, when it sent one. */
+  readonly trustBundle?: string;
+}
+
+const identity = (b: Buffer): Buffer => b;
+
+export async function requestCertificate(req: CertificateCall): Promise<CertificateResult> {
+  const creds = grpc.credentials.createSsl(
+    Buffer.from(req.rootPem),
+    req.current ? Buffer.from(req.current.keyPem) : null,
+    req.current ? Buffer.from(req.current.certChainPem) : null,
+  );
+  const client = new grpc.Client(req.address, creds);
+  const metadata = new grpc.Metadata();
+  if (req.token) metadata.set('authorization', `Bearer ${req.token}`);
+  try {
+    return await new Promise<CertificateResult>((resolve, reject) => {
+      let bundle: string | undefined;
+      const call = client.makeUnaryRequest(
+        CREATE_CERTIFICATE_PATH,
+        identity,
+        identity,
+        encodeCertificateRequest({ csr: req.csrPem, validityDuration: req.ttlSeconds ?? 0 }),
+        metadata,
+        { deadline: Date.now() + (req.timeoutMs ?? 10_000) },
+        (err, bytes) => {
+          if (err || !bytes) return reject(err ?? new Error('empty response'));
+          const { certChain } = decodeCertificateResponse(bytes);
+          resolve({ certChain, ...(bundle && { trustBundle: bundle }) });
+        },
+      );
+      call.on('metadata', (md: grpc.Metadata) => {
+        const value = md.get(TRUST_BUNDLE_HEADER)[0];
+        if (Buffer.isBuffer(value)) bundle = value.toString('utf8');
+      });
+    });
+  } finally {
+    client.close();
+  }
+}

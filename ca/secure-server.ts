@@ -1,0 +1,129 @@
+// The secure port (`--secure-xds-addr`): one TLS gRPC server for the CA's signing API and for ADS.
+// Client certificates are optional at the TLS layer (a VM's first contact has only a join token);
+// ADS then requires one whose SPIFFE identity matches the namespace and service account the node
+// claims. The server certificate is issued by our own CA and re-issued before it expires or when the
+// roots change (`portolan ca rotate` from another process), without restarting the listener.
+import { isIP } from 'node:net';
+import * as grpc from '@grpc/grpc-js';
+import type { Logger } from '../log/logger.js';
+import type { JoinTokenTable } from '../store/join-tokens.js';
+import type { AdsAuthorizer, AdsServer } from '../xds/ads-server.js';
+import type { CertificateAuthority } from './authority.js';
+import { registerCertificateService } from './certificate-service.js';
+import { parseSpiffeUri } from './identity.js';
+import { peerIdentity } from './peer-identity.js';
+import { ReloadableCertificates } from './reloadable-certificates.js';
+
+export interface SecurePortOptions {
+  readonly ca: CertificateAuthority;
+  readonly tokens: JoinTokenTable;
+  readonly ads: AdsServer;
+  readonly host: string;
+  readonly port: number;
+  /** SANs of the server certificate: DNS names and IP addresses, mixed. */
+  readonly serverSans: readonly string[];
+  readonly logger: Logger;
+  /** How often the server certificate and trust bundle are checked (default 30 s). */
+  readonly refreshMs?: number;
+}
+
+export class SecurePort {
+  private timer: NodeJS.Timeout | undefined;
+  private caVersion = '';
+  private renewAt = 0;
+
+  private constructor(
+    readonly port: number,
+    private readonly server: grpc.Server,
+    private readonly certificates: ReloadableCertificates,
+    private readonly options: SecurePortOptions,
+  ) {}
+
+  static async start(options: SecurePortOptions): Promise<SecurePort> {
+    const certificates = new ReloadableCertificates();
+    const server = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
+    options.ads.register(server, adsAuthorizer(options.ca.trustDomain));
+    registerCertificateService(server, { ca: options.ca, tokens: options.tokens, logger: options.logger });
+    // Provider first (TLS needs a certificate before bind), then bind.
+    const pending = new SecurePort(0, server, certificates, options);
+    await pending.refresh();
+    // grpc-js names the first parameter the CA provider but uses it as the identity provider;
+    // one object serving both sidesteps the mix-up.
+    const credentials = grpc.experimental.createCertificateProviderServerCredentials(
+      certificates,
+      certificates,
+      false,
+    );
+    const { host } = options;
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${options.port}`, credentials, (err, p) =>
+        err ? reject(err) : resolve(p),
+      ),
+    );
+    const running = new SecurePort(port, server, certificates, options);
+    running.caVersion = pending.caVersion;
+    running.renewAt = pending.renewAt;
+    running.timer = setInterval(() => {
+      running
+        .refresh()
+        .catch((err: unknown) => options.logger.error({ err }, 'secure port: certificate refresh failed'));
+    }, options.refreshMs ?? 30_000);
+    running.timer.unref();
+    return running;
+  }
+
+  /** Re-issues the server certificate when 80% of its life has passed or the roots changed. */
+  async refresh(now = new Date()): Promise<void> {
+    const version = this.options.ca.version();
+    if (version === this.caVersion && now.getTime() < this.renewAt) return;
+    const { dnsNames, ips } = splitSans(this.options.serverSans);
+    const issued = await this.options.ca.issueServerCertificate(dnsNames, ips);
+    const lifetime = issued.notAfter.getTime() - now.getTime();
+    this.renewAt = now.getTime() + lifetime * 0.8;
+    this.caVersion = version;
+    const bundle = this.options.ca
+      .issuers(now)
+      .map((c) => c.toString('pem'))
+      .join('\n');
+    this.certificates.update(bundle, issued.certChainPem, issued.keyPem);
+    this.options.logger.info({ dnsNames, ips, notAfter: issued.notAfter }, 'secure port certificate issued');
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.server.forceShutdown();
+        resolve();
+      }, 2000);
+      this.server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+}
+
+export function splitSans(sans: readonly string[]): { dnsNames: string[]; ips: string[] } {
+  return {
+    dnsNames: sans.filter((s) => isIP(s) === 0),
+    ips: sans.filter((s) => isIP(s) !== 0),
+  };
+}
+
+/** ADS on the secure port: a verified workload certificate naming the node's NAMESPACE and SERVICE_ACCOUNT. */
+export function adsAuthorizer(trustDomain: string): AdsAuthorizer {
+  return (proxy, call) => {
+    const peer = peerIdentity(call, trustDomain);
+    if (!peer.ok) return { code: grpc.status.UNAUTHENTICATED, reason: peer.reason };
+    const id = parseSpiffeUri(peer.identity);
+    const ns = proxy.metadata.NAMESPACE;
+    const sa = proxy.metadata.SERVICE_ACCOUNT;
+    if (!id || ns !== id.namespace || sa !== id.serviceAccount)
+      return {
+        code: grpc.status.PERMISSION_DENIED,
+        reason: `node ${proxy.id} claims NAMESPACE=${String(ns)} SERVICE_ACCOUNT=${String(sa)} but its certificate is ${peer.identity}`,
+      };
+    return undefined;
+  };
+}

@@ -1,0 +1,63 @@
+// `portolan cert`: what a VM runs to get and keep its workload certificate (see ca/workload-agent.ts).
+import type { Command } from 'commander';
+import { parseDuration } from '../ca/duration.js';
+import { obtainCertificate, runAgent, AgentError, type AgentOptions } from '../ca/workload-agent.js';
+import { createLogger } from '../log/logger.js';
+import { cliErrors } from './token.js';
+import { OptionError } from './options.js';
+
+export const TOKEN_ENV = 'PORTOLAN_JOIN_TOKEN';
+
+interface CertFlags {
+  caAddr: string;
+  rootCert: string;
+  token?: string;
+  out: string;
+  once?: boolean;
+  ttl?: string;
+  logLevel: string;
+}
+
+export function addCertCommand(program: Command): void {
+  program
+    .command('cert')
+    .description(
+      'Get a workload certificate from the CA and keep it renewed (at 80% of its lifetime) in --out: cert-chain.pem, key.pem, root-cert.pem.',
+    )
+    .requiredOption('--ca-addr <host:port>', "the CA's secure port (serve's --secure-xds-addr)")
+    .requiredOption('--root-cert <file>', 'trust bundle for first contact, from `portolan ca root`')
+    .option('--token <token>', `join token for the first certificate (or set ${TOKEN_ENV})`)
+    .requiredOption('--out <dir>', 'directory for the certificate files')
+    .option('--once', 'get one certificate and exit')
+    .option('--ttl <duration>', "requested lifetime (default: the CA's)")
+    .option('--log-level <level>', 'log level', 'info')
+    .action((opts: CertFlags, cmd: Command) =>
+      cliErrors(cmd, async () => {
+        const token = opts.token ?? process.env[TOKEN_ENV];
+        const logger = createLogger(opts.logLevel as 'info');
+        const options: AgentOptions = {
+          caAddress: opts.caAddr,
+          rootCertFile: opts.rootCert,
+          outDir: opts.out,
+          logger,
+          ...(token && { token }),
+          ...(opts.ttl && { ttlSeconds: Math.ceil(parseDuration(opts.ttl, '--ttl') / 1000) }),
+        };
+        if (opts.once) {
+          try {
+            await obtainCertificate(options);
+          } catch (err) {
+            if (err instanceof AgentError) throw new OptionError(err.message);
+            const details = (err as { details?: string }).details ?? (err as Error).message;
+            process.stderr.write(`error: certificate request failed: ${details}\n`);
+            process.exitCode = 1;
+          }
+          return;
+        }
+        const abort = new AbortController();
+        process.on('SIGINT', () => abort.abort());
+        process.on('SIGTERM', () => abort.abort());
+        await runAgent(options, abort.signal);
+      }),
+    );
+}

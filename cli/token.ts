@@ -1,0 +1,108 @@
+// `portolan token create|revoke|list`: join tokens in the store of a (running or not) Portolan.
+// `create` prints only the token on stdout, so it can be captured: TOKEN=$(portolan token create …).
+import type { Command } from 'commander';
+import { DurationError, parseDuration } from '../ca/duration.js';
+import { IdentityError, workloadIdentity } from '../ca/identity.js';
+import { createJoinToken, tokenId, TokenError } from '../ca/join-tokens.js';
+import { createLogger } from '../log/logger.js';
+import { Store, StoreError } from '../store/store.js';
+import { CA_DEFAULTS } from './ca-options.js';
+import { OptionError, parsePositiveInt, SERVE_DEFAULTS } from './options.js';
+
+function openStore(dataDir: string): Store {
+  return Store.open({ dataDir, logger: createLogger('warn') });
+}
+
+/** Runs a subcommand body; bad input is exit code 2 with the reason. */
+export function cliErrors(command: Command, fn: () => void | Promise<void>): Promise<void> {
+  const fail = (err: unknown): never => {
+    if (
+      err instanceof OptionError ||
+      err instanceof StoreError ||
+      err instanceof TokenError ||
+      err instanceof IdentityError ||
+      err instanceof DurationError
+    )
+      command.error(`error: ${err.message}`, { exitCode: 2 });
+    throw err;
+  };
+  try {
+    return Promise.resolve(fn()).catch(fail);
+  } catch (err) {
+    return fail(err);
+  }
+}
+
+export function addTokenCommand(program: Command): void {
+  const token = program.command('token').description('Join tokens: a VM’s first authentication to the CA.');
+  token
+    .command('create')
+    .description('Create a join token for one workload identity; prints only the token.')
+    .requiredOption('--namespace <ns>', 'namespace of the identity')
+    .requiredOption('--service-account <sa>', 'service account of the identity')
+    .option('--ttl <duration>', 'how long the token is valid', '1h')
+    .option('--uses <n>', 'how many certificates it may obtain', '1')
+    .option('--trust-domain <domain>', 'SPIFFE trust domain (as given to serve)', CA_DEFAULTS.trustDomain)
+    .option('--data-dir <dir>', 'the data directory of the Portolan', SERVE_DEFAULTS.dataDir)
+    .action(
+      (
+        opts: {
+          namespace: string;
+          serviceAccount: string;
+          ttl: string;
+          uses: string;
+          trustDomain: string;
+          dataDir: string;
+        },
+        cmd: Command,
+      ) =>
+        cliErrors(cmd, () => {
+          const identity = workloadIdentity(opts.trustDomain, opts.namespace, opts.serviceAccount);
+          const ttlMs = parseDuration(opts.ttl, '--ttl');
+          const uses = parsePositiveInt(opts.uses, '--uses');
+          const store = openStore(opts.dataDir);
+          try {
+            const created = createJoinToken(store.joinTokens, identity, ttlMs, uses);
+            process.stdout.write(`${created.token}\n`);
+            process.stderr.write(
+              `token ${created.id} for ${identity}, ${uses} use(s), expires ${created.expiresAt.toISOString()}\n`,
+            );
+          } finally {
+            store.close();
+          }
+        }),
+    );
+  token
+    .command('revoke <token-or-id>')
+    .description('Revoke a join token (by its id or the whole token); effective at the next request.')
+    .option('--data-dir <dir>', 'the data directory of the Portolan', SERVE_DEFAULTS.dataDir)
+    .action((value: string, opts: { dataDir: string }, cmd: Command) =>
+      cliErrors(cmd, () => {
+        const store = openStore(opts.dataDir);
+        try {
+          const id = tokenId(value);
+          if (!store.joinTokens.revoke(id, new Date())) throw new TokenError(`no live token with id ${id}`);
+          process.stderr.write(`token ${id} revoked\n`);
+        } finally {
+          store.close();
+        }
+      }),
+    );
+  token
+    .command('list')
+    .description('List join tokens (ids, identities, expiry, uses left; never the tokens).')
+    .option('--data-dir <dir>', 'the data directory of the Portolan', SERVE_DEFAULTS.dataDir)
+    .action((opts: { dataDir: string }, cmd: Command) =>
+      cliErrors(cmd, () => {
+        const store = openStore(opts.dataDir);
+        try {
+          for (const t of store.joinTokens.list()) {
+            const state = t.revokedAt ? 'revoked' : new Date(t.expiresAt) <= new Date() ? 'expired' : 'live';
+            process.stdout.write(`${t.id}\t${state}\t${t.usesLeft}\t${t.expiresAt}\t${t.identity}\n`);
+          }
+        } finally {
+          store.close();
+        }
+      }),
+    );
+}

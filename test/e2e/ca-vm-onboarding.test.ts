@@ -1,0 +1,161 @@
+// End to end, the VM onboarding walkthrough with the real commands: `portolan serve` (child process),
+// `portolan ca root`, `portolan token create`, `portolan cert --once` (twice: token, then renewal
+// with the certificate), then ADS over the secure port with that certificate. @grpc/grpc-js-xds
+// 1.14.1 accepts only `insecure` and `google_default` channel_creds for its xDS server, so the
+// secure port is exercised with a raw TLS ADS client instead of the library's xDS client.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { after, before, test } from 'node:test';
+import * as grpc from '@grpc/grpc-js';
+import { startPortolanProcess, type PortolanProcess } from '../support/portolan-process.js';
+import { firstAdsAnswer } from '../integration/ca-helpers.js';
+
+const MAIN = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
+const run = promisify(execFile);
+
+let dir: string;
+let portolan: PortolanProcess;
+let secureAddress: string;
+
+async function portolanCli(args: string[]): Promise<{ stdout: string; stderr: string }> {
+  return run(process.execPath, [MAIN, ...args], { timeout: 20_000 });
+}
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'portolan-ca-e2e-'));
+  writeFileSync(
+    join(dir, 'cart.yaml'),
+    `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: { name: cart, namespace: shop }
+spec:
+  hosts: [cart.shop.internal]
+  ports: [{ number: 7070, name: grpc, protocol: GRPC }]
+  resolution: STATIC
+  endpoints: [{ address: 127.0.0.7 }]
+`,
+  );
+  portolan = await startPortolanProcess([
+    '--config-dir',
+    dir,
+    '--data-dir',
+    join(dir, 'data'),
+    '--log-level',
+    'info',
+  ]);
+  const serving = portolan.logs.find((l) => l.msg === 'portolan serving');
+  secureAddress = String(serving?.secureXdsAddress);
+  assert.match(secureAddress, /^127\.0\.0\.1:\d+$/);
+});
+
+after(async () => {
+  await portolan?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test('token → cert → renewal → secure ADS, with the CLI commands of the walkthrough', async () => {
+  const data = join(dir, 'data');
+  const vm = join(dir, 'vm');
+  const root = (await portolanCli(['ca', 'root', '--data-dir', data])).stdout;
+  assert.match(root, /^-----BEGIN CERTIFICATE-----/);
+  writeFileSync(join(dir, 'root-cert.pem'), root);
+
+  const created = await portolanCli([
+    'token',
+    'create',
+    '--namespace',
+    'shop',
+    '--service-account',
+    'cart',
+    '--ttl',
+    '10m',
+    '--data-dir',
+    data,
+  ]);
+  const token = created.stdout.trim();
+  assert.equal(created.stdout.split('\n').filter(Boolean).length, 1, 'stdout is only the token');
+
+  const certArgs = [
+    'cert',
+    '--ca-addr',
+    secureAddress,
+    '--root-cert',
+    join(dir, 'root-cert.pem'),
+    '--out',
+    vm,
+    '--once',
+  ];
+  await portolanCli([...certArgs, '--token', token]);
+  const first = new X509Certificate(readFileSync(join(vm, 'cert-chain.pem')));
+  assert.equal(first.subjectAltName, 'URI:spiffe://cluster.local/ns/shop/sa/cart');
+  assert.equal(statSync(join(vm, 'key.pem')).mode & 0o777, 0o600);
+
+  await portolanCli(certArgs); // no token: renews with the certificate in --out
+  const second = new X509Certificate(readFileSync(join(vm, 'cert-chain.pem')));
+  assert.notEqual(second.serialNumber, first.serialNumber);
+
+  await assert.rejects(
+    portolanCli([...certArgs.slice(0, -2), join(dir, 'vm2'), '--once', '--token', token]),
+    /used up/,
+  );
+
+  const tls = {
+    rootPem: readFileSync(join(vm, 'root-cert.pem'), 'utf8'),
+    certChainPem: readFileSync(join(vm, 'cert-chain.pem'), 'utf8'),
+    keyPem: readFileSync(join(vm, 'key.pem'), 'utf8'),
+  };
+  const answer = await firstAdsAnswer(secureAddress, tls, {
+    id: 'cart-vm-1',
+    metadata: { NAMESPACE: 'shop', SERVICE_ACCOUNT: 'cart' },
+  });
+  assert.deepEqual(answer, {
+    kind: 'response',
+    typeUrl: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
+    resources: 1,
+  });
+  const refused = await firstAdsAnswer(secureAddress, tls, {
+    id: 'cart-vm-1',
+    metadata: { NAMESPACE: 'shop', SERVICE_ACCOUNT: 'admin' },
+  });
+  assert.equal(refused.kind === 'status' && refused.code, grpc.status.PERMISSION_DENIED);
+});
+
+test('a revoked token is refused by the running server at once', async () => {
+  const data = join(dir, 'data');
+  const token = (
+    await portolanCli([
+      'token',
+      'create',
+      '--namespace',
+      'shop',
+      '--service-account',
+      'cart',
+      '--uses',
+      '3',
+      '--data-dir',
+      data,
+    ])
+  ).stdout.trim();
+  await portolanCli(['token', 'revoke', token, '--data-dir', data]);
+  await assert.rejects(
+    portolanCli([
+      'cert',
+      '--ca-addr',
+      secureAddress,
+      '--root-cert',
+      join(dir, 'root-cert.pem'),
+      '--out',
+      join(dir, 'vm3'),
+      '--once',
+      '--token',
+      token,
+    ]),
+    /revoked/,
+  );
+});

@@ -1,0 +1,67 @@
+// Helpers for the CA tests: an ADS stream over TLS with an optional client certificate, reduced to
+// "the first response, or the status the stream ended with".
+import * as grpc from '@grpc/grpc-js';
+import { decodeDiscoveryResponse, encodeDiscoveryRequest } from '../../xds/wire.js';
+import { CLUSTER } from '../../xds/type-urls.js';
+import { ADS_PATH } from '../support/raw-ads-client.js';
+
+export interface ClientTls {
+  readonly rootPem: string;
+  readonly certChainPem?: string;
+  readonly keyPem?: string;
+}
+
+export type FirstAnswer =
+  | { readonly kind: 'response'; readonly typeUrl: string; readonly resources: number }
+  | { readonly kind: 'status'; readonly code: grpc.status; readonly details: string };
+
+const identity = (b: Buffer): Buffer => b;
+
+/** Opens ADS on `address` with `tls`, asks for every cluster as `node`, and reports the first answer. */
+export async function firstAdsAnswer(
+  address: string,
+  tls: ClientTls,
+  node: { id: string; metadata: Record<string, string> },
+  timeoutMs = 10_000,
+): Promise<FirstAnswer> {
+  const creds = grpc.credentials.createSsl(
+    Buffer.from(tls.rootPem),
+    tls.keyPem ? Buffer.from(tls.keyPem) : null,
+    tls.certChainPem ? Buffer.from(tls.certChainPem) : null,
+  );
+  const client = new grpc.Client(address, creds);
+  const call = client.makeBidiStreamRequest(ADS_PATH, identity, identity, new grpc.Metadata(), {
+    deadline: Date.now() + timeoutMs,
+  });
+  try {
+    return await new Promise<FirstAnswer>((resolve) => {
+      call.on('data', (bytes: Buffer) => {
+        const res = decodeDiscoveryResponse(bytes);
+        resolve({ kind: 'response', typeUrl: res.type_url, resources: res.resources.length });
+      });
+      call.on('status', (s: grpc.StatusObject) =>
+        resolve({ kind: 'status', code: s.code, details: s.details }),
+      );
+      call.on('error', () => {});
+      call.write(
+        encodeDiscoveryRequest({
+          node: {
+            id: node.id,
+            cluster: 'vm',
+            user_agent_name: 'gRPC ca-test',
+            metadata: {
+              fields: Object.fromEntries(
+                Object.entries(node.metadata).map(([k, v]) => [k, { stringValue: v }]),
+              ),
+            },
+          },
+          type_url: CLUSTER,
+          resource_names: [],
+        }),
+      );
+    });
+  } finally {
+    call.cancel();
+    client.close();
+  }
+}

@@ -1,0 +1,200 @@
+// A rich mesh for the Envoy generator tests: HTTP, gRPC and TCP services, DNS and NONE resolution,
+// sidecars in every outbound mode, and a gateway with a bound VirtualService. `collect` plays an
+// Envoy's ADS session: LDS and CDS wildcard, then the RDS and EDS names they reference.
+import { buildCatalog, type Catalog } from '../../../model/catalog.js';
+import type { Endpoint } from '../../../model/endpoint.js';
+import type { Service } from '../../../model/service.js';
+import type { ConfigResource, VirtualServiceSpec } from '../../../config-dir/types.js';
+import type { GenerateContext, ResourceGenerator } from '../../../xds/generator.js';
+import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
+import type { GatewayConfig, GatewaySource, GatewaySpec } from '../../../xds/generators/envoy/gateway.js';
+import { decodeAny } from '../../../xds/protos.js';
+import { proxyFromNode, type Proxy } from '../../../xds/proxy.js';
+import type { EncodedResource } from '../../../xds/resource.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../../xds/type-urls.js';
+import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
+
+export const WEB = 'web.mesh.internal';
+export const SHOP = 'shop.mesh.internal';
+export const ECHO = 'echo.mesh.internal';
+export const DB = 'db.mesh.internal';
+export const CACHE = 'cache.mesh.internal';
+export const API = 'api.example.com';
+export const LEGACY = 'legacy.dns.internal';
+export const ORIGINAL = 'original.none.internal';
+/** The VM the sidecars run on: it hosts a WEB endpoint and an ECHO endpoint. */
+export const VM_IP = '10.0.0.1';
+
+export function fixtureCatalog(): Catalog {
+  const services: Service[] = [
+    service(WEB, [servicePort('http', 8080, 'HTTP')], { addresses: ['240.0.0.10'] }),
+    service(SHOP, [servicePort('http', 8080, 'HTTP'), servicePort('admin', 9901, 'HTTP2')]),
+    service(ECHO, [servicePort('grpc', 7070, 'GRPC')]),
+    service(DB, [servicePort('pg', 5432, 'TCP')], { addresses: ['240.0.0.20'] }),
+    service(CACHE, [servicePort('redis', 6379, 'REDIS')]),
+    service(API, [servicePort('https', 443, 'TLS')], { resolution: 'DNS', location: 'MESH_EXTERNAL' }),
+    service(LEGACY, [servicePort('http', 80, 'HTTP')], { resolution: 'DNS' }),
+    service(ORIGINAL, [servicePort('tcp', 9000, 'TCP')], { resolution: 'NONE' }),
+  ];
+  const endpoints = new Map<string, Endpoint[]>([
+    [WEB, [endpoint(VM_IP, { http: 8080 }), endpoint('10.0.0.2', { http: 8080 })]],
+    [SHOP, [endpoint('10.0.0.3', { http: 8081, admin: 9901 })]],
+    [ECHO, [endpoint(VM_IP, { grpc: 7070 }), endpoint('10.0.0.4', { grpc: 7070 }, { weight: 3 })]],
+    [DB, [endpoint('10.0.0.5', { pg: 5432 })]],
+    [CACHE, [endpoint('10.0.0.6', { redis: 6379 })]],
+    [API, []],
+    [LEGACY, [endpoint('old-1.dns.internal', { http: 80 }), endpoint('old-2.dns.internal', { http: 80 })]],
+  ]);
+  return buildCatalog(services, endpoints);
+}
+
+function resource<T>(kind: string, name: string, spec: T): ConfigResource<T, never> {
+  return {
+    kind: kind as never,
+    apiVersion: 'networking.istio.io/v1',
+    name,
+    namespace: 'default',
+    labels: {},
+    annotations: {},
+    spec,
+    file: 'fixture.yaml',
+    line: 1,
+  };
+}
+
+export const INGRESS_LABELS = { istio: 'ingressgateway' };
+
+export function fixtureGateways(): GatewayConfig {
+  return {
+    gateways: [
+      resource<GatewaySpec>('Gateway', 'ingress', {
+        selector: INGRESS_LABELS,
+        servers: [
+          { port: { number: 80, name: 'http', protocol: 'HTTP' }, hosts: ['*'] },
+          {
+            port: { number: 443, name: 'https', protocol: 'HTTPS' },
+            hosts: ['shop.example.com'],
+            tls: {
+              mode: 'SIMPLE',
+              serverCertificate: '/etc/certs/shop.pem',
+              privateKey: '/etc/certs/shop.key',
+            },
+          },
+          { port: { number: 5432, name: 'pg', protocol: 'TCP' }, hosts: ['*'] },
+        ],
+      }),
+      resource<GatewaySpec>('Gateway', 'other', {
+        selector: { istio: 'egressgateway' },
+        servers: [{ port: { number: 8443, name: 'x', protocol: 'HTTP' }, hosts: ['*'] }],
+      }),
+    ],
+    virtualServices: [
+      resource<VirtualServiceSpec>('VirtualService', 'shop', {
+        hosts: ['shop.example.com'],
+        gateways: ['ingress'],
+        http: [
+          {
+            match: [{ uri: { prefix: '/echo' } }],
+            route: [
+              { destination: { host: ECHO }, weight: 80 },
+              { destination: { host: WEB, port: { number: 8080 } }, weight: 20 },
+            ],
+          },
+          { route: [{ destination: { host: SHOP, port: { number: 8080 } } }] },
+        ],
+      }),
+      resource<VirtualServiceSpec>('VirtualService', 'db', {
+        hosts: ['db.example.com'],
+        gateways: ['default/ingress'],
+        tcp: [{ route: [{ destination: { host: DB } }] }],
+      }),
+      resource<VirtualServiceSpec>('VirtualService', 'mesh-only', {
+        hosts: [WEB],
+        http: [{ route: [{ destination: { host: WEB } }] }],
+      }),
+    ],
+  };
+}
+
+export function gatewaySource(config: GatewayConfig = fixtureGateways()): GatewaySource {
+  return { snapshot: () => config, generation: () => 1 };
+}
+
+export function envoyProxy(id: string, metadata: Record<string, unknown> = {}): Proxy {
+  return proxyFromNode({ id, cluster: 'test', user_agent_name: 'envoy', metadata });
+}
+
+/** The proxies of the fixture: one per outbound mode, policy and interception, plus the gateway. */
+export function fixtureProxies(): Record<string, Proxy> {
+  return {
+    transparent: envoyProxy(`sidecar~${VM_IP}~web-1~default.svc`, { INTERCEPTION_MODE: 'REDIRECT' }),
+    registryOnly: envoyProxy(`sidecar~${VM_IP}~web-1~default.svc`, {
+      INTERCEPTION_MODE: 'TPROXY',
+      PORTOLAN_OUTBOUND_POLICY: 'REGISTRY_ONLY',
+    }),
+    explicit: envoyProxy('web-1', {
+      INSTANCE_IPS: VM_IP,
+      PORTOLAN_UPSTREAMS: `${ECHO}:7070=17070,${DB}:5432=15432,${WEB}:8080=127.0.0.2:18080,missing.internal:80=19000`,
+      PORTOLAN_APP_PORTS: '8080=18081',
+    }),
+    httpProxy: envoyProxy('web-2', { INSTANCE_IPS: '10.0.0.9', PORTOLAN_OUTBOUND: 'http-proxy' }),
+    allModes: envoyProxy(`sidecar~${VM_IP}~web-1~default.svc`, {
+      PORTOLAN_OUTBOUND: 'transparent,explicit,http-proxy',
+      PORTOLAN_UPSTREAMS: [`${ECHO}:7070=17070`],
+      PORTOLAN_HTTP_PROXY_PORT: '15081',
+    }),
+    gateway: envoyProxy('router~10.0.1.1~ingress-1~default.svc', { LABELS: INGRESS_LABELS }),
+  };
+}
+
+export type Collected = Map<string, EncodedResource[]>;
+
+/** What an Envoy subscribed the usual way would hold: LDS/CDS wildcard, then referenced RDS and EDS. */
+export function collect(
+  proxy: Proxy,
+  catalog: Catalog,
+  gateways: GatewaySource = gatewaySource(),
+): Collected {
+  const generators = envoyGenerators(gateways);
+  const ctx: GenerateContext = { proxy, catalog };
+  const byType = (t: string): ResourceGenerator => {
+    const g = generators.find((x) => x.typeUrl === t);
+    if (!g) throw new Error(`no generator for ${t}`);
+    return g;
+  };
+  const build = (t: string, names: readonly string[]): EncodedResource[] =>
+    names.flatMap((n) => {
+      const r = byType(t).build(ctx, n);
+      return r ? [r] : [];
+    });
+  const listeners = build(LISTENER, byType(LISTENER).wildcardNames(ctx));
+  const clusters = build(CLUSTER, byType(CLUSTER).wildcardNames(ctx));
+  const rdsNames = new Set<string>();
+  for (const l of listeners) findKeys(decodeAny(l.typeUrl, l.value), 'route_config_name', rdsNames);
+  const edsNames = clusters
+    .map((c) => decodeAny(c.typeUrl, c.value))
+    .filter((c) => c.type === 'EDS')
+    .map((c) =>
+      String((c.eds_cluster_config as { service_name?: string } | undefined)?.service_name ?? c.name),
+    );
+  return new Map([
+    [LISTENER, listeners],
+    [CLUSTER, clusters],
+    [ROUTE, build(ROUTE, [...rdsNames])],
+    [ENDPOINT, build(ENDPOINT, edsNames)],
+  ]);
+}
+
+function findKeys(value: unknown, key: string, out: Set<string>): void {
+  if (Array.isArray(value)) for (const v of value) findKeys(v, key, out);
+  else if (value && typeof value === 'object')
+    for (const [k, v] of Object.entries(value)) {
+      if (k === key && typeof v === 'string') out.add(v);
+      else findKeys(v, key, out);
+    }
+}
+
+/** Decoded resources of one type, by name. */
+export function decodedByName(collected: Collected, typeUrl: string): Map<string, Record<string, unknown>> {
+  return new Map((collected.get(typeUrl) ?? []).map((r) => [r.name, decodeAny(r.typeUrl, r.value)] as const));
+}

@@ -1,0 +1,254 @@
+// Envoy gateways (`router` nodes): listeners from the Gateway resources whose selector matches the
+// node's LABELS, and routes from the VirtualServices bound to those gateways. Covered: servers by port
+// (HTTP, HTTPS/TLS terminated from cert files, TLS passthrough and TCP to the first tcp/tls route),
+// hosts, and per VirtualService host the http routes' uri prefix/exact matches with weighted
+// destinations. Everything else in a VirtualService belongs to the traffic-management issue.
+import type { FilterChain } from '../../generated/envoy/config/listener/v3/FilterChain.js';
+import type { Listener } from '../../generated/envoy/config/listener/v3/Listener.js';
+import type { Route } from '../../generated/envoy/config/route/v3/Route.js';
+import type { RouteConfiguration } from '../../generated/envoy/config/route/v3/RouteConfiguration.js';
+import type { VirtualHost } from '../../generated/envoy/config/route/v3/VirtualHost.js';
+import type { DownstreamTlsContext } from '../../generated/envoy/extensions/transport_sockets/tls/v3/DownstreamTlsContext.js';
+import type { Catalog } from '../../../model/catalog.js';
+import type {
+  ConfigResource,
+  HTTPRoute,
+  RouteDestination,
+  VirtualServiceSpec,
+} from '../../../config-dir/types.js';
+import { clusterName, gatewayRouteName, socketListenerName } from '../../names.js';
+import { toAny } from '../../resource.js';
+import {
+  DOWNSTREAM_TLS_TYPE,
+  httpConnectionManager,
+  socketAddress,
+  tcpProxy,
+  tlsInspectorFilter,
+} from './filters.js';
+
+export interface GatewayServerTls {
+  readonly mode?: string;
+  readonly serverCertificate?: string;
+  readonly privateKey?: string;
+  readonly caCertificates?: string;
+  readonly httpsRedirect?: boolean;
+}
+
+export interface GatewayServer {
+  readonly port: { readonly number: number; readonly name?: string; readonly protocol: string };
+  readonly hosts: readonly string[];
+  readonly tls?: GatewayServerTls;
+  readonly name?: string;
+}
+
+export interface GatewaySpec {
+  readonly selector?: Readonly<Record<string, string>>;
+  readonly servers: readonly GatewayServer[];
+}
+
+export interface GatewayConfig {
+  readonly gateways: readonly ConfigResource<GatewaySpec>[];
+  readonly virtualServices: readonly ConfigResource<VirtualServiceSpec>[];
+}
+
+/** Where the generators read gateway config; generation() changes whenever the config does. */
+export interface GatewaySource {
+  snapshot(): GatewayConfig;
+  generation(): number;
+}
+
+export const NO_GATEWAYS: GatewaySource = {
+  snapshot: () => ({ gateways: [], virtualServices: [] }),
+  generation: () => 0,
+};
+
+const HTTP_PROTOCOLS = new Set(['HTTP', 'HTTP2', 'GRPC', 'HTTPS']);
+
+function selected(
+  config: GatewayConfig,
+  labels: Readonly<Record<string, string>>,
+): ConfigResource<GatewaySpec>[] {
+  return config.gateways.filter((g) =>
+    Object.entries(g.spec.selector ?? {}).every(([k, v]) => labels[k] === v),
+  );
+}
+
+/** HTTPS and TLS servers terminate TLS unless the mode is PASSTHROUGH. */
+function terminates(server: GatewayServer): boolean {
+  return (
+    server.tls !== undefined && server.tls.mode !== 'PASSTHROUGH' && server.tls.mode !== 'AUTO_PASSTHROUGH'
+  );
+}
+
+function isHttpServer(server: GatewayServer): boolean {
+  const p = server.port.protocol.toUpperCase();
+  return HTTP_PROTOCOLS.has(p) && (p !== 'HTTPS' || terminates(server));
+}
+
+export function gatewayListeners(
+  config: GatewayConfig,
+  catalog: Catalog,
+  labels: Readonly<Record<string, string>>,
+): Map<string, Listener> {
+  const byPort = new Map<number, { gateway: ConfigResource<GatewaySpec>; server: GatewayServer }[]>();
+  for (const gateway of selected(config, labels))
+    for (const server of gateway.spec.servers) {
+      const list = byPort.get(server.port.number) ?? [];
+      list.push({ gateway, server });
+      byPort.set(server.port.number, list);
+    }
+  const out = new Map<string, Listener>();
+  for (const [port, servers] of [...byPort.entries()].sort((a, b) => a[0] - b[0])) {
+    const chains: FilterChain[] = [];
+    const seenSni = new Set<string>();
+    for (const { gateway, server } of servers) {
+      const chain = serverChain(config, catalog, gateway, server, port);
+      if (!chain) continue;
+      // Envoy refuses two chains with the same match: the first server for a set of names wins.
+      const sniKey = JSON.stringify(chain.filter_chain_match?.server_names ?? []);
+      if (seenSni.has(sniKey)) continue;
+      seenSni.add(sniKey);
+      chains.push(chain);
+    }
+    if (chains.length === 0) continue;
+    const name = socketListenerName('0.0.0.0', port);
+    const needsSni = chains.some((c) => (c.filter_chain_match?.server_names?.length ?? 0) > 0);
+    out.set(name, {
+      name,
+      address: socketAddress('0.0.0.0', port),
+      traffic_direction: 'OUTBOUND',
+      ...(needsSni && { listener_filters: [tlsInspectorFilter()] }),
+      filter_chains: chains,
+    });
+  }
+  return out;
+}
+
+function serverChain(
+  config: GatewayConfig,
+  catalog: Catalog,
+  gateway: ConfigResource<GatewaySpec>,
+  server: GatewayServer,
+  port: number,
+): FilterChain | undefined {
+  const sni = server.tls ? server.hosts.filter((h) => h !== '*' && !h.includes('/')) : [];
+  const match = sni.length > 0 ? { filter_chain_match: { server_names: sni } } : {};
+  if (isHttpServer(server)) {
+    const route = gatewayRouteName(port);
+    return {
+      ...match,
+      filters: [httpConnectionManager(route, { rds: route })],
+      ...(terminates(server) && { transport_socket: tlsSocket(server.tls ?? {}) }),
+    };
+  }
+  // TCP, or TLS passed through: the first tcp/tls route of a bound VirtualService.
+  const dest = boundServices(config, gateway, server.hosts)
+    .flatMap((vs) => [...(vs.spec.tls ?? []), ...(vs.spec.tcp ?? [])])
+    .flatMap((r) => r.route)[0];
+  const cluster = dest && destinationCluster(catalog, dest);
+  if (!cluster) return undefined;
+  return { ...match, filters: [tcpProxy(cluster, cluster)] };
+}
+
+function tlsSocket(tls: GatewayServerTls): {
+  name: string;
+  typed_config: { type_url: string; value: Buffer };
+} {
+  const context: DownstreamTlsContext = {
+    common_tls_context: {
+      tls_certificates: [
+        {
+          certificate_chain: { filename: tls.serverCertificate ?? '' },
+          private_key: { filename: tls.privateKey ?? '' },
+        },
+      ],
+      ...(tls.mode === 'MUTUAL' &&
+        tls.caCertificates && { validation_context: { trusted_ca: { filename: tls.caCertificates } } }),
+    },
+    ...(tls.mode === 'MUTUAL' && { require_client_certificate: { value: true } }),
+  };
+  return { name: 'envoy.transport_sockets.tls', typed_config: toAny(DOWNSTREAM_TLS_TYPE, context) };
+}
+
+/** VirtualServices naming this gateway (`name` in its own namespace, or `namespace/name`) whose hosts meet the server's. */
+function boundServices(
+  config: GatewayConfig,
+  gateway: ConfigResource<GatewaySpec>,
+  serverHosts: readonly string[],
+): ConfigResource<VirtualServiceSpec>[] {
+  return config.virtualServices.filter(
+    (vs) =>
+      (vs.spec.gateways ?? []).some(
+        (g) =>
+          g === `${gateway.namespace}/${gateway.name}` ||
+          (g === gateway.name && vs.namespace === gateway.namespace),
+      ) && vs.spec.hosts.some((h) => serverHosts.some((sh) => hostMatches(sh.replace(/^[^/]*\//, ''), h))),
+  );
+}
+
+function hostMatches(pattern: string, host: string): boolean {
+  if (pattern === '*' || pattern === host) return true;
+  return pattern.startsWith('*.') && host.endsWith(pattern.slice(1));
+}
+
+/** The `http.PORT` route configuration of a gateway node; undefined when no HTTP server uses that port. */
+export function gatewayRoute(
+  config: GatewayConfig,
+  catalog: Catalog,
+  labels: Readonly<Record<string, string>>,
+  port: number,
+): RouteConfiguration | undefined {
+  const servers = selected(config, labels).flatMap((gateway) =>
+    gateway.spec.servers
+      .filter((s) => s.port.number === port && isHttpServer(s))
+      .map((server) => ({ gateway, server })),
+  );
+  if (servers.length === 0) return undefined;
+  const hosts = new Map<string, VirtualHost>();
+  for (const { gateway, server } of servers) {
+    for (const vs of boundServices(config, gateway, server.hosts)) {
+      for (const host of vs.spec.hosts) {
+        if (hosts.has(host) || !server.hosts.some((sh) => hostMatches(sh.replace(/^[^/]*\//, ''), host)))
+          continue;
+        const routes = (vs.spec.http ?? []).flatMap((r) => httpRoutes(catalog, r));
+        if (routes.length > 0)
+          hosts.set(host, { name: `${host}:${port}`, domains: [host, `${host}:${port}`], routes });
+      }
+    }
+  }
+  return { name: gatewayRouteName(port), virtual_hosts: [...hosts.values()] };
+}
+
+function httpRoutes(catalog: Catalog, r: HTTPRoute): Route[] {
+  const dests = (r.route ?? [])
+    .map((d) => ({
+      cluster: destinationCluster(catalog, d),
+      weight: d.weight ?? (r.route?.length === 1 ? 100 : 0),
+    }))
+    .filter((d): d is { cluster: string; weight: number } => d.cluster !== undefined && d.weight > 0);
+  if (dests.length === 0) return [];
+  const action =
+    dests.length === 1 && dests[0]
+      ? { cluster: dests[0].cluster }
+      : {
+          weighted_clusters: {
+            clusters: dests.map((d) => ({ name: d.cluster, weight: { value: d.weight } })),
+          },
+        };
+  const matches = (r.match ?? [{}]).map((m) =>
+    m.uri?.exact !== undefined ? { path: m.uri.exact } : { prefix: m.uri?.prefix ?? '/' },
+  );
+  return matches.map((match) => ({ ...(r.name && { name: r.name }), match, route: action }));
+}
+
+/** `outbound|PORT||HOST` of a destination, when that service (and port) exists. */
+function destinationCluster(catalog: Catalog, d: RouteDestination): string | undefined {
+  const service = catalog.service(d.destination.host);
+  if (!service) return undefined;
+  const port = d.destination.port
+    ? service.ports.find((p) => p.number === d.destination.port?.number)
+    : service.ports.length === 1
+      ? service.ports[0]
+      : undefined;
+  return port && clusterName('outbound', port.number, '', service.hostname);
+}

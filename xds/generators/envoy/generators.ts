@@ -1,0 +1,123 @@
+// The four generators for Envoy proxies (sidecars and gateways). LDS and CDS are wildcard; RDS and
+// EDS answer the names the listeners and clusters reference, so a consistent set is always served.
+import type { Catalog } from '../../../model/catalog.js';
+import type { GenerateContext, ResourceGenerator } from '../../generator.js';
+import {
+  BLACKHOLE_CLUSTER,
+  HTTP_PROXY_ROUTE,
+  INBOUND_PASSTHROUGH_CLUSTER,
+  inboundClusterName,
+  parseClusterName,
+  parseInboundClusterName,
+  PASSTHROUGH_CLUSTER,
+} from '../../names.js';
+import type { Proxy } from '../../proxy.js';
+import { encodeResource } from '../../resource.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../type-urls.js';
+import { buildLoadAssignment } from '../endpoints.js';
+import {
+  blackHoleCluster,
+  inboundCluster,
+  inboundPassthroughCluster,
+  outboundCluster,
+  outboundClusterNames,
+  passthroughCluster,
+} from './clusters.js';
+import { gatewayRoute, type GatewaySource } from './gateway.js';
+import { inboundPorts } from './sidecar-listeners.js';
+import { httpProxyRoute, portRoute } from './sidecar-routes.js';
+import { envoyNode, listenersFor, listenerViewKey } from './view.js';
+
+export function envoyGenerators(gateways: GatewaySource): ResourceGenerator[] {
+  return [clusters(), endpoints(), listeners(gateways), routes(gateways)];
+}
+
+function clusters(): ResourceGenerator {
+  return {
+    typeUrl: CLUSTER,
+    proxyKind: 'envoy',
+    // Outbound clusters depend on the catalog alone; inbound ones on where the app listens.
+    viewKey: (proxy) => JSON.stringify(envoyNode(proxy).appPorts),
+    wildcardNames: (ctx) => [
+      ...outboundClusterNames(ctx.catalog),
+      PASSTHROUGH_CLUSTER,
+      BLACKHOLE_CLUSTER,
+      ...(isSidecar(ctx.proxy)
+        ? [
+            INBOUND_PASSTHROUGH_CLUSTER,
+            ...inboundPorts(ctx.catalog, ctx.proxy.ips).map((p) => inboundClusterName(p.port)),
+          ]
+        : []),
+    ],
+    build(ctx, name) {
+      const cluster = buildCluster(ctx, name);
+      return cluster && encodeResource(CLUSTER, name, cluster);
+    },
+  };
+}
+
+function buildCluster(ctx: GenerateContext, name: string): ReturnType<typeof passthroughCluster> | undefined {
+  if (name === PASSTHROUGH_CLUSTER) return passthroughCluster();
+  if (name === BLACKHOLE_CLUSTER) return blackHoleCluster();
+  if (name === INBOUND_PASSTHROUGH_CLUSTER) return inboundPassthroughCluster();
+  const inboundPort = parseInboundClusterName(name);
+  if (inboundPort !== undefined)
+    return inboundCluster(inboundPort, envoyNode(ctx.proxy).appPorts[inboundPort] ?? inboundPort);
+  const key = parseClusterName(name);
+  if (!key || key.direction !== 'outbound' || key.subset !== '') return undefined;
+  const service = ctx.catalog.service(key.hostname);
+  return service && outboundCluster(ctx.catalog, service, key.port);
+}
+
+function endpoints(): ResourceGenerator {
+  return {
+    typeUrl: ENDPOINT,
+    proxyKind: 'envoy',
+    viewKey: () => '',
+    wildcardNames: () => [],
+    build: (ctx, name) => buildLoadAssignment(ctx.catalog, name),
+  };
+}
+
+function listeners(gateways: GatewaySource): ResourceGenerator {
+  return {
+    typeUrl: LISTENER,
+    proxyKind: 'envoy',
+    viewKey: listenerViewKey,
+    wildcardNames: (ctx) => [...listenersFor(ctx.catalog, ctx.proxy, gateways).keys()],
+    build(ctx, name) {
+      const listener = listenersFor(ctx.catalog, ctx.proxy, gateways).get(name);
+      return listener && encodeResource(LISTENER, name, listener);
+    },
+  };
+}
+
+function routes(gateways: GatewaySource): ResourceGenerator {
+  return {
+    typeUrl: ROUTE,
+    proxyKind: 'envoy',
+    viewKey: (proxy) => {
+      const node = envoyNode(proxy);
+      return node.role === 'router' ? `router ${JSON.stringify(node.labels)}` : node.outboundPolicy;
+    },
+    wildcardNames: () => [],
+    build(ctx, name) {
+      const config = routeConfig(ctx.catalog, ctx.proxy, gateways, name);
+      return config && encodeResource(ROUTE, name, config);
+    },
+  };
+}
+
+function routeConfig(catalog: Catalog, proxy: Proxy, gateways: GatewaySource, name: string) {
+  const node = envoyNode(proxy);
+  if (node.role === 'router') {
+    const m = /^http\.(\d{1,5})$/.exec(name);
+    return m ? gatewayRoute(gateways.snapshot(), catalog, node.labels, Number(m[1])) : undefined;
+  }
+  if (name === HTTP_PROXY_ROUTE) return httpProxyRoute(catalog);
+  return /^\d{1,5}$/.test(name) ? portRoute(catalog, Number(name), node.outboundPolicy) : undefined;
+}
+
+function isSidecar(proxy: Proxy): boolean {
+  return envoyNode(proxy).role === 'sidecar';
+}

@@ -1,0 +1,229 @@
+// The listeners of one Envoy sidecar, by name. Inbound: one chain per co-located endpoint port, to
+// `inbound|PORT||`. Outbound, per the node's modes (docs/envoy.md): transparent capture (virtualOutbound
+// on 15001 handing off by original destination to per-port listeners), explicit upstreams (one
+// loopback listener each) and an HTTP proxy listener routing by Host.
+import { isIP } from 'node:net';
+import type { FilterChain } from '../../generated/envoy/config/listener/v3/FilterChain.js';
+import type { Listener } from '../../generated/envoy/config/listener/v3/Listener.js';
+import type { Catalog } from '../../../model/catalog.js';
+import { isHttpProtocol, type Service } from '../../../model/service.js';
+import type { EnvoyNode } from '../../envoy-node.js';
+import {
+  BLACKHOLE_CLUSTER,
+  clusterName,
+  HTTP_PROXY_ROUTE,
+  INBOUND_PASSTHROUGH_CLUSTER,
+  inboundClusterName,
+  PASSTHROUGH_CLUSTER,
+  portRouteName,
+  socketListenerName,
+  VIRTUAL_INBOUND,
+  VIRTUAL_OUTBOUND,
+} from '../../names.js';
+import {
+  httpConnectionManager,
+  originalDstFilter,
+  singleClusterRoute,
+  socketAddress,
+  tcpProxy,
+} from './filters.js';
+
+export const VIRTUAL_OUTBOUND_PORT = 15001;
+export const VIRTUAL_INBOUND_PORT = 15006;
+
+/** One port the proxy receives traffic for, from the co-located endpoints. */
+export interface InboundPort {
+  readonly address: string;
+  readonly port: number;
+  readonly http: boolean;
+}
+
+/** Co-located endpoint ports, one per port number (the first service by hostname decides the protocol). */
+export function inboundPorts(catalog: Catalog, ips: readonly string[]): InboundPort[] {
+  const byPort = new Map<number, InboundPort>();
+  for (const c of catalog.endpointsByIp(ips)) {
+    if (c.servicePort.protocol === 'UDP' || byPort.has(c.port)) continue;
+    byPort.set(c.port, {
+      address: c.endpoint.address,
+      port: c.port,
+      http: isHttpProtocol(c.servicePort.protocol),
+    });
+  }
+  return [...byPort.values()].sort((a, b) => a.port - b.port);
+}
+
+export function sidecarListeners(
+  catalog: Catalog,
+  ips: readonly string[],
+  node: EnvoyNode,
+): Map<string, Listener> {
+  const out = new Map<string, Listener>();
+  const usedAddresses = new Set<string>();
+  // Envoy refuses two listeners on one address; the first claim wins (inbound before outbound).
+  const add = (l: Listener, bound: boolean): void => {
+    const sa = l.address?.socket_address;
+    const addressKey = `${sa?.address ?? ''}:${String(sa?.port_value ?? '')}`;
+    if (!l.name || out.has(l.name) || (bound && usedAddresses.has(addressKey))) return;
+    if (bound) usedAddresses.add(addressKey);
+    out.set(l.name, l);
+  };
+  const transparent = node.outboundModes.includes('transparent');
+  const inbound = inboundPorts(catalog, ips);
+  if (transparent) add(virtualInbound(inbound, node), true);
+  else for (const p of inbound) add(inboundListener(p), true);
+  if (node.outboundModes.includes('explicit')) for (const l of upstreamListeners(catalog, node)) add(l, true);
+  if (node.outboundModes.includes('http-proxy')) add(httpProxyListener(node.httpProxyPort), true);
+  if (transparent) {
+    add(virtualOutbound(node), true);
+    for (const l of capturedOutboundListeners(catalog)) add(l, false);
+  }
+  return out;
+}
+
+function inboundChain(p: InboundPort): FilterChain {
+  const cluster = inboundClusterName(p.port);
+  return {
+    name: cluster,
+    filters: [
+      p.http
+        ? httpConnectionManager(cluster, { inline: singleClusterRoute(cluster, cluster) })
+        : tcpProxy(cluster, cluster),
+    ],
+  };
+}
+
+/** Without capture, Envoy listens on the endpoint's own address and port, the app on loopback. */
+function inboundListener(p: InboundPort): Listener {
+  return {
+    name: socketListenerName(p.address, p.port),
+    address: socketAddress(p.address, p.port),
+    traffic_direction: 'INBOUND',
+    filter_chains: [inboundChain(p)],
+  };
+}
+
+function virtualInbound(ports: readonly InboundPort[], node: EnvoyNode): Listener {
+  return {
+    name: VIRTUAL_INBOUND,
+    address: socketAddress('0.0.0.0', VIRTUAL_INBOUND_PORT),
+    traffic_direction: 'INBOUND',
+    listener_filters: [originalDstFilter()],
+    ...(node.interceptionMode === 'TPROXY' && { transparent: { value: true } }),
+    filter_chains: ports.map((p) => ({
+      ...inboundChain(p),
+      filter_chain_match: { destination_port: { value: p.port } },
+    })),
+    default_filter_chain: {
+      name: INBOUND_PASSTHROUGH_CLUSTER,
+      filters: [tcpProxy(INBOUND_PASSTHROUGH_CLUSTER, INBOUND_PASSTHROUGH_CLUSTER)],
+    },
+  };
+}
+
+function virtualOutbound(node: EnvoyNode): Listener {
+  const fallback = node.outboundPolicy === 'REGISTRY_ONLY' ? BLACKHOLE_CLUSTER : PASSTHROUGH_CLUSTER;
+  return {
+    name: VIRTUAL_OUTBOUND,
+    address: socketAddress('0.0.0.0', VIRTUAL_OUTBOUND_PORT),
+    traffic_direction: 'OUTBOUND',
+    use_original_dst: { value: true },
+    listener_filters: [originalDstFilter()],
+    ...(node.interceptionMode === 'TPROXY' && { transparent: { value: true } }),
+    filter_chains: [{ name: fallback, filters: [tcpProxy(fallback, fallback)] }],
+  };
+}
+
+/**
+ * Listeners virtualOutbound hands captured connections to (bind_to_port false). HTTP ports share
+ * `0.0.0.0_PORT` with RDS named by port; a TCP service gets `VIP_PORT` per virtual IP, or
+ * `0.0.0.0_PORT` when it has none and no HTTP service or earlier TCP service holds that port.
+ */
+function capturedOutboundListeners(catalog: Catalog): Listener[] {
+  const listeners = new Map<string, Listener>();
+  const byPort = new Map<number, { http: boolean; tcp: Service[] }>();
+  for (const s of catalog.services()) {
+    for (const p of s.ports) {
+      if (p.protocol === 'UDP') continue;
+      const entry = byPort.get(p.number) ?? { http: false, tcp: [] };
+      if (isHttpProtocol(p.protocol)) entry.http = true;
+      else entry.tcp.push(s);
+      byPort.set(p.number, entry);
+    }
+  }
+  for (const [port, { http, tcp }] of [...byPort.entries()].sort((a, b) => a[0] - b[0])) {
+    const wildcard = socketListenerName('0.0.0.0', port);
+    if (http) {
+      const route = portRouteName(port);
+      listeners.set(
+        wildcard,
+        captured(wildcard, '0.0.0.0', port, httpConnectionManager(route, { rds: route })),
+      );
+    }
+    for (const s of tcp) {
+      const cluster = clusterName('outbound', port, '', s.hostname);
+      const vips = s.addresses.filter((a) => isIP(a) !== 0);
+      for (const vip of vips) {
+        const name = socketListenerName(vip, port);
+        if (!listeners.has(name)) listeners.set(name, captured(name, vip, port, tcpProxy(cluster, cluster)));
+      }
+      if (vips.length === 0 && !listeners.has(wildcard))
+        listeners.set(wildcard, captured(wildcard, '0.0.0.0', port, tcpProxy(cluster, cluster)));
+    }
+  }
+  return [...listeners.values()];
+}
+
+function captured(
+  name: string,
+  address: string,
+  port: number,
+  filter: NonNullable<FilterChain['filters']>[number],
+): Listener {
+  return {
+    name,
+    address: socketAddress(address, port),
+    traffic_direction: 'OUTBOUND',
+    bind_to_port: { value: false },
+    filter_chains: [{ filters: [filter] }],
+  };
+}
+
+/** One loopback listener per declared upstream whose service exists (NONE services cannot be: no destination). */
+function upstreamListeners(catalog: Catalog, node: EnvoyNode): Listener[] {
+  const out: Listener[] = [];
+  for (const u of node.upstreams) {
+    const service = catalog.service(u.hostname);
+    const port = service?.ports.find((p) => p.number === u.port);
+    if (!service || !port || service.resolution === 'NONE') continue;
+    const cluster = clusterName('outbound', port.number, '', service.hostname);
+    const name = socketListenerName(u.bind, u.localPort);
+    out.push({
+      name,
+      address: socketAddress(u.bind, u.localPort),
+      traffic_direction: 'OUTBOUND',
+      filter_chains: [
+        {
+          filters: [
+            isHttpProtocol(port.protocol)
+              ? httpConnectionManager(cluster, { inline: singleClusterRoute(cluster, cluster) })
+              : tcpProxy(cluster, cluster),
+          ],
+        },
+      ],
+    });
+  }
+  return out;
+}
+
+function httpProxyListener(port: number): Listener {
+  return {
+    name: socketListenerName('127.0.0.1', port),
+    address: socketAddress('127.0.0.1', port),
+    traffic_direction: 'OUTBOUND',
+    filter_chains: [
+      {
+        filters: [httpConnectionManager(HTTP_PROXY_ROUTE, { rds: HTTP_PROXY_ROUTE }, { absoluteUrls: true })],
+      },
+    ],
+  };
+}
