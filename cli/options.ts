@@ -4,6 +4,15 @@ import type { LevelWithSilent } from 'pino';
 
 import { compileCaServeOptions, type CaServeOptions } from './ca-options.js';
 import { knownRegistries } from './registries.js';
+import {
+  OptionError,
+  parseAddress,
+  parseDurationMs,
+  parsePositiveInt,
+  type HostAndPort,
+} from './option-values.js';
+
+export { OptionError, parseAddress, parseDurationMs, parsePositiveInt, type HostAndPort };
 
 /** The built-in flags; registries' own flags ride along as extra keys. */
 export interface RawServeOptions {
@@ -33,11 +42,6 @@ export const SERVE_DEFAULTS: RawServeOptions = {
   historyLimit: '10000',
 };
 
-export interface HostAndPort {
-  readonly host: string;
-  readonly port: number;
-}
-
 export interface ServeOptions {
   readonly registries: readonly string[];
   readonly configDir: string;
@@ -57,8 +61,6 @@ export interface ServeOptions {
   /** The built-in CA and secure xDS port (cli/ca-options.ts); absent when not run from the command line. */
   readonly ca?: CaServeOptions;
 }
-
-export class OptionError extends Error {}
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -94,28 +96,4 @@ export function compileServeOptions(raw: RawServeOptions): ServeOptions {
     flags: raw,
     ...optionalCa(compileCaServeOptions(raw)),
   };
-}
-
-/** `HOST:PORT` or `[V6]:PORT`; port 0 picks a free port (the chosen one is logged). */
-export function parseAddress(text: string, flag: string): HostAndPort {
-  const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text);
-  const port = m ? Number(m[3]) : NaN;
-  const host = m ? (m[1] ?? m[2] ?? '') : '';
-  if (!m || port > 65535 || !host) throw new OptionError(`${flag}: expected HOST:PORT, got "${text}"`);
-  return { host, port };
-}
-
-/** `250ms`, `1.5s`, `2m`, or a bare number of milliseconds. */
-export function parseDurationMs(text: string, flag: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
-  if (!m) throw new OptionError(`${flag}: expected a duration like 100ms or 1s, got "${text}"`);
-  const n = Number(m[1]);
-  const unit = m[2] ?? 'ms';
-  return Math.round(unit === 'ms' ? n : unit === 's' ? n * 1000 : n * 60_000);
-}
-
-export function parsePositiveInt(text: string, flag: string): number {
-  if (!/^\d+$/.test(text.trim()) || Number(text) < 1)
-    throw new OptionError(`${flag}: expected a positive integer, got "${text}"`);
-  return Number(text);
 }

@@ -1,7 +1,14 @@
 // The registries `--registries` can name. Adapters for external sources add their factory here.
+import { consulRegistryFactory } from '../adapters/consul/consul-factory.js';
+import { zookeeperFactory } from '../adapters/zookeeper/factory.js';
+import { kubernetesFactory } from '../adapters/kubernetes/kubernetes-factory.js';
 import type { RegistryFactory } from './registry-factory.js';
 
-export const REGISTRY_FACTORIES: readonly RegistryFactory[] = [];
+export const REGISTRY_FACTORIES: readonly RegistryFactory[] = [
+  consulRegistryFactory,
+  zookeeperFactory,
+  kubernetesFactory,
+];
 
 export const BUILT_IN_REGISTRIES = ['config', 'mock'] as const;
 

@@ -23,11 +23,12 @@ export function encodeSnapshot(snapshot: RegistrySnapshot): { text: string; hash
 
 export function decodeSnapshot(text: string): RegistrySnapshot {
   const stored = JSON.parse(text) as Partial<StoredSnapshot>;
-  if (stored.format !== 1 || !Array.isArray(stored.services) || typeof stored.endpoints !== 'object') {
+  const services = stored.services;
+  if (stored.format !== 1 || services === undefined || typeof stored.endpoints !== 'object') {
     throw new Error('unrecognised snapshot format');
   }
   return {
-    services: new Map(stored.services.map((s) => [s.hostname, s])),
+    services: new Map(services.map((s) => [s.hostname, s])),
     endpoints: new Map(Object.entries(stored.endpoints ?? {})),
   };
 }

@@ -2,7 +2,7 @@
 // the settings the registry runs with. A bad value is an OptionError naming the flag.
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { OptionError, parseDurationMs } from '../../cli/options.js';
+import { OptionError, parseDurationMs } from '../../cli/option-values.js';
 
 export const CONSUL_DEFAULTS = {
   consulAddr: 'http://127.0.0.1:8500',

@@ -7,7 +7,7 @@
 // CONTEXT defaults to the file's current-context, CLUSTER_ID to the context's name. Without
 // `--kubeconfig`, Portolan runs in a pod and uses its service account (in-cluster config) with the
 // cluster id `Kubernetes`, Istio's default. Loading the files is kubeconfig-load.ts.
-import { OptionError } from '../../cli/options.js';
+import { OptionError } from '../../cli/option-values.js';
 
 export interface KubeconfigEntry {
   readonly path: string;

@@ -2,7 +2,7 @@
 // credentials, in-cluster service account). Imported only when the kubernetes registry is used: the
 // library takes over a second to load.
 import { KubeConfig } from '@kubernetes/client-node';
-import { OptionError } from '../../cli/options.js';
+import { OptionError } from '../../cli/option-values.js';
 import { CLUSTER_ID, type KubeconfigEntry } from './kubeconfig-flag.js';
 import type { KubeCluster } from './kubernetes-registry.js';
 

@@ -1,7 +1,7 @@
 // `--registries kubernetes`: its flags on `portolan serve`, and the registry built from them.
 import type { Command } from 'commander';
 import type { RegistryFactory } from '../../cli/registry-factory.js';
-import { OptionError } from '../../cli/options.js';
+import { OptionError } from '../../cli/option-values.js';
 import { parseKubeconfigFlag } from './kubeconfig-flag.js';
 
 export const DEFAULT_DOMAIN = 'cluster.local';

@@ -53,7 +53,10 @@ for (const c of registryCases) {
 }
 
 test('an unknown registry is an error naming it and the known ones', () => {
-  rejects({ registries: 'config,consulx' }, /unknown registry "consulx" \(known: config, mock, consul, zookeeper, kubernetes\)/);
+  rejects(
+    { registries: 'config,consulx' },
+    /unknown registry "consulx" \(known: config, mock, consul, zookeeper, kubernetes\)/,
+  );
 });
 
 test('a registry named twice is an error', () => {
