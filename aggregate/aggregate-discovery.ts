@@ -11,6 +11,7 @@ import type { ServiceDiscovery } from '../model/discovery.js';
 import type { Endpoint, PortEndpoint } from '../model/endpoint.js';
 import { Listeners } from '../model/listeners.js';
 import type { Service } from '../model/service.js';
+import { remapEndpointPorts } from '../model/port-mapping.js';
 
 export interface HostConflict {
   readonly hostname: string;
@@ -97,7 +98,7 @@ export class AggregateDiscovery implements ServiceDiscovery {
         const owner = owners.get(host);
         if (!owner) continue;
         const own = snap.services.get(host);
-        const mapped = owner.registry === registry.name || !own ? list : remapPorts(list, own, owner);
+        const mapped = owner.registry === registry.name || !own ? list : remapEndpointPorts(list, own, owner);
         endpoints.set(host, [...(endpoints.get(host) ?? []), ...mapped]);
       }
     }
@@ -109,19 +110,4 @@ export class AggregateDiscovery implements ServiceDiscovery {
     this.merged = { catalog: buildCatalog(owners.values(), endpoints), conflicts };
     return this.merged;
   }
-}
-
-/** Re-keys endpoint ports from `from`'s port names to `to`'s, matching service ports by number. */
-function remapPorts(list: readonly Endpoint[], from: Service, to: Service): Endpoint[] {
-  const out: Endpoint[] = [];
-  for (const endpoint of list) {
-    const ports: Record<string, number> = {};
-    for (const fromPort of from.ports) {
-      const target = endpoint.ports[fromPort.name];
-      const toPort = to.ports.find((p) => p.number === fromPort.number);
-      if (target !== undefined && toPort) ports[toPort.name] = target;
-    }
-    if (Object.keys(ports).length > 0) out.push({ ...endpoint, ports });
-  }
-  return out;
 }

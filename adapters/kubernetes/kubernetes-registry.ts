@@ -18,6 +18,7 @@ import { StateBackedRegistry } from '../registry-state.js';
 import { ClusterWatch, type ClusterDebug } from './cluster-watch.js';
 import type { ConvertedService } from './conversion.js';
 import { DEFAULT_TIMING, type WatchTiming } from './list-watcher.js';
+import { remapEndpointPorts } from '../../model/port-mapping.js';
 
 export interface KubeCluster {
   /** Unique among the clusters; shown in /debug/registryz and on every endpoint. */
@@ -129,22 +130,7 @@ export class KubernetesRegistry extends StateBackedRegistry {
     this.services.set(host, { ...owner.service, addresses });
     this.endpoints.set(host, [
       ...owner.endpoints,
-      ...others.flatMap((p) => ontoPorts(p.endpoints, p.service, owner.service)),
+      ...others.flatMap((p) => remapEndpointPorts(p.endpoints, p.service, owner.service)),
     ]);
   }
-}
-
-/** Re-keys endpoint ports from `from`'s port names to `to`'s, matching Service ports by number. */
-function ontoPorts(list: readonly Endpoint[], from: Service, to: Service): Endpoint[] {
-  const out: Endpoint[] = [];
-  for (const endpoint of list) {
-    const ports: Record<string, number> = {};
-    for (const fromPort of from.ports) {
-      const target = endpoint.ports[fromPort.name];
-      const toPort = to.ports.find((p) => p.number === fromPort.number);
-      if (target !== undefined && toPort) ports[toPort.name] = target;
-    }
-    if (Object.keys(ports).length > 0) out.push({ ...endpoint, ports });
-  }
-  return out;
 }
