@@ -22,18 +22,23 @@ export class RegistryState {
     return this.synced;
   }
 
-  /** Publishes a new snapshot, marks the registry synced and healthy, and emits the difference. */
-  replace(next: RegistrySnapshot): void {
+  /**
+   * Publishes a new snapshot, marks the registry synced, and emits the difference. With `failure`,
+   * the source answered only in part (some watches fail): the snapshot is published but the
+   * registry stays stale with that reason, and no recovery is recorded.
+   */
+  replace(next: RegistrySnapshot, failure?: unknown): void {
     const change = diffSnapshots(this.current, next);
-    const notable =
-      !this.synced || change !== undefined || this.error !== undefined || this.restoredFrom !== undefined;
+    const recovered = failure === undefined && (this.error !== undefined || this.restoredFrom !== undefined);
+    const notable = !this.synced || change !== undefined || recovered;
     this.current = next;
     this.synced = true;
     this.lastSyncAt = new Date().toISOString();
-    this.error = undefined;
     this.restoredFrom = undefined;
+    if (failure === undefined) this.error = undefined;
     if (change) this.listeners.emit(change);
     if (notable) this.syncListeners.emit({ kind: 'synced', detail: `${next.services.size} services` });
+    if (failure !== undefined) this.fail(failure);
   }
 
   /** Records a failure; the last good snapshot stays published. */

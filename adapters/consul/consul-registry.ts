@@ -208,7 +208,8 @@ export class ConsulRegistry extends StateBackedRegistry {
       endpoints.set(service.hostname, converted.endpoints);
     }
     this.collisions = collisions;
-    this.state.replace({ services, endpoints });
+    // Published even while some watches fail: what they last saw is kept, and the reason stays shown.
+    this.state.replace({ services, endpoints }, this.problemError());
     this.liveSynced = true;
     this.reportStatus();
     this.settle();
@@ -231,13 +232,18 @@ export class ConsulRegistry extends StateBackedRegistry {
 
   /** Mirrors the current problems into the registry status (stale + reason), or clears them. */
   private reportStatus(): void {
-    const first = this.problems.values().next();
-    if (!first.done) {
-      const more = this.problems.size > 1 ? ` (and ${this.problems.size - 1} more)` : '';
-      this.state.fail(new Error(`${first.value}${more}`));
-    } else if (this.liveSynced && this.state.status().lastError !== undefined) {
+    const problem = this.problemError();
+    if (problem) this.state.fail(problem);
+    else if (this.liveSynced && this.state.status().lastError !== undefined) {
       this.state.replace(this.state.snapshot()); // same content: clears the error, emits nothing
     }
+  }
+
+  private problemError(): Error | undefined {
+    const first = this.problems.values().next();
+    if (first.done) return undefined;
+    const more = this.problems.size > 1 ? ` (and ${this.problems.size - 1} more)` : '';
+    return new Error(`${first.value}${more}`);
   }
 
   private settle(): void {

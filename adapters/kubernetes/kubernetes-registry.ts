@@ -102,7 +102,10 @@ export class KubernetesRegistry extends StateBackedRegistry {
     // alone republishes nothing, so the last good snapshot (and its lastSyncAt) stays as it was.
     if (this.clusters.every((c) => c.hasSynced()) && (changed.size > 0 || !wasSynced || recovered)) {
       // Unchanged hostnames keep their objects, so the state's diff is an identity check for them.
-      this.state.replace({ services: new Map(this.services), endpoints: new Map(this.endpoints) });
+      this.state.replace(
+        { services: new Map(this.services), endpoints: new Map(this.endpoints) },
+        failing?.failure && new Error(`cluster ${failing.id}: ${failing.failure.message}`),
+      );
       if (!wasSynced)
         this.options.logger.info({ services: this.services.size }, 'kubernetes registry synced');
       else if (recovered) this.options.logger.info('kubernetes registry recovered');
