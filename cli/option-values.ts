@@ -1,6 +1,8 @@
 // Parsing of flag values shared by `portolan serve` and the registries' own flags. It imports nothing
 // from the CLI, so adapters can use it without an import cycle through the registry table.
 
+import { durationMs } from '../model/duration.js';
+
 /** A bad flag value; the CLI prints it and exits 2. */
 export class OptionError extends Error {}
 
@@ -18,13 +20,14 @@ export function parseAddress(text: string, flag: string): HostAndPort {
   return { host, port };
 }
 
-/** `250ms`, `1.5s`, `2m`, or a bare number of milliseconds. */
+/** One number with `ms`, `s` or `m` (`250ms`, `1.5s`, `2m`), or a bare number of milliseconds. */
 export function parseDurationMs(text: string, flag: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
-  if (!m) throw new OptionError(`${flag}: expected a duration like 100ms or 1s, got "${text}"`);
-  const n = Number(m[1]);
-  const unit = m[2] ?? 'ms';
-  return Math.round(unit === 'ms' ? n : unit === 's' ? n * 1000 : n * 60_000);
+  const trimmed = text.trim();
+  const ms = /^\d+(?:\.\d+)?(ms|s|m)?$/.test(trimmed)
+    ? durationMs(/\d$/.test(trimmed) ? `${trimmed}ms` : trimmed)
+    : undefined;
+  if (ms === undefined) throw new OptionError(`${flag}: expected a duration like 100ms or 1s, got "${text}"`);
+  return Math.round(ms);
 }
 
 export function parsePositiveInt(text: string, flag: string): number {

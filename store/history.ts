@@ -3,6 +3,7 @@
 // each table keeps its newest `limit` rows.
 import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
+import { Retention } from './retention.js';
 import type { GuardWrite } from './snapshots.js';
 
 export type ConfigOutcome = 'accepted' | 'rejected' | 'removed';
@@ -18,16 +19,16 @@ export interface HistoryEntry {
   readonly detail: string;
 }
 
-const PRUNE_EVERY = 100;
-
 export class HistoryTables {
-  private inserts = 0;
+  private readonly retention: Retention;
 
   constructor(
     private readonly db: Database.Database,
     private readonly guard: GuardWrite,
-    private readonly limit: number,
-  ) {}
+    limit: number,
+  ) {
+    this.retention = new Retention(db, ['config_history', 'registry_events'], limit);
+  }
 
   recordConfig(
     file: string,
@@ -53,7 +54,7 @@ export class HistoryTables {
             .run(file, details.text, hash, at);
         }
         if (outcome === 'removed') this.db.prepare('DELETE FROM config_files WHERE path = ?').run(file);
-        this.pruneSometimes();
+        this.retention.inserted();
       })(),
     );
   }
@@ -71,7 +72,7 @@ export class HistoryTables {
         this.db
           .prepare('INSERT INTO registry_events (at, registry, event, detail) VALUES (?, ?, ?, ?)')
           .run(new Date().toISOString(), registry, event, detail);
-        this.pruneSometimes();
+        this.retention.inserted();
       })(),
     );
   }
@@ -89,13 +90,6 @@ export class HistoryTables {
          ORDER BY at DESC, id DESC LIMIT ?`,
       )
       .all(limit);
-  }
-
-  private pruneSometimes(): void {
-    if (++this.inserts % PRUNE_EVERY !== 0) return;
-    for (const table of ['config_history', 'registry_events']) {
-      this.db.prepare(`DELETE FROM ${table} WHERE id <= (SELECT MAX(id) FROM ${table}) - ?`).run(this.limit);
-    }
   }
 }
 

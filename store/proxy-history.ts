@@ -1,6 +1,7 @@
 // Which proxies connected, from where, when, and the last ACK/NACK of each type. Bounded like the
 // other history tables.
 import type Database from 'better-sqlite3';
+import { Retention } from './retention.js';
 import type { GuardWrite } from './snapshots.js';
 
 export interface ProxyConnectionRecord {
@@ -23,16 +24,16 @@ interface Row {
   last_nacks: string;
 }
 
-const PRUNE_EVERY = 100;
-
 export class ProxyHistoryTable {
-  private inserts = 0;
+  private readonly retention: Retention;
 
   constructor(
     private readonly db: Database.Database,
     private readonly guard: GuardWrite,
-    private readonly limit: number,
-  ) {}
+    limit: number,
+  ) {
+    this.retention = new Retention(db, ['proxy_connections'], limit);
+  }
 
   /** Records a new connection; returns its row id for the disconnect. */
   connected(nodeId: string, peer: string, kind: string): number | undefined {
@@ -40,11 +41,7 @@ export class ProxyHistoryTable {
       const info = this.db
         .prepare('INSERT INTO proxy_connections (node_id, peer, kind, connected_at) VALUES (?, ?, ?, ?)')
         .run(nodeId, peer, kind, new Date().toISOString());
-      if (++this.inserts % PRUNE_EVERY === 0) {
-        this.db
-          .prepare('DELETE FROM proxy_connections WHERE id <= (SELECT MAX(id) FROM proxy_connections) - ?')
-          .run(this.limit);
-      }
+      this.retention.inserted();
       return Number(info.lastInsertRowid);
     });
   }

@@ -1,6 +1,7 @@
 // Field checks shared by the kinds: names, hostnames, addresses, durations, label maps.
 import { isIP } from 'node:net';
 import { int, mapOf, num, obj, str, type Check } from './schema.js';
+import { durationMs } from '../../model/duration.js';
 
 const DNS_LABEL = /^[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?$/;
 
@@ -42,30 +43,9 @@ export function addressKind(s: string): AddressKind | undefined {
   return undefined;
 }
 
-const DURATION_PART = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)/y;
-const UNIT_MS: Record<string, number> = {
-  ns: 1e-6,
-  us: 1e-3,
-  µs: 1e-3,
-  ms: 1,
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
-};
-
 /** Go-style duration (`1.5s`, `100ms`, `1m30s`) in milliseconds, or undefined if it does not parse. */
 export function parseDuration(text: string): number | undefined {
-  if (text === '') return undefined;
-  if (text === '0') return 0;
-  let total = 0;
-  DURATION_PART.lastIndex = 0;
-  while (DURATION_PART.lastIndex < text.length) {
-    const start = DURATION_PART.lastIndex;
-    const m = DURATION_PART.exec(text);
-    if (!m || m.index !== start) return undefined;
-    total += Number(m[1]) * (UNIT_MS[m[2] ?? ''] ?? NaN);
-  }
-  return Number.isFinite(total) ? total : undefined;
+  return durationMs(text);
 }
 
 /** A duration string; a bare number (`timeout: 5`) is rejected because its unit would be a guess. */
