@@ -58,8 +58,23 @@ const serve = program
   )
   .option(
     '--push-window <duration>',
-    'changes within this window are merged into one push',
+    'quiet period: changes are merged and pushed once none arrived for this long (a batch stays open at most twice this)',
     SERVE_DEFAULTS.pushWindow,
+  )
+  .option(
+    '--push-max-delay <duration>',
+    'no change waits longer than this for its push',
+    SERVE_DEFAULTS.pushMaxDelay,
+  )
+  .option(
+    '--push-concurrency <n>',
+    'responses written and not yet drained, across all streams',
+    SERVE_DEFAULTS.pushConcurrency,
+  )
+  .option(
+    '--push-new-streams-per-second <n>',
+    'new streams given their first response per second (reconnect storms)',
+    SERVE_DEFAULTS.pushNewStreamsPerSecond,
   )
   .option('--no-serve-stale', 'wait for live registry syncs instead of serving stored snapshots at start')
   .option('--reset-store', 'move an unreadable database aside and start a new one')

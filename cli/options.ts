@@ -23,6 +23,9 @@ export interface RawServeOptions {
   httpAddr: string;
   logLevel: string;
   pushWindow: string;
+  pushMaxDelay: string;
+  pushConcurrency: string;
+  pushNewStreamsPerSecond: string;
   serveStale: boolean;
   resetStore: boolean;
   historyLimit: string;
@@ -37,6 +40,9 @@ export const SERVE_DEFAULTS: RawServeOptions = {
   httpAddr: '127.0.0.1:15014',
   logLevel: 'info',
   pushWindow: '100ms',
+  pushMaxDelay: '10s',
+  pushConcurrency: '100',
+  pushNewStreamsPerSecond: '1000',
   serveStale: true,
   resetStore: false,
   historyLimit: '10000',
@@ -49,7 +55,11 @@ export interface ServeOptions {
   readonly xdsAddr: HostAndPort;
   readonly httpAddr: HostAndPort;
   readonly logLevel: LevelWithSilent;
+  /** Quiet period of the push debouncer (--push-window). */
   readonly pushWindowMs: number;
+  readonly pushMaxDelayMs: number;
+  readonly pushConcurrency: number;
+  readonly pushNewStreamsPerSecond: number;
   /** Serve registries' stored snapshots at once on start, until they sync live. */
   readonly serveStale: boolean;
   /** Move an unreadable database aside instead of refusing to start. */
@@ -90,6 +100,9 @@ export function compileServeOptions(raw: RawServeOptions): ServeOptions {
     httpAddr: parseAddress(raw.httpAddr, '--http-addr'),
     logLevel: raw.logLevel as LevelWithSilent,
     pushWindowMs: parseDurationMs(raw.pushWindow, '--push-window'),
+    pushMaxDelayMs: parseDurationMs(raw.pushMaxDelay, '--push-max-delay'),
+    pushConcurrency: parsePositiveInt(raw.pushConcurrency, '--push-concurrency'),
+    pushNewStreamsPerSecond: parsePositiveInt(raw.pushNewStreamsPerSecond, '--push-new-streams-per-second'),
     serveStale: raw.serveStale,
     resetStore: raw.resetStore,
     historyLimit: parsePositiveInt(raw.historyLimit, '--history-limit'),

@@ -62,6 +62,7 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     });
   }
   metrics.watchRegistries(registries);
+  metrics.countRegistryEvents(registries);
   const persistence = new RegistryPersistence(store, registries, logger.child({ component: 'store' }));
   persistence.watch();
   // Warm start: until a registry syncs live, xDS is served from its last good snapshot.
@@ -73,10 +74,14 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     discovery,
     logger: logger.child({ component: 'ads' }),
     pushWindowMs: options.pushWindowMs,
+    maxPushDelayMs: options.pushMaxDelayMs,
+    flowControl: {
+      concurrency: options.pushConcurrency,
+      newStreamsPerSecond: options.pushNewStreamsPerSecond,
+    },
     metrics,
     connectionLog: store.proxies,
   });
-  metrics.watchStreams(() => ads.connectionList().length);
   config?.onConfigChange(() => ads.requestFullPush());
 
   const grpcServer = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });

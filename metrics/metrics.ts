@@ -1,6 +1,6 @@
 // Prometheus metrics (prom-client), served at GET /metrics on the admin server. Gauges that mirror
 // live state are computed at scrape time from the objects themselves, so nothing is kept twice.
-import { collectDefaultMetrics, Counter, Gauge, Registry as MetricsRegistry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry as MetricsRegistry } from 'prom-client';
 import type { Registry } from '../adapters/registry.js';
 
 export class PortolanMetrics {
@@ -9,12 +9,20 @@ export class PortolanMetrics {
   readonly nacks: Counter<'type'>;
   readonly responses: Counter<'type'>;
   readonly storeWriteErrors: Counter;
+  readonly resourcesSent: Counter<'type'>;
+  readonly bytesSent: Counter<'type'>;
+  readonly responseBuildSeconds: Histogram<'type'>;
+  readonly pushSeconds: Histogram<'kind'>;
+  readonly convergenceSeconds: Histogram<'kind'>;
+  readonly debounceSeconds: Histogram;
+  readonly changesPerPush: Histogram;
+  readonly modelChanges: Counter<'kind'>;
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'portolan_process_' });
     this.pushes = new Counter({
       name: 'portolan_xds_pushes_total',
-      help: 'Pushes triggered by model or config changes, by kind (full or eds)',
+      help: 'Pushes (debounced batches of changes), by kind: eds (endpoints only), services, config',
       labelNames: ['kind'],
       registers: [this.registry],
     });
@@ -29,6 +37,58 @@ export class PortolanMetrics {
       help: 'DiscoveryResponses sent, by type',
       labelNames: ['type'],
       registers: [this.registry],
+    });
+    const registers = [this.registry];
+    this.resourcesSent = new Counter({
+      name: 'portolan_xds_resources_sent_total',
+      help: 'Resources sent in responses, by type',
+      labelNames: ['type'],
+      registers,
+    });
+    this.bytesSent = new Counter({
+      name: 'portolan_xds_response_bytes_total',
+      help: 'Bytes of responses sent (protobuf, before gRPC framing), by type',
+      labelNames: ['type'],
+      registers,
+    });
+    this.responseBuildSeconds = new Histogram({
+      name: 'portolan_xds_response_build_seconds',
+      help: 'Time to build one response for one stream (cache lookups, diff, framing), by type',
+      labelNames: ['type'],
+      buckets: [0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5],
+      registers,
+    });
+    this.pushSeconds = new Histogram({
+      name: 'portolan_xds_push_seconds',
+      help: 'Time to apply a push: rebuild what changed and hand the work to every affected stream',
+      labelNames: ['kind'],
+      buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+      registers,
+    });
+    this.convergenceSeconds = new Histogram({
+      name: 'portolan_xds_convergence_seconds',
+      help: 'From the first change of a push being seen to the last affected stream having sent it',
+      labelNames: ['kind'],
+      buckets: [0.01, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2, 5, 10, 30],
+      registers,
+    });
+    this.debounceSeconds = new Histogram({
+      name: 'portolan_xds_debounce_seconds',
+      help: 'From the first change of a push being seen to the push starting (time spent merging)',
+      buckets: [0.01, 0.05, 0.1, 0.15, 0.2, 0.5, 1, 5, 10],
+      registers,
+    });
+    this.changesPerPush = new Histogram({
+      name: 'portolan_xds_changes_merged',
+      help: 'Change events merged into one push',
+      buckets: [1, 2, 5, 10, 20, 50, 100, 500],
+      registers,
+    });
+    this.modelChanges = new Counter({
+      name: 'portolan_model_changes_total',
+      help: 'Change events from the registries (after aggregation), by kind: endpoints or services',
+      labelNames: ['kind'],
+      registers,
     });
     this.storeWriteErrors = new Counter({
       name: 'portolan_store_write_errors_total',
@@ -66,15 +126,59 @@ export class PortolanMetrics {
     );
   }
 
-  /** A live gauge of connected ADS streams. */
-  watchStreams(count: () => number): void {
+  /** Live gauges of the ADS server, read when scraped. */
+  watchAds(ads: {
+    streams(): readonly { api: string; kind: string; count: number }[];
+    queued(): number;
+    inFlight(): number;
+    cachedResources(): number;
+  }): void {
+    const registers = [this.registry];
     new Gauge({
       name: 'portolan_xds_connected_streams',
-      help: 'ADS streams currently open',
-      registers: [this.registry],
+      help: 'ADS streams currently open, by protocol variant (sotw, delta) and kind of client (grpc, envoy)',
+      labelNames: ['api', 'kind'],
+      registers,
       collect() {
-        this.set(count());
+        this.reset();
+        for (const s of ads.streams()) this.set({ api: s.api, kind: s.kind }, s.count);
       },
     });
+    const gauge = (name: string, help: string, read: () => number): void => {
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(read());
+        },
+      });
+    };
+    gauge(
+      'portolan_xds_push_queue_depth',
+      'Streams waiting for a push slot or a new-stream token',
+      ads.queued,
+    );
+    gauge('portolan_xds_push_in_flight', 'Responses written and not yet drained', ads.inFlight);
+    gauge('portolan_xds_cached_resources', 'Encoded resources in the shared cache', ads.cachedResources);
+  }
+
+  /** Counts each registry's change events and failed syncs. */
+  countRegistryEvents(registries: readonly Registry[]): void {
+    const events = new Counter({
+      name: 'portolan_registry_events_total',
+      help: 'Change events published by each registry',
+      labelNames: ['registry'],
+      registers: [this.registry],
+    });
+    for (const r of registries) r.onChange(() => events.inc({ registry: r.name }));
+    const errors = new Counter({
+      name: 'portolan_registry_errors_total',
+      help: 'Failed syncs reported by each registry (its source failed; the last good state stays served)',
+      labelNames: ['registry'],
+      registers: [this.registry],
+    });
+    for (const r of registries)
+      r.onSyncEvent?.((e) => e.kind === 'failed' && errors.inc({ registry: r.name }));
   }
 }

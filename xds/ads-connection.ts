@@ -1,32 +1,35 @@
-// One ADS stream: applies the protocol state machine to requests, and answers them and pushes with
-// resources from the shared cache. Everything here runs synchronously, so requests and pushes on one
-// stream never interleave.
+// One state-of-the-world ADS stream: applies the protocol state machine to requests, and answers
+// them and pushes through its StreamPump (one response in flight, types in make-before-break order),
+// with resources and whole response bodies from the shared caches.
 import { status as GrpcStatus } from '@grpc/grpc-js';
-import type { ChangeEvent } from '../model/change.js';
-import type { Catalog } from '../model/catalog.js';
 import type { Logger } from '../log/logger.js';
-import type { PortolanMetrics } from '../metrics/metrics.js';
 import type { GeneratorTable } from './generators/index.js';
+import type { ResourceGenerator } from './generator.js';
+import type { PushLimiter } from './flow-control.js';
 import { proxyFromNode, NodeError, type Proxy } from './proxy.js';
-import type { ResourceCache } from './resource-cache.js';
-import { versionOf, type EncodedResource } from './resource.js';
+import { typeKey, wildcardKey, type ChangeSet, type ResourceCache } from './resource-cache.js';
+import type { EncodedResource } from './resource.js';
+import { ownResponse, type ResponseCache, type SharedResponse } from './response-cache.js';
+import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
 import { StreamState } from './stream-state.js';
-import { CLUSTER, ENDPOINT, PUSH_ORDER, shortTypeName } from './type-urls.js';
-import { encodeDiscoveryResponse, type DiscoveryRequest } from './wire.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE, shortTypeName } from './type-urls.js';
+import { appendNonce, type DiscoveryRequest } from './wire.js';
 
-/** The serving state a connection reads: one catalog per generation. */
-export interface ServingView {
-  readonly generation: number;
-  readonly catalog: Catalog;
+/** What a connection reports as it works (metrics live in the server). */
+export interface PushObserver {
+  sent(typeUrl: string, resources: number, bytes: number, buildMs: number): void;
+  nack(typeUrl: string): void;
 }
 
 export interface ConnectionDeps {
   readonly generators: GeneratorTable;
   readonly cache: ResourceCache;
-  readonly view: () => ServingView;
-  readonly send: (bytes: Buffer) => void;
+  readonly responses: ResponseCache;
+  readonly limiter: PushLimiter;
+  /** Writes one message; `drained` runs once gRPC has taken it. */
+  readonly send: (bytes: Buffer, drained: () => void) => void;
   readonly logger: Logger;
-  readonly metrics?: PortolanMetrics;
+  readonly observer?: PushObserver;
 }
 
 /** A request the server must refuse; the stream ends with this gRPC status. */
@@ -39,18 +42,57 @@ export class StreamError extends Error {
   }
 }
 
+/** Reads the proxy from a stream's first request, or refuses the stream. */
+export function firstProxy(node: Parameters<typeof proxyFromNode>[0] | undefined): Proxy {
+  if (!node) throw new StreamError(GrpcStatus.INVALID_ARGUMENT, 'the first request must carry node');
+  try {
+    return proxyFromNode(node);
+  } catch (err) {
+    if (err instanceof NodeError)
+      throw new StreamError(GrpcStatus.INVALID_ARGUMENT, `invalid node: ${err.message}`);
+    throw err;
+  }
+}
+
+/** Types whose SotW responses need not repeat unchanged resources (xDS: all but LDS and CDS). */
+function partialAllowed(typeUrl: string): boolean {
+  return typeUrl === ENDPOINT || typeUrl === ROUTE;
+}
+
+interface TypeView {
+  readonly generator: ResourceGenerator | undefined;
+  readonly viewKey: string;
+  /** The subscription as a response-cache key, recomputed when the subscription changes. */
+  subKey: string;
+}
+
 export class AdsConnection {
   readonly connectedAt = new Date().toISOString();
   readonly state = new StreamState();
+  readonly api = 'sotw';
   private proxyInfo: Proxy | undefined;
   private nonceCounter = 0;
-  private readonly lastSent = new Map<string, readonly EncodedResource[]>();
+  private readonly views = new Map<string, TypeView>();
+  /** What each type's last full response held, plus names sent by later partial responses. */
+  private readonly lastSent = new Map<
+    string,
+    { full: readonly EncodedResource[]; since: Map<string, EncodedResource> }
+  >();
+  /** A CDS or EDS response kept removed resources (make-before-break): clean up once LDS/RDS went out. */
+  private retained = false;
+  readonly pump: StreamPump;
 
   constructor(
     readonly id: string,
     readonly peer: string,
     private readonly deps: ConnectionDeps,
-  ) {}
+  ) {
+    this.pump = new StreamPump(deps.limiter, {
+      build: (typeUrl, work) => this.build(typeUrl, work),
+      write: (bytes, drained) => deps.send(bytes, drained),
+      idle: () => this.idle(),
+    });
+  }
 
   get proxy(): Proxy | undefined {
     return this.proxyInfo;
@@ -59,17 +101,7 @@ export class AdsConnection {
   handleRequest(req: DiscoveryRequest): void {
     if (!req.typeUrl)
       throw new StreamError(GrpcStatus.INVALID_ARGUMENT, 'DiscoveryRequest.type_url is required on ADS');
-    if (!this.proxyInfo) {
-      if (!req.node)
-        throw new StreamError(GrpcStatus.INVALID_ARGUMENT, 'the first DiscoveryRequest must carry node');
-      try {
-        this.proxyInfo = proxyFromNode(req.node);
-      } catch (err) {
-        if (err instanceof NodeError)
-          throw new StreamError(GrpcStatus.INVALID_ARGUMENT, `invalid node: ${err.message}`);
-        throw err;
-      }
-    }
+    this.proxyInfo ??= firstProxy(req.node);
     const outcome = this.state.onRequest(req);
     const log = { conn: this.id, type: shortTypeName(req.typeUrl), nonce: req.responseNonce };
     if (outcome.action === 'ignore') {
@@ -78,55 +110,175 @@ export class AdsConnection {
     }
     if (outcome.action === 'nack') {
       this.deps.logger.warn({ ...log, error: req.errorDetail?.message }, 'client rejected config (NACK)');
-      this.deps.metrics?.nacks.inc({ type: shortTypeName(req.typeUrl) });
+      this.deps.observer?.nack(req.typeUrl);
     }
-    if (outcome.respond) this.respond(req.typeUrl, true);
+    if (!outcome.respond) return;
+    this.typeView(req.typeUrl).subKey = this.subscriptionKey(req.typeUrl);
+    this.pump.mark(req.typeUrl, { force: true, full: true });
+    this.pump.kick();
+  }
+
+  /** Marks what `changes` touched for this stream; returns whether anything was. */
+  onChange(changes: ChangeSet, round: PushRound): boolean {
+    const proxy = this.proxyInfo;
+    if (!proxy) return false;
+    let touched = false;
+    for (const typeUrl of this.state.watchedTypes()) {
+      const sub = this.state.subscription(typeUrl);
+      const view = this.typeView(typeUrl);
+      if (!sub || !view.generator) continue;
+      if (
+        changes.all ||
+        (sub.wildcard && changes.wildcards.has(wildcardKey(proxy.kind, typeUrl, view.viewKey)))
+      ) {
+        this.pump.mark(typeUrl, { full: true });
+        touched = true;
+        continue;
+      }
+      const changed = changes.names.get(typeKey(proxy.kind, typeUrl));
+      if (!changed || changed.size === 0) continue;
+      const all = sub.wildcard ? this.deps.cache.wildcardNames(view.generator, proxy).set : undefined;
+      const hit: string[] = [];
+      for (const n of changed) if (sub.names.has(n) || all?.has(n)) hit.push(n);
+      if (hit.length === 0) continue;
+      touched = true;
+      if (partialAllowed(typeUrl)) this.pump.mark(typeUrl, { names: hit });
+      else this.pump.mark(typeUrl, { full: true });
+    }
+    if (touched) {
+      this.pump.join(round);
+      this.pump.kick();
+    }
+    return touched;
+  }
+
+  close(): void {
+    this.pump.close();
+  }
+
+  /** Resources as last sent per type (for the config dump). */
+  lastSentResources(typeUrl: string): readonly EncodedResource[] {
+    const sent = this.lastSent.get(typeUrl);
+    if (!sent) return [];
+    if (sent.since.size === 0) return sent.full;
+    const merged = new Map(sent.full.map((r) => [r.name, r]));
+    for (const [n, r] of sent.since) merged.set(n, r);
+    return [...merged.values()];
+  }
+
+  private typeView(typeUrl: string): TypeView {
+    let v = this.views.get(typeUrl);
+    if (!v) {
+      const proxy = this.proxyInfo;
+      const generator = proxy && this.deps.generators.find(proxy.kind, typeUrl);
+      v = { generator, viewKey: proxy && generator ? generator.viewKey(proxy) : '', subKey: '' };
+      this.views.set(typeUrl, v);
+    }
+    return v;
+  }
+
+  private subscriptionKey(typeUrl: string): string {
+    const sub = this.state.subscription(typeUrl);
+    if (!sub) return '';
+    const names = [...sub.names].sort();
+    return `${sub.wildcard ? '*' : '-'}\0${names.join('\0')}`;
+  }
+
+  private build(typeUrl: string, work: PendingWork): Buffer | undefined {
+    const proxy = this.proxyInfo;
+    const sub = this.state.subscription(typeUrl);
+    if (!proxy || !sub) return undefined;
+    const started = performance.now();
+    const view = this.typeView(typeUrl);
+    const { generator } = view;
+    const cache = this.deps.cache;
+    const tk = typeKey(proxy.kind, typeUrl);
+    const epoch = cache.epoch(proxy.kind, typeUrl);
+    let response: SharedResponse;
+    let partial = false;
+    if (!work.full && !work.force && partialAllowed(typeUrl) && generator) {
+      const names = [...work.names].filter((n) => sub.names.has(n)).sort();
+      if (names.length === 0) return undefined;
+      partial = true;
+      response = this.deps.responses.get(tk, epoch, `${view.viewKey}\0p\0${names.join('\0')}`, typeUrl, () =>
+        present(names.map((n) => cache.get(generator, proxy, n))),
+      );
+      if (response.resources.length === 0) return undefined;
+    } else {
+      const collect = (): EncodedResource[] => {
+        if (!generator) return [];
+        const names = new Set(sub.names);
+        if (sub.wildcard) for (const n of cache.wildcardNames(generator, proxy).names) names.add(n);
+        return present([...names].map((n) => cache.get(generator, proxy, n)));
+      };
+      response = this.deps.responses.get(tk, epoch, `${view.viewKey}\0${view.subKey}`, typeUrl, collect);
+      response = this.makeBeforeBreak(typeUrl, response);
+    }
+    if (!partial && !this.state.shouldSend(typeUrl, response.version, work.force)) return undefined;
+    if (partial && this.state.typeState(typeUrl)?.nack?.version === response.version) return undefined;
+    const rewarm =
+      typeUrl === CLUSTER && proxy.kind === 'envoy'
+        ? updatedNames(this.lastSentResources(CLUSTER), response.resources)
+        : [];
+    const nonce = `${++this.nonceCounter}`;
+    const bytes = appendNonce(response.body, nonce);
+    this.state.recordSent(typeUrl, {
+      version: response.version,
+      nonce,
+      names: response.resources.map((r) => r.name),
+      at: new Date().toISOString(),
+    });
+    this.remember(typeUrl, response.resources, partial);
+    // Envoy re-warms every updated cluster and waits for its load assignment: follow CDS with the
+    // EDS of the clusters that changed, even if unchanged, or such a cluster stays warming.
+    const eds = this.state.subscription(ENDPOINT);
+    const again = rewarm.filter((n) => eds?.names.has(n));
+    if (again.length > 0) this.pump.mark(ENDPOINT, { names: again });
+    this.deps.observer?.sent(typeUrl, response.resources.length, bytes.length, performance.now() - started);
+    return bytes;
   }
 
   /**
-   * Re-sends each watched type whose resources changed. An endpoint-only change touches EDS, and CDS
-   * too: a LOGICAL_DNS cluster embeds its endpoint (CDS goes out only if its version changed).
+   * A cluster (or its load assignment) that disappeared stays in the response while this stream
+   * still has listeners or routes to re-evaluate that may name it; it goes once they went out.
    */
-  push(event: ChangeEvent): void {
-    if (!this.proxyInfo) return;
-    const watched = new Set(this.state.watchedTypes());
-    const types = event.endpointsOnly
-      ? [CLUSTER, ENDPOINT]
-      : [...PUSH_ORDER, ...[...watched].filter((t) => !PUSH_ORDER.includes(t))];
-    for (const typeUrl of types) if (watched.has(typeUrl)) this.respond(typeUrl, false);
+  private makeBeforeBreak(typeUrl: string, response: SharedResponse): SharedResponse {
+    if (typeUrl !== CLUSTER && typeUrl !== ENDPOINT) return response;
+    if (!this.pump.has(LISTENER) && !this.pump.has(ROUTE)) return response;
+    const before = this.lastSentResources(typeUrl);
+    if (before.length === 0) return response;
+    const now = new Set(response.resources.map((r) => r.name));
+    const sub = this.state.subscription(typeUrl);
+    const kept = before.filter((r) => !now.has(r.name) && (sub?.wildcard || sub?.names.has(r.name)));
+    if (kept.length === 0) return response;
+    this.retained = true;
+    return ownResponse(typeUrl, [...response.resources, ...kept]);
   }
 
-  lastSentResources(typeUrl: string): readonly EncodedResource[] {
-    return this.lastSent.get(typeUrl) ?? [];
-  }
-
-  private respond(typeUrl: string, force: boolean): void {
-    const proxy = this.proxyInfo;
-    const subscription = this.state.subscription(typeUrl);
-    if (!proxy || !subscription) return;
-    const view = this.deps.view();
-    const ctx = { proxy, catalog: view.catalog };
-    const generator = this.deps.generators.find(proxy.kind, typeUrl);
-    const resources: EncodedResource[] = [];
-    if (generator) {
-      const names = new Set(subscription.names);
-      if (subscription.wildcard) for (const n of generator.wildcardNames(ctx)) names.add(n);
-      for (const name of names) {
-        const r = this.deps.cache.get(view.generation, generator, ctx, name);
-        if (r) resources.push(r);
-      }
+  private remember(typeUrl: string, resources: readonly EncodedResource[], partial: boolean): void {
+    if (!partial) {
+      this.lastSent.set(typeUrl, { full: resources, since: new Map() });
+      return;
     }
-    const version = versionOf(resources);
-    if (!this.state.shouldSend(typeUrl, version, force)) return;
-    const nonce = `${++this.nonceCounter}`;
-    this.deps.send(encodeDiscoveryResponse({ versionInfo: version, resources, typeUrl, nonce }));
-    this.deps.metrics?.responses.inc({ type: shortTypeName(typeUrl) });
-    this.state.recordSent(typeUrl, {
-      version,
-      nonce,
-      names: resources.map((r) => r.name),
-      at: new Date().toISOString(),
-    });
-    this.lastSent.set(typeUrl, resources);
+    let sent = this.lastSent.get(typeUrl);
+    if (!sent) this.lastSent.set(typeUrl, (sent = { full: [], since: new Map() }));
+    for (const r of resources) sent.since.set(r.name, r);
   }
+
+  private idle(): void {
+    if (!this.retained) return;
+    this.retained = false;
+    if (this.state.subscription(CLUSTER)) this.pump.mark(CLUSTER, { full: true });
+    if (this.state.subscription(ENDPOINT)) this.pump.mark(ENDPOINT, { full: true });
+  }
+}
+
+/** Names in `next` that are new or whose bytes differ from `before`. */
+function updatedNames(before: readonly EncodedResource[], next: readonly EncodedResource[]): string[] {
+  const old = new Map(before.map((r) => [r.name, r.version]));
+  return next.filter((r) => old.get(r.name) !== r.version).map((r) => r.name);
+}
+
+function present(list: readonly (EncodedResource | undefined)[]): EncodedResource[] {
+  return list.filter((r): r is EncodedResource => r !== undefined);
 }

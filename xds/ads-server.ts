@@ -1,40 +1,62 @@
-// envoy.service.discovery.v3.AggregatedDiscoveryService on @grpc/grpc-js, state of the world. It owns
-// the connections and the serving view; the model's change events become pushes to every stream.
+// envoy.service.discovery.v3.AggregatedDiscoveryService on @grpc/grpc-js: state of the world
+// (StreamAggregatedResources, what gRPC clients speak) and incremental (DeltaAggregatedResources).
+// It owns the connections and the serving view. Model changes are debounced (push-debouncer.ts),
+// applied to the shared resource cache (which reports exactly what changed), and handed to the
+// streams that watch it; each stream sends through its own pump under server-wide flow control.
 import * as grpc from '@grpc/grpc-js';
 import type { ChangeEvent } from '../model/change.js';
 import type { ServiceDiscovery } from '../model/discovery.js';
 import type { Logger } from '../log/logger.js';
 import type { PortolanMetrics } from '../metrics/metrics.js';
-import { AdsConnection, StreamError, type ServingView } from './ads-connection.js';
+import { AdsConnection, StreamError, type PushObserver } from './ads-connection.js';
+import { DeltaConnection } from './delta-connection.js';
+import { DEFAULT_FLOW_CONTROL, PushLimiter, type FlowControlOptions } from './flow-control.js';
+import type { GenerateContext } from './generator.js';
 import { GeneratorTable } from './generators/index.js';
 import { proxyFromNode, type Proxy } from './proxy.js';
 import { decodeAny } from './protos.js';
-import { PushDebouncer } from './push-debouncer.js';
+import { DEFAULT_DEBOUNCE, PushDebouncer, type MergedChange } from './push-debouncer.js';
 import { ResourceCache } from './resource-cache.js';
+import { ResponseCache } from './response-cache.js';
+import type { PushRound } from './stream-pump.js';
 import { shortTypeName } from './type-urls.js';
-import { decodeDiscoveryRequest } from './wire.js';
+import { decodeDeltaDiscoveryRequest, decodeDiscoveryRequest } from './wire.js';
+import type { Catalog } from '../model/catalog.js';
 
 const ADS_PATH = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources';
+const DELTA_PATH = '/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources';
 
 const identity = (b: Buffer): Buffer => b;
 
+const bidi = (path: string): grpc.MethodDefinition<Buffer, Buffer> => ({
+  path,
+  requestStream: true,
+  responseStream: true,
+  requestSerialize: identity,
+  requestDeserialize: identity,
+  responseSerialize: identity,
+  responseDeserialize: identity,
+});
+
 const ADS_SERVICE: grpc.ServiceDefinition = {
-  StreamAggregatedResources: {
-    path: ADS_PATH,
-    requestStream: true,
-    responseStream: true,
-    requestSerialize: identity,
-    requestDeserialize: identity,
-    responseSerialize: identity,
-    responseDeserialize: identity,
-  },
+  StreamAggregatedResources: bidi(ADS_PATH),
+  DeltaAggregatedResources: bidi(DELTA_PATH),
 };
+
+/** The serving state streams read: one catalog per generation. */
+export interface ServingView {
+  readonly generation: number;
+  readonly catalog: Catalog;
+}
 
 export interface AdsServerOptions {
   readonly discovery: ServiceDiscovery;
   readonly logger: Logger;
-  /** Changes arriving within this window are merged into one push (default 100 ms). */
+  /** Quiet period: a push goes out after this long without a new change (default 100 ms). */
   readonly pushWindowMs?: number;
+  /** No change waits longer than this for its push (default 10 s). */
+  readonly maxPushDelayMs?: number;
+  readonly flowControl?: Partial<FlowControlOptions>;
   readonly generators?: GeneratorTable;
   readonly metrics?: PortolanMetrics;
   /** Where connections are recorded for the history (the store). */
@@ -53,28 +75,69 @@ export interface ConnectionLog {
   disconnected(id: number, lastAcks: Record<string, unknown>, lastNacks: Record<string, unknown>): void;
 }
 
+type Connection = AdsConnection | DeltaConnection;
+
 export class AdsServer {
   private readonly connections = new Map<string, AdsConnection>();
-  private readonly cache = new ResourceCache();
+  private readonly deltaConnections = new Map<string, DeltaConnection>();
+  private readonly cache: ResourceCache;
+  private readonly responses = new ResponseCache();
+  private readonly limiter: PushLimiter;
   private readonly generators: GeneratorTable;
   private readonly debouncer: PushDebouncer;
   private readonly unsubscribe: () => void;
+  private readonly observer: PushObserver | undefined;
   private view: ServingView;
   private connectionCounter = 0;
+  /** Pushes so far (one per debounced batch). */
   pushes = 0;
+  /** Rounds still converging: streams that have not yet sent what the round changed. */
+  private readonly openRounds = new Set<object>();
 
   constructor(private readonly options: AdsServerOptions) {
     this.generators = options.generators ?? new GeneratorTable();
     this.view = { generation: 0, catalog: options.discovery.catalog() };
-    this.debouncer = new PushDebouncer(options.pushWindowMs ?? 100, (e) => this.pushAll(e));
-    this.unsubscribe = options.discovery.onChange((e) => this.debouncer.add(e));
+    this.cache = new ResourceCache((proxy) => this.context(proxy));
+    this.limiter = new PushLimiter({ ...DEFAULT_FLOW_CONTROL, ...options.flowControl });
+    this.debouncer = new PushDebouncer(
+      {
+        quietMs: options.pushWindowMs ?? DEFAULT_DEBOUNCE.quietMs,
+        maxDelayMs: options.maxPushDelayMs ?? DEFAULT_DEBOUNCE.maxDelayMs,
+      },
+      (c) => this.push(c),
+    );
+    this.unsubscribe = options.discovery.onChange((e) => {
+      options.metrics?.modelChanges.inc({ kind: e.endpointsOnly ? 'endpoints' : 'services' });
+      this.debouncer.add(e);
+    });
+    const metrics = options.metrics;
+    this.observer = metrics && {
+      sent(typeUrl, resources, bytes, buildMs) {
+        const type = shortTypeName(typeUrl);
+        metrics.responses.inc({ type });
+        metrics.resourcesSent.inc({ type }, resources);
+        metrics.bytesSent.inc({ type }, bytes);
+        metrics.responseBuildSeconds.observe({ type }, buildMs / 1000);
+      },
+      nack(typeUrl) {
+        metrics.nacks.inc({ type: shortTypeName(typeUrl) });
+      },
+    };
+    metrics?.watchAds({
+      streams: () => this.streamCounts(),
+      queued: () => this.limiter.queued,
+      inFlight: () => this.limiter.inFlight,
+      cachedResources: () => this.cache.size,
+    });
   }
 
   /** Serves ADS on `server`; with `authorize`, each stream's first node is checked before anything is sent. */
   register(server: grpc.Server, authorize?: AdsAuthorizer): void {
     server.addService(ADS_SERVICE, {
       StreamAggregatedResources: (call: grpc.ServerDuplexStream<Buffer, Buffer>) =>
-        this.handleStream(call, authorize),
+        this.handleStream(call, 'sotw', authorize),
+      DeltaAggregatedResources: (call: grpc.ServerDuplexStream<Buffer, Buffer>) =>
+        this.handleStream(call, 'delta', authorize),
     });
   }
 
@@ -85,30 +148,93 @@ export class AdsServer {
 
   stop(): void {
     this.debouncer.stop();
+    this.limiter.stop();
     this.unsubscribe();
   }
 
+  /** The state-of-the-world streams (what the debug views and config dumps read). */
   connectionList(): readonly AdsConnection[] {
     return [...this.connections.values()];
+  }
+
+  deltaConnectionList(): readonly DeltaConnection[] {
+    return [...this.deltaConnections.values()];
+  }
+
+  /** Streams open, by protocol variant and kind of client. */
+  streamCounts(): { api: string; kind: string; count: number }[] {
+    const counts = new Map<string, number>();
+    for (const c of [...this.connections.values(), ...this.deltaConnections.values()]) {
+      const key = `${c.api} ${c.proxy?.kind ?? 'unknown'}`;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    return [...counts].map(([key, count]) => {
+      const [api = '', kind = ''] = key.split(' ');
+      return { api, kind, count };
+    });
   }
 
   /** What the proxy with this node id was last sent, decoded (for /debug/config_dump). */
   configDump(proxyId: string): Record<string, unknown>[] | undefined {
     const conn = this.connectionList().find((c) => c.proxy?.id === proxyId);
-    if (!conn) return undefined;
-    return conn.state.watchedTypes().map((typeUrl) => ({
+    if (conn) {
+      return conn.state.watchedTypes().map((typeUrl) => ({
+        type: shortTypeName(typeUrl),
+        typeUrl,
+        version: conn.state.typeState(typeUrl)?.sent?.version ?? '',
+        resources: conn.lastSentResources(typeUrl).map((r) => decodeAny(r.typeUrl, r.value)),
+      }));
+    }
+    const delta = this.deltaConnectionList().find((c) => c.proxy?.id === proxyId);
+    if (!delta) return undefined;
+    return delta.state.watchedTypes().map((typeUrl) => ({
       type: shortTypeName(typeUrl),
       typeUrl,
-      version: conn.state.typeState(typeUrl)?.sent?.version ?? '',
-      resources: conn.lastSentResources(typeUrl).map((r) => decodeAny(r.typeUrl, r.value)),
+      version: delta.state.type(typeUrl)?.lastNonce ?? '',
+      resources: delta.heldResources(typeUrl).map((r) => decodeAny(r.typeUrl, r.value)),
     }));
   }
 
-  private pushAll(event: ChangeEvent): void {
+  private context(proxy: Proxy): GenerateContext {
+    return { proxy, catalog: this.view.catalog };
+  }
+
+  private push(change: MergedChange): void {
+    const started = performance.now();
+    const metrics = this.options.metrics;
+    const { event } = change;
+    metrics?.debounceSeconds.observe((started - change.firstSeen) / 1000);
+    metrics?.changesPerPush.observe(change.merged);
     this.view = { generation: this.view.generation + 1, catalog: this.options.discovery.catalog() };
     this.pushes += 1;
-    this.options.metrics?.pushes.inc({ kind: event.endpointsOnly ? 'eds' : 'full' });
-    for (const conn of this.connections.values()) conn.push(event);
+    const kind = pushKind(event);
+    metrics?.pushes.inc({ kind });
+    const changes = this.cache.apply(event);
+    const round = this.round(change.firstSeen, kind);
+    for (const conn of this.connections.values()) if (conn.onChange(changes, round.member)) round.add();
+    for (const conn of this.deltaConnections.values()) if (conn.onChange(changes, round.member)) round.add();
+    metrics?.pushSeconds.observe({ kind }, (performance.now() - started) / 1000);
+    round.sealed();
+  }
+
+  // Counts the streams a push touched; when the last of them has sent, the push has converged.
+  private round(firstSeen: number, kind: string): { member: PushRound; add(): void; sealed(): void } {
+    let pending = 1; // the push itself, released when every stream was handed its work
+    const metrics = this.options.metrics;
+    const token = {};
+    this.openRounds.add(token);
+    const finish = (): void => {
+      if (--pending > 0) return;
+      this.openRounds.delete(token);
+      metrics?.convergenceSeconds.observe({ kind }, (performance.now() - firstSeen) / 1000);
+    };
+    return {
+      member: { done: finish },
+      add: () => {
+        pending += 1;
+      },
+      sealed: finish,
+    };
   }
 
   private logDisconnect(logId: number, conn: AdsConnection): void {
@@ -122,7 +248,11 @@ export class AdsServer {
     this.options.connectionLog?.disconnected(logId, acks, nacks);
   }
 
-  private handleStream(call: grpc.ServerDuplexStream<Buffer, Buffer>, authorize?: AdsAuthorizer): void {
+  private handleStream(
+    call: grpc.ServerDuplexStream<Buffer, Buffer>,
+    api: 'sotw' | 'delta',
+    authorize?: AdsAuthorizer,
+  ): void {
     const peer = call.getPeer();
     const log = this.options.logger;
     // Serving before every registry has synced would hand proxies a partial mesh; make them retry.
@@ -134,37 +264,49 @@ export class AdsServer {
       return;
     }
     const id = `conn-${++this.connectionCounter}`;
-    const conn = new AdsConnection(id, peer, {
+    let closed = false;
+    const deps = {
       generators: this.generators,
       cache: this.cache,
-      view: () => this.view,
-      send: (bytes) => call.write(bytes),
+      responses: this.responses,
+      limiter: this.limiter,
+      send: (bytes: Buffer, drained: () => void) => {
+        if (closed) return;
+        call.write(bytes, drained);
+      },
       logger: log,
-      ...(this.options.metrics && { metrics: this.options.metrics }),
-    });
-    this.connections.set(id, conn);
-    log.info({ conn: id, peer }, 'ADS stream opened');
-    let closed = false;
+      ...(this.observer && { observer: this.observer }),
+    };
+    const conn: Connection =
+      api === 'sotw' ? new AdsConnection(id, peer, deps) : new DeltaConnection(id, peer, deps);
+    if (conn instanceof AdsConnection) this.connections.set(id, conn);
+    else this.deltaConnections.set(id, conn);
+    log.debug({ conn: id, peer, api }, 'ADS stream opened');
     let logged = false;
     let logId: number | undefined;
     const close = (reason: string): void => {
       if (closed) return;
       closed = true;
+      conn.close();
       this.connections.delete(id);
-      if (logId !== undefined) this.logDisconnect(logId, conn);
+      this.deltaConnections.delete(id);
+      if (logId !== undefined && conn instanceof AdsConnection) this.logDisconnect(logId, conn);
       log.info({ conn: id, peer, node: conn.proxy?.id, reason }, 'ADS stream closed');
     };
     call.on('data', (bytes: Buffer) => {
       if (closed) return;
       try {
-        const req = decodeDiscoveryRequest(bytes);
+        const req = api === 'sotw' ? decodeDiscoveryRequest(bytes) : decodeDeltaDiscoveryRequest(bytes);
         if (authorize && !conn.proxy && req.node) {
           const refusal = authorize(proxyFromNode(req.node), call);
           if (refusal) throw new StreamError(refusal.code, refusal.reason);
         }
-        conn.handleRequest(req);
+        if (conn instanceof AdsConnection)
+          conn.handleRequest(req as ReturnType<typeof decodeDiscoveryRequest>);
+        else conn.handleRequest(req as ReturnType<typeof decodeDeltaDiscoveryRequest>);
         if (!logged && conn.proxy) {
           logged = true;
+          log.info({ conn: id, peer, api, node: conn.proxy.id, kind: conn.proxy.kind }, 'ADS stream opened');
           logId = this.options.connectionLog?.connected(conn.proxy.id, peer, conn.proxy.kind);
         }
       } catch (err) {
@@ -182,4 +324,9 @@ export class AdsServer {
     call.on('cancelled', () => close('cancelled'));
     call.on('error', () => close('error'));
   }
+}
+
+function pushKind(event: ChangeEvent): string {
+  if (event.hostnames.size === 0) return 'config';
+  return event.endpointsOnly ? 'eds' : 'services';
 }

@@ -52,6 +52,28 @@ export function encodeDiscoveryResponse(res: DiscoveryResponse): Buffer {
   return Buffer.from(responseType.encode(message).finish());
 }
 
+/**
+ * A response without its nonce, for sharing: every stream that sends the same resources sends the
+ * same body, followed by its own nonce (protobuf fields may come in any order; decoders merge them).
+ */
+export function encodeResponseBody(res: Omit<DiscoveryResponse, 'nonce'>): Buffer {
+  return encodeDiscoveryResponse({ ...res, nonce: '' });
+}
+
+/** `body` (from encodeResponseBody, or a DeltaDiscoveryResponse) followed by `nonce` as field `field`. */
+export function appendNonce(body: Buffer, nonce: string, field = 5): Buffer {
+  const text = Buffer.from(nonce, 'utf8');
+  const header = [(field << 3) | 2];
+  for (let n = text.length; ; n >>>= 7) {
+    if (n < 0x80) {
+      header.push(n);
+      break;
+    }
+    header.push((n & 0x7f) | 0x80);
+  }
+  return Buffer.concat([body, Buffer.from(header), text]);
+}
+
 /** For tests and tools that play the client: the inverse pair. */
 export function encodeDiscoveryRequest(req: object): Buffer {
   requestType ??= messageType('envoy.service.discovery.v3.DiscoveryRequest');
@@ -72,6 +94,97 @@ export function decodeDiscoveryResponse(bytes: Buffer): {
     defaults: true,
   });
   return obj as ReturnType<typeof decodeDiscoveryResponse>;
+}
+
+export interface DeltaDiscoveryRequest {
+  readonly node?: NodeInfo;
+  readonly typeUrl: string;
+  readonly subscribe: readonly string[];
+  readonly unsubscribe: readonly string[];
+  /** The versions the client already holds, on the first request of a reconnected stream. */
+  readonly initialVersions: ReadonlyMap<string, string>;
+  readonly responseNonce: string;
+  readonly errorDetail?: { readonly code: number; readonly message: string };
+}
+
+export interface DeltaDiscoveryResponse {
+  readonly systemVersion: string;
+  readonly resources: readonly EncodedResource[];
+  readonly removed: readonly string[];
+  readonly typeUrl: string;
+  readonly nonce: string;
+}
+
+let deltaRequestType: protobuf.Type | undefined;
+let deltaResponseType: protobuf.Type | undefined;
+
+export function decodeDeltaDiscoveryRequest(bytes: Buffer): DeltaDiscoveryRequest {
+  deltaRequestType ??= messageType('envoy.service.discovery.v3.DeltaDiscoveryRequest');
+  const raw = deltaRequestType.toObject(deltaRequestType.decode(bytes), {
+    ...TO_OBJECT,
+    arrays: true,
+    objects: true,
+  }) as RawDeltaRequest;
+  const status = raw.error_detail;
+  return {
+    ...(raw.node && { node: toNodeInfo(raw.node) }),
+    typeUrl: raw.type_url ?? '',
+    subscribe: raw.resource_names_subscribe ?? [],
+    unsubscribe: raw.resource_names_unsubscribe ?? [],
+    initialVersions: new Map(Object.entries(raw.initial_resource_versions ?? {})),
+    responseNonce: raw.response_nonce ?? '',
+    ...(status && { errorDetail: { code: status.code ?? 0, message: status.message ?? '' } }),
+  };
+}
+
+export function encodeDeltaDiscoveryResponse(res: DeltaDiscoveryResponse): Buffer {
+  deltaResponseType ??= messageType('envoy.service.discovery.v3.DeltaDiscoveryResponse');
+  const message = {
+    system_version_info: res.systemVersion,
+    resources: res.resources.map((r) => ({
+      name: r.name,
+      version: r.version,
+      resource: { type_url: r.typeUrl, value: r.value },
+    })),
+    type_url: res.typeUrl,
+    removed_resources: res.removed,
+    nonce: res.nonce,
+    control_plane: CONTROL_PLANE,
+  };
+  return Buffer.from(deltaResponseType.encode(message).finish());
+}
+
+/** For tests and tools that play a delta client. */
+export function encodeDeltaDiscoveryRequest(req: object): Buffer {
+  deltaRequestType ??= messageType('envoy.service.discovery.v3.DeltaDiscoveryRequest');
+  return Buffer.from(deltaRequestType.encode(deltaRequestType.fromObject(req)).finish());
+}
+
+export function decodeDeltaDiscoveryResponse(bytes: Buffer): {
+  system_version_info: string;
+  nonce: string;
+  type_url: string;
+  resources: { name: string; version: string; resource: { type_url: string; value: Buffer } }[];
+  removed_resources: string[];
+} {
+  deltaResponseType ??= messageType('envoy.service.discovery.v3.DeltaDiscoveryResponse');
+  const obj = deltaResponseType.toObject(deltaResponseType.decode(bytes), {
+    longs: String,
+    enums: String,
+    arrays: true,
+    defaults: true,
+  });
+  return obj as ReturnType<typeof decodeDeltaDiscoveryResponse>;
+}
+
+interface RawDeltaRequest {
+  node?: RawNode;
+  type_url?: string;
+  resource_names_subscribe?: string[];
+  resource_names_unsubscribe?: string[];
+  initial_resource_versions?: Record<string, string>;
+  response_nonce?: string;
+  error_detail?: { code?: number; message?: string };
 }
 
 interface RawRequest {

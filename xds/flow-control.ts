@@ -1,0 +1,152 @@
+// Server-wide flow control for pushes. A stream holds a slot from the moment it writes a response
+// until gRPC has handed the bytes to the connection (its write callback): at most `concurrency` such
+// writes are outstanding at once, the rest wait in FIFO order. A stream that does not drain (a stuck
+// client whose HTTP/2 window is full) gives its slot back after `stuckMs`, so it never holds back
+// the others; it stays blocked itself, with one response buffered, until it drains. A stream's first
+// response also needs a token from a per-second budget, so a reconnect storm is admitted at a steady
+// rate instead of all at once.
+
+/** One stream's claim on the limiter. */
+export interface SlotHolder {
+  /** Called when the stream may write; it must call `release` (via the limiter) when its write drains. */
+  grant(): void;
+  /** Whether the stream has been admitted (its first response was sent); until then it needs a token. */
+  readonly admitted: boolean;
+  readonly closed: boolean;
+}
+
+export interface FlowControlOptions {
+  /** Writes outstanding at once across all streams (default 100). */
+  readonly concurrency: number;
+  /** New streams' first responses per second (default 1000). */
+  readonly newStreamsPerSecond: number;
+  /** A write that has not drained after this long no longer counts against the limit (default 5 s). */
+  readonly stuckMs: number;
+}
+
+export const DEFAULT_FLOW_CONTROL: FlowControlOptions = {
+  concurrency: 100,
+  newStreamsPerSecond: 1000,
+  stuckMs: 5000,
+};
+
+export class PushLimiter {
+  private readonly waiting: SlotHolder[] = [];
+  private waitingHead = 0;
+  private readonly waitingNew: SlotHolder[] = [];
+  private waitingNewHead = 0;
+  private readonly active = new Map<SlotHolder, number>();
+  private tokens: number;
+  private lastRefill = performance.now();
+  private refillTimer: NodeJS.Timeout | undefined;
+  private readonly stuckTimer: NodeJS.Timeout;
+  /** Slots given back because the write did not drain in time. */
+  stuckReleases = 0;
+
+  constructor(private readonly options: FlowControlOptions = DEFAULT_FLOW_CONTROL) {
+    this.tokens = options.newStreamsPerSecond;
+    this.stuckTimer = setInterval(() => this.releaseStuck(), Math.max(100, options.stuckMs / 5));
+    this.stuckTimer.unref();
+  }
+
+  /** Streams waiting for a slot or a token. */
+  get queued(): number {
+    return this.waiting.length - this.waitingHead + this.waitingNew.length - this.waitingNewHead;
+  }
+
+  /** Writes outstanding now. */
+  get inFlight(): number {
+    return this.active.size;
+  }
+
+  /** Asks for a slot; `holder.grant` runs now or when one frees up. */
+  acquire(holder: SlotHolder): void {
+    if (!holder.admitted) {
+      this.waitingNew.push(holder);
+    } else {
+      this.waiting.push(holder);
+    }
+    this.drain();
+  }
+
+  /** The holder's write drained (or the stream closed): its slot goes to the next in line. */
+  release(holder: SlotHolder): void {
+    if (!this.active.delete(holder)) return;
+    this.drain();
+  }
+
+  stop(): void {
+    clearInterval(this.stuckTimer);
+    if (this.refillTimer) clearTimeout(this.refillTimer);
+    this.refillTimer = undefined;
+  }
+
+  private drain(): void {
+    while (this.active.size < this.options.concurrency) {
+      const next = this.takeExisting() ?? this.takeNew();
+      if (!next) break;
+      this.active.set(next, performance.now());
+      next.grant();
+    }
+    if (this.waitingNewHead < this.waitingNew.length && !this.refillTimer && this.tokens < 1) {
+      const wait = Math.ceil(1000 / this.options.newStreamsPerSecond);
+      this.refillTimer = setTimeout(() => {
+        this.refillTimer = undefined;
+        this.drain();
+      }, wait);
+    }
+  }
+
+  private takeExisting(): SlotHolder | undefined {
+    while (this.waitingHead < this.waiting.length) {
+      const h = this.waiting[this.waitingHead++];
+      this.compact();
+      if (h && !h.closed) return h;
+    }
+    return undefined;
+  }
+
+  private takeNew(): SlotHolder | undefined {
+    this.refill();
+    while (this.waitingNewHead < this.waitingNew.length && this.tokens >= 1) {
+      const h = this.waitingNew[this.waitingNewHead++];
+      this.compact();
+      if (h && !h.closed) {
+        this.tokens -= 1;
+        return h;
+      }
+    }
+    return undefined;
+  }
+
+  private refill(): void {
+    const now = performance.now();
+    const rate = this.options.newStreamsPerSecond;
+    this.tokens = Math.min(rate, this.tokens + ((now - this.lastRefill) / 1000) * rate);
+    this.lastRefill = now;
+  }
+
+  // Queues are arrays with a moving head (shift() is O(n)); reclaim the consumed prefix now and then.
+  private compact(): void {
+    if (this.waitingHead > 1024 && this.waitingHead * 2 > this.waiting.length) {
+      this.waiting.splice(0, this.waitingHead);
+      this.waitingHead = 0;
+    }
+    if (this.waitingNewHead > 1024 && this.waitingNewHead * 2 > this.waitingNew.length) {
+      this.waitingNew.splice(0, this.waitingNewHead);
+      this.waitingNewHead = 0;
+    }
+  }
+
+  private releaseStuck(): void {
+    const deadline = performance.now() - this.options.stuckMs;
+    let freed = false;
+    for (const [holder, since] of this.active) {
+      if (since > deadline && !holder.closed) continue;
+      this.active.delete(holder);
+      if (!holder.closed) this.stuckReleases += 1;
+      freed = true;
+    }
+    if (freed) this.drain();
+  }
+}
