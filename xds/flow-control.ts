@@ -37,14 +37,18 @@ export class PushLimiter {
   private waitingNewHead = 0;
   private readonly active = new Map<SlotHolder, number>();
   private tokens: number;
-  private lastRefill = performance.now();
+  private lastRefill: number;
   private refillTimer: NodeJS.Timeout | undefined;
   private readonly stuckTimer: NodeJS.Timeout;
   /** Slots given back because the write did not drain in time. */
   stuckReleases = 0;
 
-  constructor(private readonly options: FlowControlOptions = DEFAULT_FLOW_CONTROL) {
+  constructor(
+    private readonly options: FlowControlOptions = DEFAULT_FLOW_CONTROL,
+    private readonly now: () => number = () => performance.now(),
+  ) {
     this.tokens = options.newStreamsPerSecond;
+    this.lastRefill = now();
     this.stuckTimer = setInterval(() => this.releaseStuck(), Math.max(100, options.stuckMs / 5));
     this.stuckTimer.unref();
   }
@@ -85,7 +89,7 @@ export class PushLimiter {
     while (this.active.size < this.options.concurrency) {
       const next = this.takeExisting() ?? this.takeNew();
       if (!next) break;
-      this.active.set(next, performance.now());
+      this.active.set(next, this.now());
       next.grant();
     }
     if (this.waitingNewHead < this.waitingNew.length && !this.refillTimer && this.tokens < 1) {
@@ -120,7 +124,7 @@ export class PushLimiter {
   }
 
   private refill(): void {
-    const now = performance.now();
+    const now = this.now();
     const rate = this.options.newStreamsPerSecond;
     this.tokens = Math.min(rate, this.tokens + ((now - this.lastRefill) / 1000) * rate);
     this.lastRefill = now;
@@ -139,7 +143,7 @@ export class PushLimiter {
   }
 
   private releaseStuck(): void {
-    const deadline = performance.now() - this.options.stuckMs;
+    const deadline = this.now() - this.options.stuckMs;
     let freed = false;
     for (const [holder, since] of this.active) {
       if (since > deadline && !holder.closed) continue;

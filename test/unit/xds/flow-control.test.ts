@@ -1,0 +1,78 @@
+// Server-wide push flow control: the write limit, FIFO hand-over, stuck writers, new-stream rate.
+import assert from 'node:assert/strict';
+import { test, type TestContext } from 'node:test';
+import { PushLimiter, type FlowControlOptions, type SlotHolder } from '../../../xds/flow-control.js';
+
+function holder(name: string, granted: string[], admitted = true): SlotHolder & { closed: boolean } {
+  return {
+    admitted,
+    closed: false,
+    grant: () => granted.push(name),
+  };
+}
+
+function limiter(
+  t: TestContext,
+  options: Partial<FlowControlOptions> = {},
+  now: () => number = () => performance.now(),
+) {
+  const l = new PushLimiter({ concurrency: 2, newStreamsPerSecond: 1000, stuckMs: 5000, ...options }, now);
+  t.after(() => l.stop());
+  return l;
+}
+
+test('at most `concurrency` writes are outstanding; a release hands the slot to the next in line', (t) => {
+  const l = limiter(t);
+  const granted: string[] = [];
+  const [a, b, c, d] = ['a', 'b', 'c', 'd'].map((n) => holder(n, granted));
+  for (const h of [a, b, c, d]) if (h) l.acquire(h);
+  assert.deepEqual(granted, ['a', 'b']);
+  assert.equal(l.queued, 2);
+  if (a) l.release(a);
+  assert.deepEqual(granted, ['a', 'b', 'c']);
+  if (b) l.release(b);
+  assert.deepEqual(granted, ['a', 'b', 'c', 'd']);
+  assert.equal(l.queued, 0);
+});
+
+test('a closed stream in the queue is skipped', (t) => {
+  const l = limiter(t, { concurrency: 1 });
+  const granted: string[] = [];
+  const a = holder('a', granted);
+  const b = holder('b', granted);
+  const c = holder('c', granted);
+  l.acquire(a);
+  l.acquire(b);
+  l.acquire(c);
+  b.closed = true;
+  l.release(a);
+  assert.deepEqual(granted, ['a', 'c']);
+});
+
+test('a write that never drains gives its slot back after the stuck timeout', (t) => {
+  t.mock.timers.enable({ apis: ['setInterval', 'setTimeout'] });
+  let clock = 0;
+  const l = limiter(t, { concurrency: 1, stuckMs: 1000 }, () => clock);
+  const granted: string[] = [];
+  l.acquire(holder('stuck', granted));
+  l.acquire(holder('next', granted));
+  assert.deepEqual(granted, ['stuck']);
+  clock = 900;
+  t.mock.timers.tick(900);
+  assert.deepEqual(granted, ['stuck'], 'not yet');
+  clock = 1200;
+  t.mock.timers.tick(300);
+  assert.deepEqual(granted, ['stuck', 'next']);
+  assert.equal(l.stuckReleases, 1);
+});
+
+test('new streams get their first response at the configured rate', (t) => {
+  const clock = 0;
+  const l = limiter(t, { concurrency: 100, newStreamsPerSecond: 3 }, () => clock);
+  const granted: string[] = [];
+  for (let i = 0; i < 5; i++) l.acquire(holder(`new${i}`, granted, false));
+  assert.deepEqual(granted, ['new0', 'new1', 'new2'], 'the burst is one second of tokens');
+  l.acquire(holder('old', granted, true));
+  assert.deepEqual(granted, ['new0', 'new1', 'new2', 'old'], 'admitted streams are not rate limited');
+  assert.equal(l.queued, 2);
+});

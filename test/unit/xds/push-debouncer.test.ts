@@ -1,0 +1,91 @@
+// The push debouncer on mocked timers: quiet period, batch bound under steady churn, maximum delay.
+import assert from 'node:assert/strict';
+import { test, type TestContext } from 'node:test';
+import type { ChangeEvent } from '../../../model/change.js';
+import { PushDebouncer, type DebounceOptions, type MergedChange } from '../../../xds/push-debouncer.js';
+
+function change(host: string, endpointsOnly = true): ChangeEvent {
+  return { hostnames: new Set([host]), endpointsOnly };
+}
+
+/** A debouncer on mocked setTimeout with a clock that moves with the mocked timers. */
+function harness(t: TestContext, options: DebounceOptions) {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  let clock = 0;
+  const flushed: (MergedChange & { at: number })[] = [];
+  const d = new PushDebouncer(
+    options,
+    (c) => flushed.push({ ...c, at: clock }),
+    () => clock,
+  );
+  t.after(() => d.stop());
+  return {
+    d,
+    flushed,
+    advance(ms: number) {
+      for (let i = 0; i < ms; i++) {
+        clock += 1;
+        t.mock.timers.tick(1);
+      }
+    },
+  };
+}
+
+test('a single change is pushed once the quiet period passes, not before', (t) => {
+  const h = harness(t, { quietMs: 100, maxDelayMs: 10_000 });
+  h.d.add(change('a'));
+  h.advance(99);
+  assert.equal(h.flushed.length, 0);
+  h.advance(1);
+  assert.equal(h.flushed.length, 1);
+  assert.equal(h.flushed[0]?.at, 100);
+});
+
+test('changes within the quiet period are merged into one push', (t) => {
+  const h = harness(t, { quietMs: 100, maxDelayMs: 10_000 });
+  h.d.add(change('a'));
+  h.advance(30);
+  h.d.add(change('b', false));
+  h.advance(30);
+  h.d.add(change('a'));
+  h.advance(100);
+  assert.equal(h.flushed.length, 1);
+  const pushed = h.flushed[0];
+  assert.deepEqual([...(pushed?.event.hostnames ?? [])].sort(), ['a', 'b']);
+  assert.equal(pushed?.event.endpointsOnly, false, 'a service change makes the merged push full');
+  assert.equal(pushed?.merged, 3);
+  assert.equal(pushed?.at, 160, 'the quiet period runs from the last change');
+});
+
+test('steady churn faster than the quiet period is pushed about every two quiet periods, not starved', (t) => {
+  const h = harness(t, { quietMs: 100, maxDelayMs: 10_000 });
+  for (let ms = 0; ms < 2000; ms += 50) {
+    h.d.add(change(`h${ms}`));
+    h.advance(50);
+  }
+  // A quiet-period-only debouncer would push once, at the 10 s maximum delay.
+  assert.ok(h.flushed.length >= 9, `pushes during 2 s of churn: ${h.flushed.length}`);
+  for (const f of h.flushed) assert.ok(f.at - f.firstSeen <= 200, `batch open ${f.at - f.firstSeen} ms`);
+  h.advance(300);
+  assert.equal(
+    h.flushed.reduce((n, f) => n + f.merged, 0),
+    40,
+    'every change is pushed exactly once',
+  );
+});
+
+test('the maximum delay caps the batch when it is shorter than the batch bound', (t) => {
+  const h = harness(t, { quietMs: 1000, maxDelayMs: 300 });
+  for (let ms = 0; ms < 600; ms += 50) {
+    h.d.add(change(`h${ms}`));
+    h.advance(50);
+  }
+  assert.equal(h.flushed[0]?.at, 300);
+});
+
+test('a quiet period of 0 pushes every change at once', (t) => {
+  const h = harness(t, { quietMs: 0, maxDelayMs: 10_000 });
+  h.d.add(change('a'));
+  h.d.add(change('b'));
+  assert.equal(h.flushed.length, 2);
+});

@@ -1,0 +1,117 @@
+// The shared resource cache: what a change rebuilds and reports, for proxyless gRPC and Envoy views.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { buildCatalog, type Catalog } from '../../../model/catalog.js';
+import type { Endpoint } from '../../../model/endpoint.js';
+import type { Service } from '../../../model/service.js';
+import { grpcClusterGenerator } from '../../../xds/generators/grpc/cluster.js';
+import { grpcEndpointGenerator } from '../../../xds/generators/grpc/endpoint.js';
+import { grpcListenerGenerator } from '../../../xds/generators/grpc/listener.js';
+import { proxyFromNode } from '../../../xds/proxy.js';
+import { ResourceCache, typeKey, wildcardKey } from '../../../xds/resource-cache.js';
+import { CLUSTER, ENDPOINT, LISTENER } from '../../../xds/type-urls.js';
+import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
+
+const proxy = proxyFromNode({ id: 'p1', user_agent_name: 'gRPC Node' });
+const A = 'a.mock.internal';
+const B = 'b.mock.internal';
+const CLUSTER_A = `outbound|7070||${A}`;
+const CLUSTER_B = `outbound|7070||${B}`;
+
+function world() {
+  const services = new Map<string, Service>([
+    [A, service(A, [servicePort('grpc', 7070)])],
+    [B, service(B, [servicePort('grpc', 7070)])],
+  ]);
+  const endpoints = new Map<string, Endpoint[]>([
+    [A, [endpoint('10.0.0.1', { grpc: 9000 })]],
+    [B, [endpoint('10.0.0.2', { grpc: 9000 })]],
+  ]);
+  let catalog: Catalog = buildCatalog(services.values(), endpoints);
+  const cache = new ResourceCache((p) => ({ proxy: p, catalog }));
+  return {
+    cache,
+    services,
+    endpoints,
+    rebuild() {
+      catalog = buildCatalog(services.values(), endpoints);
+    },
+  };
+}
+
+const changed = (set: ReturnType<ResourceCache['apply']>, typeUrl: string): string[] =>
+  [...(set.names.get(typeKey('grpc', typeUrl)) ?? [])].sort();
+
+test('an endpoint change rebuilds the load assignment of that host only, and reports it', () => {
+  const w = world();
+  const before = w.cache.get(grpcEndpointGenerator, proxy, CLUSTER_A);
+  const otherBefore = w.cache.get(grpcEndpointGenerator, proxy, CLUSTER_B);
+  w.cache.get(grpcClusterGenerator, proxy, CLUSTER_A);
+  w.endpoints.set(A, [endpoint('10.0.0.9', { grpc: 9000 })]);
+  w.rebuild();
+  const epoch = w.cache.epoch('grpc', ENDPOINT);
+  const set = w.cache.apply({ hostnames: new Set([A]), endpointsOnly: true });
+  assert.equal(set.all, false);
+  assert.deepEqual(changed(set, ENDPOINT), [CLUSTER_A]);
+  assert.deepEqual(changed(set, CLUSTER), [], 'an EDS cluster does not embed endpoints: unchanged bytes');
+  assert.notEqual(w.cache.epoch('grpc', ENDPOINT), epoch);
+  const after = w.cache.get(grpcEndpointGenerator, proxy, CLUSTER_A);
+  assert.notEqual(after?.version, before?.version);
+  assert.equal(
+    w.cache.get(grpcEndpointGenerator, proxy, CLUSTER_B),
+    otherBefore,
+    'the other host is kept as is',
+  );
+});
+
+test('a change that leaves the bytes equal reports nothing', () => {
+  const w = world();
+  w.cache.get(grpcEndpointGenerator, proxy, CLUSTER_A);
+  w.endpoints.set(A, [endpoint('10.0.0.1', { grpc: 9000 })]);
+  w.rebuild();
+  const set = w.cache.apply({ hostnames: new Set([A]), endpointsOnly: true });
+  assert.equal(set.names.size, 0);
+});
+
+test('a new service changes the wildcard lists it appears in', () => {
+  const w = world();
+  w.cache.wildcardNames(grpcClusterGenerator, proxy);
+  w.cache.wildcardNames(grpcListenerGenerator, proxy);
+  const C = 'c.mock.internal';
+  w.services.set(C, service(C, [servicePort('grpc', 7070)]));
+  w.rebuild();
+  const set = w.cache.apply({ hostnames: new Set([C]), endpointsOnly: false });
+  assert.ok(set.wildcards.has(wildcardKey('grpc', CLUSTER, '')));
+  assert.ok(set.wildcards.has(wildcardKey('grpc', LISTENER, '')));
+  assert.ok(w.cache.wildcardNames(grpcClusterGenerator, proxy).set.has(`outbound|7070||${C}`));
+});
+
+test('endpoint-only changes leave proxyless wildcard lists alone', () => {
+  const w = world();
+  w.cache.wildcardNames(grpcClusterGenerator, proxy);
+  w.endpoints.set(A, []);
+  w.rebuild();
+  const set = w.cache.apply({ hostnames: new Set([A]), endpointsOnly: true });
+  assert.equal(set.wildcards.size, 0);
+});
+
+test('a removed service reports its resources as changed (gone)', () => {
+  const w = world();
+  w.cache.get(grpcClusterGenerator, proxy, CLUSTER_B);
+  w.services.delete(B);
+  w.endpoints.delete(B);
+  w.rebuild();
+  const set = w.cache.apply({ hostnames: new Set([B]), endpointsOnly: false });
+  assert.deepEqual(changed(set, CLUSTER), [CLUSTER_B]);
+  assert.equal(w.cache.get(grpcClusterGenerator, proxy, CLUSTER_B), undefined);
+});
+
+test('a change without hostnames (config) drops everything', () => {
+  const w = world();
+  w.cache.get(grpcClusterGenerator, proxy, CLUSTER_A);
+  const epoch = w.cache.epoch('grpc', CLUSTER);
+  const set = w.cache.apply({ hostnames: new Set(), endpointsOnly: false });
+  assert.equal(set.all, true);
+  assert.equal(w.cache.size, 0);
+  assert.notEqual(w.cache.epoch('grpc', CLUSTER), epoch);
+});
