@@ -128,10 +128,10 @@ export class PortolanMetrics {
 
   /** Live gauges of the ADS server, read when scraped. */
   watchAds(ads: {
-    streams(): readonly { api: string; kind: string; count: number }[];
-    queued(): number;
-    inFlight(): number;
-    cachedResources(): number;
+    readonly streams: () => readonly { api: string; kind: string; count: number }[];
+    readonly queued: () => number;
+    readonly inFlight: () => number;
+    readonly cachedResources: () => number;
   }): void {
     const registers = [this.registry];
     new Gauge({

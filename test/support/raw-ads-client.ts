@@ -94,6 +94,15 @@ export class RawAdsClient {
     return this.finalStatus;
   }
 
+  /** Stops reading from the stream (HTTP/2 flow control then holds the server back). */
+  pause(): void {
+    this.call.pause();
+  }
+
+  resume(): void {
+    this.call.resume();
+  }
+
   close(): void {
     this.call.cancel();
     this.client.close();
