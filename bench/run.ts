@@ -1,15 +1,30 @@
 // `npm run bench`: every benchmark in turn, each printing a table with its setup.
+// `npm run bench -- push-scale consul` runs only the named scenarios (see docs/benchmarks.md).
 import { editLatency } from './edit-latency.js';
 import { kubernetesBench } from './kubernetes.js';
 import { pushFanout } from './push-fanout.js';
+import { pushScale } from './push-scale.js';
 import { warmStart } from './warm-start.js';
 import { consulBench } from './consul.js';
 import { zookeeperLatency } from './zookeeper.js';
 
+const SCENARIOS: Record<string, () => Promise<void>> = {
+  'edit-latency': editLatency,
+  'push-fanout': pushFanout,
+  'push-scale': () => pushScale(),
+  'warm-start': warmStart,
+  kubernetes: kubernetesBench,
+  consul: consulBench,
+  zookeeper: zookeeperLatency,
+};
+
+const chosen = process.argv.slice(2);
+for (const name of chosen) {
+  if (!SCENARIOS[name]) {
+    console.error(`unknown scenario "${name}" (known: ${Object.keys(SCENARIOS).join(', ')})`);
+    process.exit(2);
+  }
+}
 console.log(`Portolan benchmarks — node ${process.version}, ${new Date().toISOString()}`);
-await editLatency();
-await pushFanout();
-await warmStart();
-await kubernetesBench();
-await consulBench();
-await zookeeperLatency();
+for (const [name, run] of Object.entries(SCENARIOS))
+  if (chosen.length === 0 || chosen.includes(name)) await run();

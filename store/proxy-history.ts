@@ -46,6 +46,11 @@ export class ProxyHistoryTable {
     });
   }
 
+  /** Runs `fn` (several connects and disconnects) as one transaction: one commit, one fsync. */
+  batch(fn: () => void): void {
+    this.guard('proxy connection batch', () => this.db.transaction(fn)());
+  }
+
   disconnected(id: number, lastAcks: Record<string, unknown>, lastNacks: Record<string, unknown>): void {
     this.guard('proxy disconnect', () =>
       this.db

@@ -9,6 +9,7 @@ import type { ServiceDiscovery } from '../model/discovery.js';
 import type { Logger } from '../log/logger.js';
 import type { PortolanMetrics } from '../metrics/metrics.js';
 import { AdsConnection, StreamError, type PushObserver } from './ads-connection.js';
+import { BatchedConnectionLog, type ConnectionLog } from './connection-log.js';
 import { DeltaConnection } from './delta-connection.js';
 import { DEFAULT_FLOW_CONTROL, PushLimiter, type FlowControlOptions } from './flow-control.js';
 import type { GenerateContext } from './generator.js';
@@ -69,11 +70,7 @@ export type AdsAuthorizer = (
   call: grpc.ServerDuplexStream<Buffer, Buffer>,
 ) => { code: grpc.status; reason: string } | undefined;
 
-export interface ConnectionLog {
-  /** Returns an id to pass to `disconnected`. */
-  connected(nodeId: string, peer: string, kind: string): number | undefined;
-  disconnected(id: number, lastAcks: Record<string, unknown>, lastNacks: Record<string, unknown>): void;
-}
+export type { ConnectionLog } from './connection-log.js';
 
 type Connection = AdsConnection | DeltaConnection;
 
@@ -87,6 +84,7 @@ export class AdsServer {
   private readonly debouncer: PushDebouncer;
   private readonly unsubscribe: () => void;
   private readonly observer: PushObserver | undefined;
+  private readonly connectionLog: BatchedConnectionLog | undefined;
   private view: ServingView;
   private connectionCounter = 0;
   /** Pushes so far (one per debounced batch). */
@@ -96,6 +94,7 @@ export class AdsServer {
 
   constructor(private readonly options: AdsServerOptions) {
     this.generators = options.generators ?? new GeneratorTable();
+    this.connectionLog = options.connectionLog && new BatchedConnectionLog(options.connectionLog);
     this.view = { generation: 0, catalog: options.discovery.catalog() };
     this.cache = new ResourceCache((proxy) => this.context(proxy));
     this.limiter = new PushLimiter({ ...DEFAULT_FLOW_CONTROL, ...options.flowControl });
@@ -147,6 +146,7 @@ export class AdsServer {
   }
 
   stop(): void {
+    this.connectionLog?.flush();
     this.debouncer.stop();
     this.limiter.stop();
     this.unsubscribe();
@@ -237,7 +237,7 @@ export class AdsServer {
     };
   }
 
-  private logDisconnect(logId: number, conn: AdsConnection): void {
+  private logDisconnect(logId: object, conn: AdsConnection): void {
     const acks: Record<string, unknown> = {};
     const nacks: Record<string, unknown> = {};
     for (const typeUrl of conn.state.watchedTypes()) {
@@ -245,7 +245,7 @@ export class AdsServer {
       if (t?.ackedVersion) acks[shortTypeName(typeUrl)] = { version: t.ackedVersion, at: t.ackedAt };
       if (t?.nack) nacks[shortTypeName(typeUrl)] = t.nack;
     }
-    this.options.connectionLog?.disconnected(logId, acks, nacks);
+    this.connectionLog?.disconnected(logId, acks, nacks);
   }
 
   private handleStream(
@@ -283,7 +283,7 @@ export class AdsServer {
     else this.deltaConnections.set(id, conn);
     log.debug({ conn: id, peer, api }, 'ADS stream opened');
     let logged = false;
-    let logId: number | undefined;
+    let logId: object | undefined;
     const close = (reason: string): void => {
       if (closed) return;
       closed = true;
@@ -307,7 +307,7 @@ export class AdsServer {
         if (!logged && conn.proxy) {
           logged = true;
           log.info({ conn: id, peer, api, node: conn.proxy.id, kind: conn.proxy.kind }, 'ADS stream opened');
-          logId = this.options.connectionLog?.connected(conn.proxy.id, peer, conn.proxy.kind);
+          logId = this.connectionLog?.connected(conn.proxy.id, peer, conn.proxy.kind);
         }
       } catch (err) {
         const code = err instanceof StreamError ? err.code : grpc.status.INVALID_ARGUMENT;

@@ -63,9 +63,9 @@ export class MockRegistry extends StateBackedRegistry {
     return true;
   }
 
+  // Every mutation stores a new list for its host and never changes a stored one, so snapshots can
+  // share the lists: unchanged hosts keep their identity and the snapshot diff skips them.
   private publish(): void {
-    const endpoints = new Map<string, readonly Endpoint[]>();
-    for (const [host, list] of this.endpoints) endpoints.set(host, [...list]);
-    this.state.replace({ services: new Map(this.services), endpoints });
+    this.state.replace({ services: new Map(this.services), endpoints: new Map(this.endpoints) });
   }
 }

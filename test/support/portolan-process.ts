@@ -23,11 +23,12 @@ export interface ExitInfo {
 
 export async function startPortolanProcess(
   args: readonly string[],
-  { timeoutMs = 20_000 } = {},
+  { timeoutMs = 20_000, nodeArgs = [] }: { timeoutMs?: number; nodeArgs?: readonly string[] } = {},
 ): Promise<PortolanProcess> {
   const child = spawn(
     process.execPath,
     [
+      ...nodeArgs,
       MAIN,
       'serve',
       '--xds-addr',

@@ -1,0 +1,129 @@
+// A load-generator process (forked by bench/push-scale.ts): opens simulated proxy streams against an
+// ADS server, many per HTTP/2 connection or one each, and answers the parent's questions over IPC.
+import * as grpc from '@grpc/grpc-js';
+import { SimStream, type StreamSpec } from './sim-stream.js';
+
+export type ToGenerator =
+  | {
+      readonly cmd: 'open';
+      readonly address: string;
+      readonly streams: readonly StreamSpec[];
+      /** Streams sharing one connection (1: a connection per stream). */
+      readonly perConnection: number;
+      readonly clusters: readonly string[];
+    }
+  | { readonly cmd: 'status' }
+  | { readonly cmd: 'marks'; readonly changes: number }
+  | { readonly cmd: 'close' };
+
+export interface GeneratorStatus {
+  readonly ev: 'status';
+  readonly open: number;
+  readonly configured: number;
+  readonly errors: number;
+  readonly lastConfiguredAt: number;
+  readonly firstError?: string;
+  readonly responses: number;
+  readonly bytes: number;
+}
+
+/** Per change seq: across this process's recording streams, the earliest and latest first arrival. */
+export interface GeneratorMarks {
+  readonly ev: 'marks';
+  readonly first: number[];
+  readonly last: number[];
+  /** How many recording streams received each change. */
+  readonly reached: number[];
+  readonly recording: number;
+}
+
+const streams: SimStream[] = [];
+const clients: grpc.Client[] = [];
+const specs: StreamSpec[] = [];
+
+function reply(message: GeneratorStatus | GeneratorMarks | { ev: 'opened' } | { ev: 'closed' }): void {
+  process.send?.(message);
+}
+
+function open(msg: Extract<ToGenerator, { cmd: 'open' }>): void {
+  let client: grpc.Client | undefined;
+  msg.streams.forEach((spec, i) => {
+    if (!client || i % msg.perConnection === 0) {
+      // A private subchannel pool: grpc-js would otherwise share one connection between clients.
+      client = new grpc.Client(msg.address, grpc.credentials.createInsecure(), {
+        'grpc.use_local_subchannel_pool': 1,
+        'grpc.max_receive_message_length': 64 * 1024 * 1024,
+      });
+      clients.push(client);
+    }
+    streams.push(new SimStream(client, spec, msg.clusters));
+    specs.push(spec);
+  });
+  reply({ ev: 'opened' });
+}
+
+function status(): GeneratorStatus {
+  let configured = 0;
+  let errors = 0;
+  let last = 0;
+  let responses = 0;
+  let bytes = 0;
+  let firstError: string | undefined;
+  for (const s of streams) {
+    if (s.configuredAt !== undefined) {
+      configured += 1;
+      last = Math.max(last, s.configuredAt);
+    }
+    if (s.error) {
+      errors += 1;
+      firstError ??= s.error;
+    }
+    responses += s.responses;
+    bytes += s.bytes;
+  }
+  return {
+    ev: 'status',
+    open: streams.length,
+    configured,
+    errors,
+    lastConfiguredAt: last,
+    ...(firstError && { firstError }),
+    responses,
+    bytes,
+  };
+}
+
+// A stream has change c once it received any marker >= c (pushes merge changes; the latest wins).
+function marks(changes: number): GeneratorMarks {
+  const first = new Array<number>(changes + 1).fill(Infinity);
+  const last = new Array<number>(changes + 1).fill(0);
+  const reached = new Array<number>(changes + 1).fill(0);
+  let recording = 0;
+  streams.forEach((s, i) => {
+    if (!specs[i]?.record) return;
+    recording += 1;
+    let c = 1;
+    for (const [seq, at] of s.marks) {
+      for (; c <= Math.min(seq, changes); c++) {
+        first[c] = Math.min(first[c] ?? Infinity, at);
+        last[c] = Math.max(last[c] ?? 0, at);
+        reached[c] = (reached[c] ?? 0) + 1;
+      }
+    }
+  });
+  return { ev: 'marks', first, last, reached, recording };
+}
+
+process.on('message', (msg: ToGenerator) => {
+  if (msg.cmd === 'open') open(msg);
+  else if (msg.cmd === 'status') reply(status());
+  else if (msg.cmd === 'marks') reply(marks(msg.changes));
+  else if (msg.cmd === 'close') {
+    for (const s of streams) s.close();
+    for (const c of clients) c.close();
+    reply({ ev: 'closed' });
+    setTimeout(() => process.exit(0), 200);
+  }
+});
+
+process.on('disconnect', () => process.exit(0));

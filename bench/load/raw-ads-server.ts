@@ -1,0 +1,102 @@
+// The limit to compare against (forked by bench/push-scale.ts): a minimal grpc-js ADS server that
+// answers every first request of a type with a pre-encoded response and, on command, writes one
+// pre-encoded EDS response (identical bytes for every stream) to all of its streams. No protocol
+// state, no generation, no flow control: what grpc-js itself costs for the same fan-out.
+import * as grpc from '@grpc/grpc-js';
+import { encodeResource } from '../../xds/resource.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../xds/type-urls.js';
+import { encodeDiscoveryResponse } from '../../xds/wire.js';
+import { readHead } from './wire-lite.js';
+
+export type ToRawServer =
+  { readonly cmd: 'push'; readonly addresses: readonly string[] } | { readonly cmd: 'close' };
+
+const identity = (b: Buffer): Buffer => b;
+const streams = new Set<grpc.ServerDuplexStream<Buffer, Buffer>>();
+let nonce = 0;
+
+/** A load assignment for `cluster` with these addresses, as one DiscoveryResponse. */
+function edsResponse(cluster: string, addresses: readonly string[]): Buffer {
+  const cla = encodeResource(ENDPOINT, cluster, {
+    cluster_name: cluster,
+    endpoints: [
+      {
+        locality: { region: '', zone: '', sub_zone: '' },
+        load_balancing_weight: { value: addresses.length },
+        lb_endpoints: addresses.map((address) => ({
+          endpoint: { address: { socket_address: { address, port_value: 9000 } } },
+          health_status: 'HEALTHY',
+          load_balancing_weight: { value: 1 },
+        })),
+      },
+    ],
+  });
+  return encodeDiscoveryResponse({
+    versionInfo: `v${++nonce}`,
+    resources: [cla],
+    typeUrl: ENDPOINT,
+    nonce: `${nonce}`,
+  });
+}
+
+const CLUSTER_NAME = process.argv[2] ?? 'outbound|7070||svc-0.bench.internal';
+let current = edsResponse(CLUSTER_NAME, ['10.200.0.0']);
+const empty = new Map(
+  [LISTENER, ROUTE, CLUSTER].map((t) => [
+    t,
+    encodeDiscoveryResponse({ versionInfo: 'v0', resources: [], typeUrl: t, nonce: '0' }),
+  ]),
+);
+
+const server = new grpc.Server();
+server.addService(
+  {
+    StreamAggregatedResources: {
+      path: '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
+      requestStream: true,
+      responseStream: true,
+      requestSerialize: identity,
+      requestDeserialize: identity,
+      responseSerialize: identity,
+      responseDeserialize: identity,
+    },
+  },
+  {
+    StreamAggregatedResources: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+      const answered = new Set<string>();
+      call.on('data', (bytes: Buffer) => {
+        // Requests carry type_url as field 4, like responses: the lite reader serves both.
+        const { typeUrl } = readHead(bytes);
+        if (answered.has(typeUrl)) return;
+        answered.add(typeUrl);
+        if (typeUrl === ENDPOINT) streams.add(call);
+        call.write(typeUrl === ENDPOINT ? current : (empty.get(typeUrl) ?? current));
+      });
+      const drop = (): void => {
+        streams.delete(call);
+      };
+      call.on('end', () => {
+        drop();
+        call.end();
+      });
+      call.on('cancelled', drop);
+      call.on('error', drop);
+    },
+  },
+);
+
+server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, port) => {
+  if (err) throw err;
+  process.send?.({ ev: 'listening', port });
+});
+
+process.on('message', (msg: ToRawServer) => {
+  if (msg.cmd === 'push') {
+    current = edsResponse(CLUSTER_NAME, msg.addresses);
+    for (const call of streams) call.write(current);
+  } else if (msg.cmd === 'close') {
+    server.forceShutdown();
+    process.exit(0);
+  }
+});
+process.on('disconnect', () => process.exit(0));

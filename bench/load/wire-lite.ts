@@ -1,0 +1,76 @@
+// Just enough of the xDS wire for a load generator that must stay cheap: the top-level fields of a
+// (Delta)DiscoveryResponse without decoding any resource, and the marker address an endpoint change
+// carries, read straight from the bytes.
+
+export interface ResponseHead {
+  readonly versionInfo: string;
+  readonly typeUrl: string;
+  readonly nonce: string;
+  readonly resources: number;
+}
+
+function varint(buf: Buffer, pos: number): [number, number] {
+  let result = 0;
+  let shift = 0;
+  for (;;) {
+    const b = buf[pos++] ?? 0;
+    result += (b & 0x7f) * 2 ** shift;
+    if (b < 0x80) return [result, pos];
+    shift += 7;
+  }
+}
+
+/** Fields 1 (version), 2 (resources, counted), 4 (type_url), 5 (nonce): the same in SotW and delta. */
+export function readHead(buf: Buffer): ResponseHead {
+  let pos = 0;
+  let versionInfo = '';
+  let typeUrl = '';
+  let nonce = '';
+  let resources = 0;
+  while (pos < buf.length) {
+    let tag;
+    [tag, pos] = varint(buf, pos);
+    const field = Math.floor(tag / 8);
+    const wire = tag & 7;
+    if (wire === 0) {
+      [, pos] = varint(buf, pos);
+      continue;
+    }
+    if (wire !== 2) throw new Error(`unexpected wire type ${wire}`);
+    let len;
+    [len, pos] = varint(buf, pos);
+    if (field === 1) versionInfo = buf.toString('utf8', pos, pos + len);
+    else if (field === 2) resources += 1;
+    else if (field === 4) typeUrl = buf.toString('utf8', pos, pos + len);
+    else if (field === 5) nonce = buf.toString('utf8', pos, pos + len);
+    pos += len;
+  }
+  return { versionInfo, typeUrl, nonce, resources };
+}
+
+const MARKER = Buffer.from('10.200.');
+
+/** The endpoint-change sequence number a response carries (address 10.200.HI.LO), or -1. */
+export function markerSeq(buf: Buffer): number {
+  let best = -1;
+  for (let at = buf.indexOf(MARKER); at >= 0; at = buf.indexOf(MARKER, at + 1)) {
+    let pos = at + MARKER.length;
+    let hi = 0;
+    let lo = 0;
+    while ((buf[pos] ?? 0) >= 48 && (buf[pos] ?? 0) <= 57) hi = hi * 10 + (buf[pos++] ?? 48) - 48;
+    if (buf[pos++] !== 46) continue;
+    while ((buf[pos] ?? 0) >= 48 && (buf[pos] ?? 0) <= 57) lo = lo * 10 + (buf[pos++] ?? 48) - 48;
+    best = Math.max(best, hi * 256 + lo);
+  }
+  return best;
+}
+
+/** The address that marks endpoint change `seq`. */
+export function markerAddress(seq: number): string {
+  return `10.200.${Math.floor(seq / 256)}.${seq % 256}`;
+}
+
+/** Milliseconds since the epoch at sub-millisecond resolution, comparable across processes. */
+export function wallNow(): number {
+  return performance.timeOrigin + performance.now();
+}

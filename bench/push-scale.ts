@@ -1,0 +1,470 @@
+// Push machinery at scale: a real `portolan serve --registries mock` child process with 1,000
+// services × 10 endpoints, simulated proxies in separate load-generator processes (grpc-js), and,
+// for comparison, a minimal grpc-js server that fans out pre-encoded identical responses. Measures
+// the connect storm, RSS per stream, idle CPU, convergence under steady endpoint churn, CPU per push,
+// and fan-out throughput against that limit. Writes its table into docs/benchmarks.md.
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { startPortolanProcess, type PortolanProcess } from '../test/support/portolan-process.js';
+import type { GeneratorMarks, GeneratorStatus, ToGenerator } from './load/load-generator.js';
+import type { StreamSpec } from './load/sim-stream.js';
+import { markerAddress, wallNow } from './load/wire-lite.js';
+import { percentile, printTable } from './table.js';
+
+const SERVICES = 1000;
+const ENDPOINTS = 10;
+const CHANGE_RATE = 50; // endpoint changes per second
+const CHURN_SECONDS = 10;
+const IDLE_SECONDS = 10;
+const GENERATORS = 2;
+const QUIET_MS = 100;
+const CLK_TCK = 100;
+
+const host = (i: number): string => `svc-${i}.bench.internal`;
+const WATCHED = host(0);
+const clusters = Array.from({ length: SERVICES }, (_, i) => `outbound|7070||${host(i)}`);
+
+interface Group {
+  readonly name: string;
+  readonly share: number;
+  readonly style: 'grpc' | 'envoy';
+  readonly api: 'sotw' | 'delta';
+  readonly perConnection: number;
+  readonly watchesChanged: boolean;
+}
+
+// Half the streams watch the service whose endpoints churn; the mix covers both client styles, both
+// protocol variants, and many streams per connection as well as one stream per connection.
+const GROUPS: readonly Group[] = [
+  {
+    name: 'gRPC SotW, 100/conn, watching',
+    share: 0.3,
+    style: 'grpc',
+    api: 'sotw',
+    perConnection: 100,
+    watchesChanged: true,
+  },
+  {
+    name: 'gRPC SotW, 1/conn, watching',
+    share: 0.1,
+    style: 'grpc',
+    api: 'sotw',
+    perConnection: 1,
+    watchesChanged: true,
+  },
+  {
+    name: 'gRPC delta, 100/conn, watching',
+    share: 0.1,
+    style: 'grpc',
+    api: 'delta',
+    perConnection: 100,
+    watchesChanged: true,
+  },
+  {
+    name: 'gRPC SotW, 100/conn, others',
+    share: 0.29,
+    style: 'grpc',
+    api: 'sotw',
+    perConnection: 100,
+    watchesChanged: false,
+  },
+  {
+    name: 'gRPC delta, 100/conn, others',
+    share: 0.19,
+    style: 'grpc',
+    api: 'delta',
+    perConnection: 100,
+    watchesChanged: false,
+  },
+  {
+    name: 'Envoy SotW (wildcard CDS/LDS, all EDS)',
+    share: 0.005,
+    style: 'envoy',
+    api: 'sotw',
+    perConnection: 1,
+    watchesChanged: false,
+  },
+  {
+    name: 'Envoy delta (wildcard CDS/LDS, all EDS)',
+    share: 0.005,
+    style: 'envoy',
+    api: 'delta',
+    perConnection: 1,
+    watchesChanged: false,
+  },
+];
+
+const GENERATOR_MAIN = fileURLToPath(new URL('./load/load-generator.js', import.meta.url));
+const RAW_MAIN = fileURLToPath(new URL('./load/raw-ads-server.js', import.meta.url));
+
+/** A forked helper process, talked to over IPC, stopped by PID. */
+class Helper {
+  private readonly waiters: ((msg: Record<string, unknown>) => void)[] = [];
+  constructor(readonly child: ChildProcess) {
+    child.on('message', (msg: Record<string, unknown>) => this.waiters.shift()?.(msg));
+  }
+  static start(main: string, args: string[] = []): Helper {
+    return new Helper(
+      fork(main, args, {
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        execArgv: ['--max-old-space-size=4096'],
+      }),
+    );
+  }
+  next<T>(): Promise<T> {
+    return new Promise((resolve) => this.waiters.push((m) => resolve(m as T)));
+  }
+  ask<T>(msg: object): Promise<T> {
+    const reply = this.next<T>();
+    this.child.send(msg);
+    return reply;
+  }
+  async stop(): Promise<void> {
+    const pid = this.child.pid;
+    if (!pid || this.child.exitCode !== null) return;
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    try {
+      this.child.send({ cmd: 'close' });
+    } catch {
+      // IPC already closed
+    }
+    const done = await Promise.race([exited.then(() => true), sleep(3000).then(() => false)]);
+    if (!done) process.kill(pid, 'SIGKILL');
+  }
+}
+
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+}
+
+function rssBytes(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(m?.[1] ?? 0) * 1024;
+}
+
+async function put(base: string, path: string, body: unknown): Promise<void> {
+  const res = await fetch(`${base}${path}`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!res.ok) throw new Error(`PUT ${path}: ${res.status} ${await res.text()}`);
+}
+
+const endpointsOf = (i: number): { address: string; ports: { grpc: number } }[] =>
+  Array.from({ length: ENDPOINTS }, (_, j) => ({
+    address: `11.${Math.floor(i / 250)}.${i % 250}.${j + 1}`,
+    ports: { grpc: 9000 },
+  }));
+
+async function populate(base: string): Promise<void> {
+  const work = Array.from({ length: SERVICES }, (_, i) => i);
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      for (let i = work.shift(); i !== undefined; i = work.shift()) {
+        await put(base, `/mock/services/${host(i)}`, {
+          ports: [{ name: 'grpc', number: 7070, protocol: 'GRPC' }],
+        });
+        await put(base, `/mock/services/${host(i)}/endpoints`, endpointsOf(i));
+      }
+    }),
+  );
+}
+
+/** The stream specs for `n` streams, dealt to the generators so each gets a share of every group. */
+function deal(n: number): { group: Group; perGenerator: StreamSpec[][] }[] {
+  let serial = 0;
+  return GROUPS.map((group) => {
+    const count = Math.max(group.style === 'envoy' ? 1 : 0, Math.round(n * group.share));
+    const perGenerator: StreamSpec[][] = Array.from({ length: GENERATORS }, () => []);
+    for (let i = 0; i < count; i++) {
+      const s = serial++;
+      perGenerator[i % GENERATORS]?.push({
+        id: `bench-${s}`,
+        style: group.style,
+        api: group.api,
+        host: group.watchesChanged ? WATCHED : host(1 + (s % (SERVICES - 1))),
+        record: group.watchesChanged,
+      });
+    }
+    return { group, perGenerator };
+  });
+}
+
+async function statusOf(generators: readonly Helper[]): Promise<GeneratorStatus[]> {
+  return Promise.all(generators.map((g) => g.ask<GeneratorStatus>({ cmd: 'status' } satisfies ToGenerator)));
+}
+
+/** Opens the streams and waits until every one holds its full config; returns seconds taken. */
+async function connectStorm(
+  generators: readonly Helper[],
+  address: string,
+  dealt: ReturnType<typeof deal>,
+  timeoutMs: number,
+): Promise<{ seconds: number; configured: number; total: number; errors: number; firstError?: string }> {
+  const started = wallNow();
+  for (const { group, perGenerator } of dealt) {
+    await Promise.all(
+      generators.map((g, i) =>
+        g.ask({
+          cmd: 'open',
+          address,
+          streams: perGenerator[i] ?? [],
+          perConnection: group.perConnection,
+          clusters,
+        } satisfies ToGenerator),
+      ),
+    );
+  }
+  const total = dealt.reduce((n, d) => n + d.perGenerator.reduce((m, l) => m + l.length, 0), 0);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const all = await statusOf(generators);
+    const configured = all.reduce((n, s) => n + s.configured, 0);
+    const errors = all.reduce((n, s) => n + s.errors, 0);
+    const firstError = all.find((s) => s.firstError)?.firstError;
+    if (configured === total || Date.now() > deadline) {
+      const last = Math.max(...all.map((s) => s.lastConfiguredAt));
+      return {
+        seconds: (last - started) / 1000,
+        configured,
+        total,
+        errors,
+        ...(firstError && { firstError }),
+      };
+    }
+    await sleep(250);
+  }
+}
+
+interface ChurnResult {
+  readonly convergence: number[];
+  readonly spreads: number[];
+  readonly missed: number;
+  readonly recording: number;
+}
+
+/** Makes `count` marked endpoint changes at CHANGE_RATE through `apply`, then reads the arrivals. */
+async function churn(
+  generators: readonly Helper[],
+  count: number,
+  apply: (seq: number) => Promise<void> | void,
+): Promise<ChurnResult> {
+  const changedAt: number[] = [];
+  const start = wallNow();
+  for (let seq = 1; seq <= count; seq++) {
+    const due = start + ((seq - 1) * 1000) / CHANGE_RATE;
+    const wait = due - wallNow();
+    if (wait > 0) await sleep(wait);
+    changedAt[seq] = wallNow();
+    await apply(seq);
+  }
+  await sleep(3000);
+  const all = await Promise.all(
+    generators.map((g) => g.ask<GeneratorMarks>({ cmd: 'marks', changes: count } satisfies ToGenerator)),
+  );
+  const recording = all.reduce((n, m) => n + m.recording, 0);
+  const convergence: number[] = [];
+  const spreads: number[] = [];
+  let missed = 0;
+  for (let c = 1; c <= count; c++) {
+    const reached = all.reduce((n, m) => n + (m.reached[c] ?? 0), 0);
+    if (reached < recording) missed += 1;
+    const last = Math.max(...all.map((m) => m.last[c] ?? 0));
+    const first = Math.min(...all.map((m) => m.first[c] ?? Infinity));
+    convergence.push(last - (changedAt[c] ?? 0));
+    if (Number.isFinite(first)) spreads.push(last - first);
+  }
+  return { convergence, spreads, missed, recording };
+}
+
+const fmt = (n: number, digits = 1): string => n.toFixed(digits);
+const mib = (b: number): string => `${(b / 2 ** 20).toFixed(0)} MiB`;
+
+function sorted(xs: readonly number[]): number[] {
+  return [...xs].sort((a, b) => a - b);
+}
+
+export async function pushScale(
+  streamCount = Number(process.env.PUSH_SCALE_STREAMS ?? 10_000),
+): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'portolan-push-scale-'));
+  const helpers: Helper[] = [];
+  let portolan: PortolanProcess | undefined;
+  try {
+    // PUSH_SCALE_PROFILE=DIR: the server writes a V8 CPU profile there when it stops (node --cpu-prof).
+    const profileDir = process.env.PUSH_SCALE_PROFILE;
+    const starting = startPortolanProcess(
+      ['--registries', 'mock', '--data-dir', dataDir, '--push-window', `${QUIET_MS}ms`],
+      { timeoutMs: 60_000, nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [] },
+    );
+    portolan = await starting;
+    const pid = portolan.pid;
+    await populate(portolan.httpBase);
+    await sleep(1000);
+    const rssBefore = rssBytes(pid);
+
+    const generators = Array.from({ length: GENERATORS }, () => Helper.start(GENERATOR_MAIN));
+    helpers.push(...generators);
+    const dealt = deal(streamCount);
+    const storm = await connectStorm(generators, portolan.xdsAddress, dealt, 180_000);
+    await sleep(2000);
+    const rssAfter = rssBytes(pid);
+
+    const idleFrom = cpuSeconds(pid);
+    await sleep(IDLE_SECONDS * 1000);
+    const idleCpu = (cpuSeconds(pid) - idleFrom) / IDLE_SECONDS;
+
+    const metricsBefore = await pushCount(portolan.httpBase);
+    const cpuFrom = cpuSeconds(pid);
+    const base = portolan.httpBase;
+    const changes = CHANGE_RATE * CHURN_SECONDS;
+    const result = await churn(generators, changes, (seq) =>
+      put(base, `/mock/services/${WATCHED}/endpoints`, [
+        ...endpointsOf(0).slice(1),
+        { address: markerAddress(seq), ports: { grpc: 9000 } },
+      ]),
+    );
+    const cpuChurn = cpuSeconds(pid) - cpuFrom;
+    const pushes = (await pushCount(base)) - metricsBefore;
+    const rssChurn = rssBytes(pid);
+    const status = await statusOf(generators);
+    await Promise.all(generators.map((g) => g.stop()));
+    await portolan.stop();
+    portolan = undefined;
+
+    const limit = await rawLimit(result.recording, changes);
+
+    const conv = sorted(result.convergence);
+    const portolanRate = result.recording / (percentile(sorted(result.spreads), 50) / 1000);
+    const rawRate = limit.recording / (percentile(sorted(limit.spreads), 50) / 1000);
+    const perStream = (rssAfter - rssBefore) / Math.max(1, storm.configured);
+    const rows: Record<string, string>[] = [
+      {
+        measurement: 'streams configured / opened',
+        result: `${storm.configured} / ${storm.total} (errors: ${storm.errors}${storm.firstError ? `, first: ${storm.firstError}` : ''})`,
+        target: '10,000',
+      },
+      {
+        measurement: 'connect storm: all streams fully configured',
+        result: `${fmt(storm.seconds)} s`,
+        target: '≤ 30 s',
+      },
+      {
+        measurement: 'server RSS: before streams / with all streams / after churn',
+        result: `${mib(rssBefore)} / ${mib(rssAfter)} / ${mib(rssChurn)}`,
+        target: '≤ 1 GB',
+      },
+      { measurement: 'server RSS per connected stream', result: `${fmt(perStream / 1024)} KiB`, target: '' },
+      {
+        measurement: `idle server CPU (${IDLE_SECONDS} s, all streams open)`,
+        result: `${fmt(idleCpu * 100, 2)} % of a core`,
+        target: '≤ 2 %',
+      },
+      {
+        measurement: `convergence, change → last of ${result.recording} watching streams: p50 / p99 / max`,
+        result: `${fmt(percentile(conv, 50), 0)} / ${fmt(percentile(conv, 99), 0)} / ${fmt(conv.at(-1) ?? NaN, 0)} ms`,
+        target: `p99 ≤ ${QUIET_MS + 250} ms`,
+      },
+      {
+        measurement: 'changes not reaching every watching stream',
+        result: String(result.missed),
+        target: '0',
+      },
+      {
+        measurement: `pushes for ${changes} changes; server CPU per push`,
+        result: `${pushes}; ${fmt((cpuChurn / Math.max(1, pushes)) * 1000, 0)} ms`,
+        target: '',
+      },
+      {
+        measurement: 'fan-out: responses/s to watching streams, Portolan / raw grpc-js limit',
+        result: `${fmt(portolanRate, 0)} / ${fmt(rawRate, 0)} = ${fmt(portolanRate / rawRate, 2)}`,
+        target: '≥ 0.7',
+      },
+      {
+        measurement: 'responses / bytes received by the load generators',
+        result: `${status.reduce((n, s) => n + s.responses, 0)} / ${mib(status.reduce((n, s) => n + s.bytes, 0))}`,
+        target: '',
+      },
+    ];
+    const setup =
+      `push-scale: portolan serve --registries mock (child process), ${SERVICES} services × ${ENDPOINTS} endpoints, ` +
+      `push window ${QUIET_MS} ms, defaults otherwise; ${storm.total} streams from ${GENERATORS} load-generator processes ` +
+      `(${dealt.map((d) => `${d.perGenerator.reduce((n, l) => n + l.length, 0)} ${d.group.name}`).join('; ')}); ` +
+      `${changes} endpoint changes of ${WATCHED} at ${CHANGE_RATE}/s; node ${process.version}, ${new Date().toISOString()}.`;
+    printTable(setup, rows);
+    writeSection(setup, rows);
+  } finally {
+    await portolan?.stop();
+    for (const h of helpers) await h.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function pushCount(base: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  let total = 0;
+  for (const m of text.matchAll(/^portolan_xds_pushes_total\{[^}]*\} (\d+)/gm)) total += Number(m[1]);
+  return total;
+}
+
+/** The same fan-out (the watching streams, gRPC SotW, 100 per connection) against the raw server. */
+async function rawLimit(watchers: number, changes: number): Promise<ChurnResult> {
+  const server = Helper.start(RAW_MAIN, [`outbound|7070||${WATCHED}`]);
+  const generators = Array.from({ length: GENERATORS }, () => Helper.start(GENERATOR_MAIN));
+  try {
+    const { port } = await server.next<{ port: number }>();
+    const specs: StreamSpec[][] = Array.from({ length: GENERATORS }, () => []);
+    for (let i = 0; i < watchers; i++)
+      specs[i % GENERATORS]?.push({
+        id: `raw-${i}`,
+        style: 'grpc',
+        api: 'sotw',
+        host: WATCHED,
+        record: true,
+      });
+    const dealt = [{ group: GROUPS[0] as Group, perGenerator: specs }];
+    await connectStorm(generators, `127.0.0.1:${port}`, dealt, 120_000);
+    // The raw server pushes at Portolan's batching cadence: every change window's latest state.
+    const every = Math.round((2 * QUIET_MS * CHANGE_RATE) / 1000);
+    return await churn(generators, changes, (seq) => {
+      if (seq % every !== 0 && seq !== changes) return;
+      server.child.send({
+        cmd: 'push',
+        addresses: [
+          ...endpointsOf(0)
+            .slice(1)
+            .map((e) => e.address),
+          markerAddress(seq),
+        ],
+      });
+    });
+  } finally {
+    for (const g of generators) await g.stop();
+    await server.stop();
+  }
+}
+
+const BEGIN = '<!-- push-scale:begin -->';
+const END = '<!-- push-scale:end -->';
+
+/** Replaces the push-scale table in docs/benchmarks.md (between its markers). */
+function writeSection(setup: string, rows: readonly Record<string, string>[]): void {
+  const path = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));
+  const doc = readFileSync(path, 'utf8');
+  const start = doc.indexOf(BEGIN);
+  const end = doc.indexOf(END);
+  if (start < 0 || end < start) return;
+  const table = [
+    '| measurement | result | target |',
+    '| --- | --- | --- |',
+    ...rows.map((r) => `| ${r.measurement} | ${r.result} | ${r.target} |`),
+  ].join('\n');
+  const section = `${BEGIN}\n\n${setup}\n\n${table}\n\n${END}`;
+  writeFileSync(path, doc.slice(0, start) + section + doc.slice(end + END.length));
+}
