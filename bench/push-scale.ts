@@ -66,7 +66,7 @@ const GROUPS: readonly Group[] = [
   },
   {
     name: 'gRPC SotW, 100/conn, others',
-    share: 0.29,
+    share: 0.3,
     style: 'grpc',
     api: 'sotw',
     perConnection: 100,
@@ -127,11 +127,8 @@ class Helper {
     const pid = this.child.pid;
     if (!pid || this.child.exitCode !== null) return;
     const exited = new Promise((resolve) => this.child.once('exit', resolve));
-    try {
-      this.child.send({ cmd: 'close' });
-    } catch {
-      // IPC already closed
-    }
+    this.child.on('error', () => {}); // a closed IPC channel: the kill below still applies
+    if (this.child.connected) this.child.send({ cmd: 'close' });
     const done = await Promise.race([exited.then(() => true), sleep(3000).then(() => false)]);
     if (!done) process.kill(pid, 'SIGKILL');
   }
@@ -313,7 +310,8 @@ export async function pushScale(
     helpers.push(...generators);
     const dealt = deal(streamCount);
     const storm = await connectStorm(generators, portolan.xdsAddress, dealt, 180_000);
-    await sleep(2000);
+    // Let the storm's garbage be collected before calling the server idle.
+    await sleep(10_000);
     const rssAfter = rssBytes(pid);
 
     const idleFrom = cpuSeconds(pid);

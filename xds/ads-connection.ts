@@ -12,6 +12,7 @@ import type { EncodedResource } from './resource.js';
 import { ownResponse, type ResponseCache, type SharedResponse } from './response-cache.js';
 import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
 import { StreamState } from './stream-state.js';
+import type { SubscriptionIndex } from './subscription-index.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE, shortTypeName } from './type-urls.js';
 import { appendNonce, type DiscoveryRequest } from './wire.js';
 
@@ -30,6 +31,8 @@ export interface ConnectionDeps {
   readonly send: (bytes: Buffer, drained: () => void) => void;
   readonly logger: Logger;
   readonly observer?: PushObserver;
+  /** Where the stream's subscriptions are indexed for the server's push fan-out. */
+  readonly index?: SubscriptionIndex<object>;
 }
 
 /** A request the server must refuse; the stream ends with this gRPC status. */
@@ -114,6 +117,8 @@ export class AdsConnection {
     }
     if (!outcome.respond) return;
     this.typeView(req.typeUrl).subKey = this.subscriptionKey(req.typeUrl);
+    const sub = this.state.subscription(req.typeUrl);
+    if (sub) this.deps.index?.update(this, this.proxyInfo.kind, req.typeUrl, sub.names, sub.wildcard);
     this.pump.mark(req.typeUrl, { force: true, full: true });
     this.pump.kick();
   }

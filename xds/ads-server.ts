@@ -20,6 +20,7 @@ import { DEFAULT_DEBOUNCE, PushDebouncer, type MergedChange } from './push-debou
 import { ResourceCache } from './resource-cache.js';
 import { ResponseCache } from './response-cache.js';
 import type { PushRound } from './stream-pump.js';
+import { SubscriptionIndex } from './subscription-index.js';
 import { shortTypeName } from './type-urls.js';
 import { decodeDeltaDiscoveryRequest, decodeDiscoveryRequest } from './wire.js';
 import type { Catalog } from '../model/catalog.js';
@@ -79,6 +80,7 @@ export class AdsServer {
   private readonly deltaConnections = new Map<string, DeltaConnection>();
   private readonly cache: ResourceCache;
   private readonly responses = new ResponseCache();
+  private readonly index = new SubscriptionIndex<object>();
   private readonly limiter: PushLimiter;
   private readonly generators: GeneratorTable;
   private readonly debouncer: PushDebouncer;
@@ -211,8 +213,11 @@ export class AdsServer {
     metrics?.pushes.inc({ kind });
     const changes = this.cache.apply(event);
     const round = this.round(change.firstSeen, kind);
-    for (const conn of this.connections.values()) if (conn.onChange(changes, round.member)) round.add();
-    for (const conn of this.deltaConnections.values()) if (conn.onChange(changes, round.member)) round.add();
+    // Only the streams that subscribe to something that changed (every stream on a config change).
+    const streams: Iterable<Connection> = changes.all
+      ? [...this.connections.values(), ...this.deltaConnections.values()]
+      : (this.index.affected(changes) as Set<Connection>);
+    for (const conn of streams) if (conn.onChange(changes, round.member)) round.add();
     metrics?.pushSeconds.observe({ kind }, (performance.now() - started) / 1000);
     round.sealed();
   }
@@ -270,6 +275,7 @@ export class AdsServer {
       cache: this.cache,
       responses: this.responses,
       limiter: this.limiter,
+      index: this.index,
       send: (bytes: Buffer, drained: () => void) => {
         if (closed) return;
         call.write(bytes, drained);
@@ -288,6 +294,7 @@ export class AdsServer {
       if (closed) return;
       closed = true;
       conn.close();
+      this.index.remove(conn);
       this.connections.delete(id);
       this.deltaConnections.delete(id);
       if (logId !== undefined && conn instanceof AdsConnection) this.logDisconnect(logId, conn);

@@ -62,6 +62,9 @@ export class DeltaConnection {
       this.deps.observer?.nack(req.typeUrl);
     }
     const { added, wildcardEntered, first } = outcome.changed;
+    const t = this.state.type(req.typeUrl);
+    if (t && (first || req.subscribe.length > 0 || req.unsubscribe.length > 0))
+      this.deps.index?.update(this, this.proxyInfo.kind, req.typeUrl, t.names, t.wildcard);
     if (first || wildcardEntered) this.pump.mark(req.typeUrl, { full: true, force: first });
     else if (added.length > 0) this.pump.mark(req.typeUrl, { names: added, force: true });
     else return;
