@@ -230,7 +230,7 @@ export class AdsConnection {
     this.state.recordSent(typeUrl, {
       version: response.version,
       nonce,
-      names: response.resources.map((r) => r.name),
+      names: response.names,
       at: new Date().toISOString(),
     });
     this.remember(typeUrl, response.resources, partial);

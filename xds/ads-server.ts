@@ -17,6 +17,7 @@ import { GeneratorTable } from './generators/index.js';
 import { proxyFromNode, type Proxy } from './proxy.js';
 import { decodeAny } from './protos.js';
 import { DEFAULT_DEBOUNCE, PushDebouncer, type MergedChange } from './push-debouncer.js';
+import { readPlainDeltaRequest, readPlainRequest } from './request-reader.js';
 import { ResourceCache } from './resource-cache.js';
 import { ResponseCache } from './response-cache.js';
 import type { PushRound } from './stream-pump.js';
@@ -298,12 +299,15 @@ export class AdsServer {
       this.connections.delete(id);
       this.deltaConnections.delete(id);
       if (logId !== undefined && conn instanceof AdsConnection) this.logDisconnect(logId, conn);
-      log.info({ conn: id, peer, node: conn.proxy?.id, reason }, 'ADS stream closed');
+      log.debug({ conn: id, peer, node: conn.proxy?.id, reason }, 'ADS stream closed');
     };
     call.on('data', (bytes: Buffer) => {
       if (closed) return;
       try {
-        const req = api === 'sotw' ? decodeDiscoveryRequest(bytes) : decodeDeltaDiscoveryRequest(bytes);
+        const req =
+          api === 'sotw'
+            ? (readPlainRequest(bytes) ?? decodeDiscoveryRequest(bytes))
+            : (readPlainDeltaRequest(bytes) ?? decodeDeltaDiscoveryRequest(bytes));
         if (authorize && !conn.proxy && req.node) {
           const refusal = authorize(proxyFromNode(req.node), call);
           if (refusal) throw new StreamError(refusal.code, refusal.reason);
@@ -313,7 +317,8 @@ export class AdsServer {
         else conn.handleRequest(req as ReturnType<typeof decodeDeltaDiscoveryRequest>);
         if (!logged && conn.proxy) {
           logged = true;
-          log.info({ conn: id, peer, api, node: conn.proxy.id, kind: conn.proxy.kind }, 'ADS stream opened');
+          // Per-stream lines are debug: at thousands of streams, synchronous log writes cost seconds.
+          log.debug({ conn: id, peer, api, node: conn.proxy.id, kind: conn.proxy.kind }, 'ADS stream opened');
           logId = this.connectionLog?.connected(conn.proxy.id, peer, conn.proxy.kind);
         }
       } catch (err) {

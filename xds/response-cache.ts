@@ -8,6 +8,8 @@ import { encodeResponseBody } from './wire.js';
 export interface SharedResponse {
   readonly version: string;
   readonly resources: readonly EncodedResource[];
+  /** The resources' names, shared by every stream that records this response as sent. */
+  readonly names: readonly string[];
   readonly body: Buffer;
 }
 
@@ -36,6 +38,7 @@ export class ResponseCache {
     const response = {
       version,
       resources: list,
+      names: list.map((r) => r.name),
       body: encodeResponseBody({ versionInfo: version, resources: list, typeUrl }),
     };
     slot.responses.set(key, response);
@@ -46,5 +49,10 @@ export class ResponseCache {
 /** Builds an uncached response (a stream-specific one, such as one that keeps removed resources). */
 export function ownResponse(typeUrl: string, resources: readonly EncodedResource[]): SharedResponse {
   const version = versionOf(resources);
-  return { version, resources, body: encodeResponseBody({ versionInfo: version, resources, typeUrl }) };
+  return {
+    version,
+    resources,
+    names: resources.map((r) => r.name),
+    body: encodeResponseBody({ versionInfo: version, resources, typeUrl }),
+  };
 }

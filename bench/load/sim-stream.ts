@@ -5,7 +5,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import { encodeDeltaDiscoveryRequest, encodeDiscoveryRequest } from '../../xds/wire.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../xds/type-urls.js';
-import { markerSeq, readHead, wallNow } from './wire-lite.js';
+import { deltaAck, markerSeq, readHead, sotwAck, wallNow } from './wire-lite.js';
 
 export type StreamStyle = 'grpc' | 'envoy';
 export type StreamApi = 'sotw' | 'delta';
@@ -79,19 +79,13 @@ export class SimStream {
     }
   }
 
+  // ACKs are encoded by hand: the load generator must not be what limits the measurement.
   private ack(typeUrl: string, versionInfo: string, nonce: string): void {
-    if (this.spec.api === 'sotw') {
-      this.call.write(
-        encodeDiscoveryRequest({
-          type_url: typeUrl,
-          version_info: versionInfo,
-          response_nonce: nonce,
-          resource_names: this.names.get(typeUrl) ?? [],
-        }),
-      );
-    } else {
-      this.call.write(encodeDeltaDiscoveryRequest({ type_url: typeUrl, response_nonce: nonce }));
-    }
+    this.call.write(
+      this.spec.api === 'sotw'
+        ? sotwAck(typeUrl, versionInfo, nonce, this.names.get(typeUrl) ?? [])
+        : deltaAck(typeUrl, nonce),
+    );
   }
 
   private onResponse(bytes: Buffer): void {

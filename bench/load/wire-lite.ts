@@ -74,3 +74,39 @@ export function markerAddress(seq: number): string {
 export function wallNow(): number {
   return performance.timeOrigin + performance.now();
 }
+
+function field(out: number[], tag: number, text: string): void {
+  const bytes = Buffer.from(text, 'utf8');
+  out.push(tag);
+  for (let n = bytes.length; ; n >>>= 7) {
+    if (n < 0x80) {
+      out.push(n);
+      break;
+    }
+    out.push((n & 0x7f) | 0x80);
+  }
+  for (const b of bytes) out.push(b);
+}
+
+/** A SotW ACK: version_info (1), resource_names (3), type_url (4), response_nonce (5). */
+export function sotwAck(
+  typeUrl: string,
+  versionInfo: string,
+  nonce: string,
+  names: readonly string[],
+): Buffer {
+  const out: number[] = [];
+  field(out, 10, versionInfo);
+  for (const n of names) field(out, 26, n);
+  field(out, 34, typeUrl);
+  field(out, 42, nonce);
+  return Buffer.from(out);
+}
+
+/** A delta ACK: type_url (2), response_nonce (6). */
+export function deltaAck(typeUrl: string, nonce: string): Buffer {
+  const out: number[] = [];
+  field(out, 18, typeUrl);
+  field(out, 50, nonce);
+  return Buffer.from(out);
+}
