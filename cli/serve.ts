@@ -73,6 +73,7 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
   const ads = new AdsServer({
     discovery,
     logger: logger.child({ component: 'ads' }),
+    ...(config && { meshConfig: config }),
     pushWindowMs: options.pushWindowMs,
     maxPushDelayMs: options.pushMaxDelayMs,
     flowControl: {
@@ -82,7 +83,6 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     metrics,
     connectionLog: store.proxies,
   });
-  config?.onConfigChange(() => ads.requestFullPush());
 
   const grpcServer = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
   ads.register(grpcServer);

@@ -4,6 +4,7 @@
 // applied to the shared resource cache (which reports exactly what changed), and handed to the
 // streams that watch it; each stream sends through its own pump under server-wide flow control.
 import * as grpc from '@grpc/grpc-js';
+import { NO_MESH_CONFIG, type MeshConfig, type MeshConfigSource } from '../config-dir/mesh-config.js';
 import type { ChangeEvent } from '../model/change.js';
 import type { ServiceDiscovery } from '../model/discovery.js';
 import type { Logger } from '../log/logger.js';
@@ -46,14 +47,17 @@ const ADS_SERVICE: grpc.ServiceDefinition = {
   DeltaAggregatedResources: bidi(DELTA_PATH),
 };
 
-/** The serving state streams read: one catalog per generation. */
+/** The serving state streams read: one catalog and mesh config per generation. */
 export interface ServingView {
   readonly generation: number;
   readonly catalog: Catalog;
+  readonly config: MeshConfig;
 }
 
 export interface AdsServerOptions {
   readonly discovery: ServiceDiscovery;
+  /** The traffic config (the config directory); a change to it is a full push. */
+  readonly meshConfig?: MeshConfigSource;
   readonly logger: Logger;
   /** Quiet period: a push goes out after this long without a new change (default 100 ms). */
   readonly pushWindowMs?: number;
@@ -85,7 +89,8 @@ export class AdsServer {
   private readonly limiter: PushLimiter;
   private readonly generators: GeneratorTable;
   private readonly debouncer: PushDebouncer;
-  private readonly unsubscribe: () => void;
+  private readonly meshConfig: MeshConfigSource;
+  private readonly unsubscribe: (() => void)[];
   private readonly observer: PushObserver | undefined;
   private readonly connectionLog: BatchedConnectionLog | undefined;
   private view: ServingView;
@@ -98,7 +103,12 @@ export class AdsServer {
   constructor(private readonly options: AdsServerOptions) {
     this.generators = options.generators ?? new GeneratorTable();
     this.connectionLog = options.connectionLog && new BatchedConnectionLog(options.connectionLog);
-    this.view = { generation: 0, catalog: options.discovery.catalog() };
+    this.meshConfig = options.meshConfig ?? NO_MESH_CONFIG;
+    this.view = {
+      generation: 0,
+      catalog: options.discovery.catalog(),
+      config: this.meshConfig.meshConfig(),
+    };
     this.cache = new ResourceCache((proxy) => this.context(proxy));
     this.limiter = new PushLimiter({ ...DEFAULT_FLOW_CONTROL, ...options.flowControl });
     this.debouncer = new PushDebouncer(
@@ -108,10 +118,13 @@ export class AdsServer {
       },
       (c) => this.push(c),
     );
-    this.unsubscribe = options.discovery.onChange((e) => {
-      options.metrics?.modelChanges.inc({ kind: e.endpointsOnly ? 'endpoints' : 'services' });
-      this.debouncer.add(e);
-    });
+    this.unsubscribe = [
+      options.discovery.onChange((e) => {
+        options.metrics?.modelChanges.inc({ kind: e.endpointsOnly ? 'endpoints' : 'services' });
+        this.debouncer.add(e);
+      }),
+      this.meshConfig.onConfigChange(() => this.requestFullPush()),
+    ];
     const metrics = options.metrics;
     this.observer = metrics && {
       sent(typeUrl, resources, bytes, buildMs) {
@@ -152,7 +165,7 @@ export class AdsServer {
     this.connectionLog?.flush();
     this.debouncer.stop();
     this.limiter.stop();
-    this.unsubscribe();
+    for (const unsubscribe of this.unsubscribe) unsubscribe();
   }
 
   /** The state-of-the-world streams (what the debug views and config dumps read). */
@@ -199,7 +212,7 @@ export class AdsServer {
   }
 
   private context(proxy: Proxy): GenerateContext {
-    return { proxy, catalog: this.view.catalog };
+    return { proxy, catalog: this.view.catalog, config: this.view.config };
   }
 
   private push(change: MergedChange): void {
@@ -208,7 +221,11 @@ export class AdsServer {
     const { event } = change;
     metrics?.debounceSeconds.observe((started - change.firstSeen) / 1000);
     metrics?.changesPerPush.observe(change.merged);
-    this.view = { generation: this.view.generation + 1, catalog: this.options.discovery.catalog() };
+    this.view = {
+      generation: this.view.generation + 1,
+      catalog: this.options.discovery.catalog(),
+      config: this.meshConfig.meshConfig(),
+    };
     this.pushes += 1;
     const kind = pushKind(event);
     metrics?.pushes.inc({ kind });

@@ -1,10 +1,10 @@
 // Generate once, send many: encoded resources shared by every stream whose proxy has the same view
 // (generator.viewKey), keyed by what they depend on and invalidated precisely. A change names
-// hostnames; a resource that belongs to one hostname (a cluster, its load assignment, a proxyless
-// listener or route) is rebuilt only when that hostname changed, and reported as changed only if its
-// bytes did. Resources that span the whole catalog (Envoy's listeners and port routes) are rebuilt on
-// every change that can touch them and compared the same way. A change with no hostnames (a config
-// change) drops everything.
+// hostnames. On an endpoint-only change, a resource that belongs to one hostname (a cluster, its load
+// assignment) is rebuilt only when that hostname changed; resources spanning the catalog (Envoy's
+// listeners) are rebuilt too. A service change rebuilds every entry (traffic config can make one
+// service's routes depend on another's ports). Either way, only resources whose bytes changed are
+// reported. A change with no hostnames (a config change) drops everything.
 import type { ChangeEvent } from '../model/change.js';
 import type { GenerateContext, ResourceGenerator } from './generator.js';
 import { parseClusterName, parseHostPort } from './names.js';
@@ -139,8 +139,14 @@ export class ResourceCache {
       if (!set) names.set(tk, (set = new Set()));
       set.add(key.slice(key.lastIndexOf('\0') + 1));
     };
-    for (const host of event.hostnames) for (const key of this.byHost.get(host) ?? []) rebuild(key);
-    for (const key of this.global) rebuild(key);
+    if (event.endpointsOnly) {
+      for (const host of event.hostnames) for (const key of this.byHost.get(host) ?? []) rebuild(key);
+      for (const key of this.global) rebuild(key);
+    } else {
+      // A service change can reach resources of other hostnames through the traffic config (a
+      // route to another service's port): rebuild every entry, and report only changed bytes.
+      for (const key of this.entries.keys()) rebuild(key);
+    }
     for (const [key, entry] of this.wildcard) {
       const { generator } = entry;
       if (!affects(generator, event, false)) continue;

@@ -1,6 +1,7 @@
 // The shared resource cache: what a change rebuilds and reports, for proxyless gRPC and Envoy views.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { NO_MESH_CONFIG } from '../../../config-dir/mesh-config.js';
 import { buildCatalog, type Catalog } from '../../../model/catalog.js';
 import type { Endpoint } from '../../../model/endpoint.js';
 import type { Service } from '../../../model/service.js';
@@ -28,7 +29,7 @@ function world() {
     [B, [endpoint('10.0.0.2', { grpc: 9000 })]],
   ]);
   let catalog: Catalog = buildCatalog(services.values(), endpoints);
-  const cache = new ResourceCache((p) => ({ proxy: p, catalog }));
+  const cache = new ResourceCache((p) => ({ proxy: p, catalog, config: NO_MESH_CONFIG.meshConfig() }));
   return {
     cache,
     services,
