@@ -128,27 +128,32 @@ export class AdsConnection {
     const proxy = this.proxyInfo;
     if (!proxy) return false;
     let touched = false;
-    for (const typeUrl of this.state.watchedTypes()) {
-      const sub = this.state.subscription(typeUrl);
-      const view = this.typeView(typeUrl);
-      if (!sub || !view.generator) continue;
-      if (
-        changes.all ||
-        (sub.wildcard && changes.wildcards.has(wildcardKey(proxy.kind, typeUrl, view.viewKey)))
-      ) {
+    if (changes.all) {
+      for (const typeUrl of this.state.watchedTypes()) {
+        if (!this.typeView(typeUrl).generator) continue;
         this.pump.mark(typeUrl, { full: true });
+        touched = true;
+      }
+    }
+    // Only the types that changed, and only this stream's kind: this runs per stream per push.
+    for (const c of changes.types) {
+      if (c.kind !== proxy.kind) continue;
+      const sub = this.state.subscription(c.typeUrl);
+      if (!sub) continue;
+      const view = this.typeView(c.typeUrl);
+      if (!view.generator) continue;
+      if (sub.wildcard && changes.wildcards.has(wildcardKey(proxy.kind, c.typeUrl, view.viewKey))) {
+        this.pump.mark(c.typeUrl, { full: true });
         touched = true;
         continue;
       }
-      const changed = changes.names.get(typeKey(proxy.kind, typeUrl));
-      if (!changed || changed.size === 0) continue;
       const all = sub.wildcard ? this.deps.cache.wildcardNames(view.generator, proxy).set : undefined;
-      const hit: string[] = [];
-      for (const n of changed) if (sub.names.has(n) || all?.has(n)) hit.push(n);
-      if (hit.length === 0) continue;
+      let hit: string[] | undefined;
+      for (const n of c.names) if (sub.names.has(n) || all?.has(n)) (hit ??= []).push(n);
+      if (!hit) continue;
       touched = true;
-      if (partialAllowed(typeUrl)) this.pump.mark(typeUrl, { names: hit });
-      else this.pump.mark(typeUrl, { full: true });
+      if (partialAllowed(c.typeUrl)) this.pump.mark(c.typeUrl, { names: hit });
+      else this.pump.mark(c.typeUrl, { full: true });
     }
     if (touched) {
       this.pump.join(round);
@@ -202,7 +207,9 @@ export class AdsConnection {
     let response: SharedResponse;
     let partial = false;
     if (!work.full && !work.force && partialAllowed(typeUrl) && generator) {
-      const names = [...work.names].filter((n) => sub.names.has(n)).sort();
+      const names =
+        work.names.size === 1 ? [...work.names] : [...work.names].filter((n) => sub.names.has(n)).sort();
+      if (names.length === 1 && !sub.names.has(names[0] ?? '')) return undefined;
       if (names.length === 0) return undefined;
       partial = true;
       response = this.deps.responses.get(tk, epoch, `${view.viewKey}\0p\0${names.join('\0')}`, typeUrl, () =>

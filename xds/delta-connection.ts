@@ -75,25 +75,28 @@ export class DeltaConnection {
     const proxy = this.proxyInfo;
     if (!proxy) return false;
     let touched = false;
-    for (const typeUrl of this.state.watchedTypes()) {
-      const t = this.state.type(typeUrl);
-      const generator = this.generator(typeUrl);
-      if (!t || !generator) continue;
-      if (
-        changes.all ||
-        (t.wildcard && changes.wildcards.has(wildcardKey(proxy.kind, typeUrl, generator.viewKey(proxy))))
-      ) {
+    if (changes.all) {
+      for (const typeUrl of this.state.watchedTypes()) {
+        if (!this.generator(typeUrl)) continue;
         this.pump.mark(typeUrl, { full: true });
+        touched = true;
+      }
+    }
+    for (const c of changes.types) {
+      if (c.kind !== proxy.kind) continue;
+      const t = this.state.type(c.typeUrl);
+      const generator = this.generator(c.typeUrl);
+      if (!t || !generator) continue;
+      if (t.wildcard && changes.wildcards.has(wildcardKey(proxy.kind, c.typeUrl, generator.viewKey(proxy)))) {
+        this.pump.mark(c.typeUrl, { full: true });
         touched = true;
         continue;
       }
-      const changed = changes.names.get(typeKey(proxy.kind, typeUrl));
-      if (!changed) continue;
       const all = t.wildcard ? this.deps.cache.wildcardNames(generator, proxy).set : undefined;
-      const hit: string[] = [];
-      for (const n of changed) if (t.names.has(n) || all?.has(n) || t.known.has(n)) hit.push(n);
-      if (hit.length === 0) continue;
-      this.pump.mark(typeUrl, { names: hit });
+      let hit: string[] | undefined;
+      for (const n of c.names) if (t.names.has(n) || all?.has(n) || t.known.has(n)) (hit ??= []).push(n);
+      if (!hit) continue;
+      this.pump.mark(c.typeUrl, { names: hit });
       touched = true;
     }
     if (touched) {

@@ -18,8 +18,16 @@ export interface ChangeSet {
   readonly all: boolean;
   /** `kind type` → names whose bytes changed, appeared or disappeared. */
   readonly names: ReadonlyMap<string, ReadonlySet<string>>;
+  /** The same as `names`, as a list with kind and type apart (what streams iterate). */
+  readonly types: readonly ChangedType[];
   /** wildcardKey(kind, type, viewKey) of wildcard name lists that changed. */
   readonly wildcards: ReadonlySet<string>;
+}
+
+export interface ChangedType {
+  readonly kind: ProxyKind;
+  readonly typeUrl: string;
+  readonly names: ReadonlySet<string>;
 }
 
 export function typeKey(kind: ProxyKind, typeUrl: string): string {
@@ -122,7 +130,7 @@ export class ResourceCache {
       this.wildcard.clear();
       this.allEpoch += 1;
       this.lastSweep = now;
-      return { all: true, names: new Map(), wildcards: new Set() };
+      return { all: true, names: new Map(), types: [], wildcards: new Set() };
     }
     const names = new Map<string, Set<string>>();
     const wildcards = new Set<string>();
@@ -158,9 +166,14 @@ export class ResourceCache {
       const tk = typeKey(generator.proxyKind, generator.typeUrl);
       if (!names.has(tk)) names.set(tk, new Set());
     }
-    for (const tk of names.keys()) this.epochs.set(tk, (this.epochs.get(tk) ?? 0) + 1);
+    const types: ChangedType[] = [];
+    for (const [tk, set] of names) {
+      this.epochs.set(tk, (this.epochs.get(tk) ?? 0) + 1);
+      const [kind = 'grpc', typeUrl = ''] = tk.split(' ');
+      types.push({ kind: kind as ProxyKind, typeUrl, names: set });
+    }
     if (now - this.lastSweep > IDLE_EVICT_MS) this.sweep(now);
-    return { all: false, names, wildcards };
+    return { all: false, names, types, wildcards };
   }
 
   private sweep(now: number): void {

@@ -109,21 +109,29 @@ export class StreamState {
   // CDS, a first request with no names, or any request naming "*", subscribes to everything; a
   // later request with names and no "*" leaves wildcard mode.
   private updateSubscription(state: TypeState, req: RequestView, first: boolean): boolean {
-    const names = new Set(req.resourceNames.filter((n) => n !== '*'));
     let wildcard = false;
     if (supportsWildcard(req.typeUrl)) {
       if (req.resourceNames.includes('*')) wildcard = true;
       else if (req.resourceNames.length === 0) wildcard = first || state.wildcard;
     }
-    const changed = wildcard !== state.wildcard || !sameSet(names, state.names);
+    // Most requests are ACKs naming what is already subscribed: keep the set, allocate nothing.
+    const sameNames = sameAsSet(req.resourceNames, state.names);
+    const changed = wildcard !== state.wildcard || !sameNames;
     state.wildcard = wildcard;
-    state.names = names;
+    if (!sameNames) state.names = new Set(req.resourceNames.filter((n) => n !== '*'));
     return changed;
   }
 }
 
-function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
-  if (a.size !== b.size) return false;
-  for (const x of a) if (!b.has(x)) return false;
-  return true;
+/** Whether `names` (without "*") are exactly the members of `set`. */
+function sameAsSet(names: readonly string[], set: ReadonlySet<string>): boolean {
+  let count = 0;
+  const seen = new Set<string>();
+  for (const n of names) {
+    if (n === '*' || seen.has(n)) continue;
+    if (!set.has(n)) return false;
+    if (names.length > 1) seen.add(n);
+    count += 1;
+  }
+  return count === set.size;
 }

@@ -19,12 +19,12 @@ export class SubscriptionIndex<C> {
   update(conn: C, kind: ProxyKind, typeUrl: string, names: Iterable<string>, wildcard: boolean): void {
     const tk = typeKey(kind, typeUrl);
     let types = this.streams.get(conn);
-    if (!types) this.streams.set(conn, (types = new Map()));
+    if (!types) this.streams.set(conn, (types = new Map<string, Indexed>()));
     const before = types.get(tk);
     const next: Indexed = { names: new Set(names), wildcard };
     types.set(tk, next);
     let byName = this.byName.get(tk);
-    if (!byName) this.byName.set(tk, (byName = new Map()));
+    if (!byName) this.byName.set(tk, (byName = new Map<string, Set<C>>()));
     for (const n of before?.names ?? []) {
       if (next.names.has(n)) continue;
       const set = byName.get(n);

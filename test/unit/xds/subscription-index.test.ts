@@ -8,7 +8,12 @@ import { SubscriptionIndex } from '../../../xds/subscription-index.js';
 import { CLUSTER, ENDPOINT } from '../../../xds/type-urls.js';
 
 function changes(typeUrl: string, names: string[]): ChangeSet {
-  return { all: false, names: new Map([[typeKey('grpc', typeUrl), new Set(names)]]), wildcards: new Set() };
+  return {
+    all: false,
+    names: new Map([[typeKey('grpc', typeUrl), new Set(names)]]),
+    types: [{ kind: 'grpc', typeUrl, names: new Set(names) }],
+    wildcards: new Set(),
+  };
 }
 
 test('a change reaches the streams naming it and the wildcard subscribers of its type', () => {
