@@ -8,7 +8,7 @@ import type { ResourceGenerator } from './generator.js';
 import { firstProxy, StreamError, type ConnectionDeps } from './ads-connection.js';
 import { DeltaStreamState } from './delta-state.js';
 import type { Proxy } from './proxy.js';
-import { typeKey, wildcardKey, type ChangeSet } from './resource-cache.js';
+import { wildcardKey, type ChangeSet } from './resource-cache.js';
 import type { EncodedResource } from './resource.js';
 import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE, shortTypeName } from './type-urls.js';
