@@ -97,8 +97,6 @@ export class AdsServer {
   private connectionCounter = 0;
   /** Pushes so far (one per debounced batch). */
   pushes = 0;
-  /** Rounds still converging: streams that have not yet sent what the round changed. */
-  private readonly openRounds = new Set<object>();
 
   constructor(private readonly options: AdsServerOptions) {
     this.generators = options.generators ?? new GeneratorTable();
@@ -117,7 +115,10 @@ export class AdsServer {
         maxDelayMs: options.maxPushDelayMs ?? DEFAULT_DEBOUNCE.maxDelayMs,
       },
       (c) => this.push(c),
+      () => performance.now(),
+      () => this.limiter.queued === 0,
     );
+    this.limiter.onQueueEmpty = () => this.debouncer.resume();
     this.unsubscribe = [
       options.discovery.onChange((e) => {
         options.metrics?.modelChanges.inc({ kind: e.endpointsOnly ? 'endpoints' : 'services' });
@@ -235,7 +236,11 @@ export class AdsServer {
     const streams: Iterable<Connection> = changes.all
       ? [...this.connections.values(), ...this.deltaConnections.values()]
       : (this.index.affected(changes) as Set<Connection>);
-    for (const conn of streams) if (conn.onChange(changes, round.member)) round.add();
+    for (const conn of streams) {
+      // Counted before the stream may finish (synchronously, when it has nothing to send).
+      round.add();
+      if (!conn.onChange(changes, round.member)) round.member.done();
+    }
     metrics?.pushSeconds.observe({ kind }, (performance.now() - started) / 1000);
     round.sealed();
   }
@@ -244,11 +249,8 @@ export class AdsServer {
   private round(firstSeen: number, kind: string): { member: PushRound; add(): void; sealed(): void } {
     let pending = 1; // the push itself, released when every stream was handed its work
     const metrics = this.options.metrics;
-    const token = {};
-    this.openRounds.add(token);
     const finish = (): void => {
       if (--pending > 0) return;
-      this.openRounds.delete(token);
       metrics?.convergenceSeconds.observe({ kind }, (performance.now() - firstSeen) / 1000);
     };
     return {

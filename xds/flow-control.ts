@@ -43,6 +43,9 @@ export class PushLimiter {
   /** Slots given back because the write did not drain in time. */
   stuckReleases = 0;
 
+  /** Called when the last waiting stream got its slot (the queue emptied). */
+  onQueueEmpty: (() => void) | undefined;
+
   constructor(
     private readonly options: FlowControlOptions = DEFAULT_FLOW_CONTROL,
     private readonly now: () => number = () => performance.now(),
@@ -86,12 +89,14 @@ export class PushLimiter {
   }
 
   private drain(): void {
+    const hadQueue = this.queued > 0;
     while (this.active.size < this.options.concurrency) {
       const next = this.takeExisting() ?? this.takeNew();
       if (!next) break;
       this.active.set(next, this.now());
       next.grant();
     }
+    if (hadQueue && this.queued === 0) this.onQueueEmpty?.();
     if (this.waitingNewHead < this.waitingNew.length && !this.refillTimer && this.tokens < 1) {
       const wait = Math.ceil(1000 / this.options.newStreamsPerSecond);
       this.refillTimer = setTimeout(() => {

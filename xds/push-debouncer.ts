@@ -1,6 +1,7 @@
 // Merges change events into pushes. A batch opens with its first event and closes when no event has
 // arrived for the quiet period, or when it has been open for the batch bound, whichever is first;
-// the maximum delay caps both. Istio's scheme (quiet period, else the maximum delay) pushes only once
+// the maximum delay caps both. A due batch also waits while the previous push is still being handed
+// out to streams (flow control's queue is not empty), so pushes never pile up behind each other. Istio's scheme (quiet period, else the maximum delay) pushes only once
 // per maximum delay while changes keep arriving faster than the quiet period; bounding the batch at
 // twice the quiet period keeps the cadence near the quiet period under steady churn instead.
 import { mergeChanges, type ChangeEvent } from '../model/change.js';
@@ -30,11 +31,19 @@ export class PushDebouncer {
   private merged = 0;
   private timer: NodeJS.Timeout | undefined;
   private readonly batchBoundMs: number;
+  /** A due batch is waiting for the previous push to be handed out (see `ready`). */
+  private held = false;
 
+  /**
+   * `ready` says whether the previous push has been handed to every stream; a due batch waits for
+   * it (until the maximum delay) and goes out on `resume`. Under overload, pushes then follow the
+   * fan-out's pace instead of piling up behind it.
+   */
   constructor(
     private readonly options: DebounceOptions,
     private readonly flush: (change: MergedChange) => void,
     private readonly now: () => number = () => performance.now(),
+    private readonly ready: () => boolean = () => true,
   ) {
     this.batchBoundMs = Math.min(options.maxDelayMs, 2 * options.quietMs);
   }
@@ -55,6 +64,7 @@ export class PushDebouncer {
   stop(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+    this.held = false;
     this.pending = undefined;
   }
 
@@ -78,12 +88,27 @@ export class PushDebouncer {
     if (due === undefined) return;
     // setTimeout may fire a fraction of a millisecond early; anything within 1 ms is due.
     if (due - this.now() > 1) return this.arm();
+    const overdue = this.now() - this.firstSeen >= this.options.maxDelayMs - 1;
+    if (!this.ready() && !overdue) {
+      this.held = true;
+      this.timer = setTimeout(
+        () => this.onTimer(),
+        Math.max(0, this.firstSeen + this.options.maxDelayMs - this.now()),
+      );
+      return;
+    }
     this.fire();
+  }
+
+  /** The previous push has been handed out: a held batch goes now. */
+  resume(): void {
+    if (this.held && this.pending) this.fire();
   }
 
   private fire(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+    this.held = false;
     const event = this.pending;
     this.pending = undefined;
     if (event) this.flush({ event, firstSeen: this.firstSeen, merged: this.merged });

@@ -9,7 +9,7 @@ function change(host: string, endpointsOnly = true): ChangeEvent {
 }
 
 /** A debouncer on mocked setTimeout with a clock that moves with the mocked timers. */
-function harness(t: TestContext, options: DebounceOptions) {
+function harness(t: TestContext, options: DebounceOptions, ready: () => boolean = () => true) {
   t.mock.timers.enable({ apis: ['setTimeout'] });
   let clock = 0;
   const flushed: (MergedChange & { at: number })[] = [];
@@ -17,6 +17,7 @@ function harness(t: TestContext, options: DebounceOptions) {
     options,
     (c) => flushed.push({ ...c, at: clock }),
     () => clock,
+    ready,
   );
   t.after(() => d.stop());
   return {
@@ -88,4 +89,27 @@ test('a quiet period of 0 pushes every change at once', (t) => {
   h.d.add(change('a'));
   h.d.add(change('b'));
   assert.equal(h.flushed.length, 2);
+});
+
+test('a due batch waits while the previous push is still being handed out, and goes on resume', (t) => {
+  let ready = false;
+  const h = harness(t, { quietMs: 100, maxDelayMs: 10_000 }, () => ready);
+  h.d.add(change('a'));
+  h.advance(150);
+  h.d.add(change('b'));
+  h.advance(300);
+  assert.equal(h.flushed.length, 0, 'held');
+  ready = true;
+  h.d.resume();
+  assert.equal(h.flushed.length, 1);
+  assert.deepEqual([...(h.flushed[0]?.event.hostnames ?? [])].sort(), ['a', 'b']);
+});
+
+test('a held batch still goes at the maximum delay', (t) => {
+  const h = harness(t, { quietMs: 100, maxDelayMs: 1000 }, () => false);
+  h.d.add(change('a'));
+  h.advance(999);
+  assert.equal(h.flushed.length, 0);
+  h.advance(1);
+  assert.equal(h.flushed.length, 1);
 });
