@@ -5,7 +5,7 @@
 // and fan-out throughput against that limit. Writes its table into docs/benchmarks.md.
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -308,6 +308,7 @@ export async function pushScale(
 
     const generators = Array.from({ length: GENERATORS }, () => Helper.start(GENERATOR_MAIN));
     helpers.push(...generators);
+    const loadAtStart = loadavg()[0] ?? 0;
     const dealt = deal(streamCount);
     const generatorCpu = (): number => generators.reduce((n, g) => n + cpuSeconds(g.child.pid ?? 0), 0);
     const stormCpu = { server: cpuSeconds(pid), generators: generatorCpu() };
@@ -323,6 +324,7 @@ export async function pushScale(
     const idleCpu = (cpuSeconds(pid) - idleFrom) / IDLE_SECONDS;
 
     const metricsBefore = await pushCount(portolan.httpBase);
+    const responsesBefore = (await statusOf(generators)).reduce((n, st) => n + st.responses, 0);
     const cpuFrom = cpuSeconds(pid);
     const generatorsFrom = generatorCpu();
     const base = portolan.httpBase;
@@ -338,6 +340,8 @@ export async function pushScale(
     const pushes = (await pushCount(base)) - metricsBefore;
     const rssChurn = rssBytes(pid);
     const status = await statusOf(generators);
+    const churnResponses = status.reduce((n, st) => n + st.responses, 0) - responsesBefore;
+    const cpuPerResponse = cpuChurn / Math.max(1, churnResponses);
     await Promise.all(generators.map((g) => g.stop()));
     await portolan.stop();
     portolan = undefined;
@@ -391,8 +395,18 @@ export async function pushScale(
         target: '≥ 0.7',
       },
       {
+        measurement: 'server CPU per response during the churn, µs: Portolan / raw limit (limit ÷ Portolan)',
+        result: `${fmt(cpuPerResponse * 1e6, 0)} / ${fmt(limit.cpuPerResponse * 1e6, 0)} (${fmt(limit.cpuPerResponse / cpuPerResponse, 2)})`,
+        target: '≥ 0.7',
+      },
+      {
         measurement: 'CPU seconds during the storm / the churn: server; load generators',
         result: `${fmt(stormCpu.server)} / ${fmt(cpuChurn)}; ${fmt(stormCpu.generators)} / ${fmt(generatorsChurn)}`,
+        target: '',
+      },
+      {
+        measurement: 'machine load average (1 min) at the storm / after the limit run (2 cores, shared)',
+        result: `${fmt(loadAtStart, 2)} / ${fmt(loadavg()[0] ?? 0, 2)}`,
         target: '',
       },
       {
@@ -423,7 +437,10 @@ async function pushCount(base: string): Promise<number> {
 }
 
 /** The same fan-out (the watching streams, gRPC SotW, 100 per connection) against the raw server. */
-async function rawLimit(watchers: number, changes: number): Promise<ChurnResult> {
+async function rawLimit(
+  watchers: number,
+  changes: number,
+): Promise<ChurnResult & { cpuPerResponse: number }> {
   const server = Helper.start(RAW_MAIN, [`outbound|7070||${WATCHED}`]);
   const generators = Array.from({ length: GENERATORS }, () => Helper.start(GENERATOR_MAIN));
   try {
@@ -441,7 +458,10 @@ async function rawLimit(watchers: number, changes: number): Promise<ChurnResult>
     await connectStorm(generators, `127.0.0.1:${port}`, dealt, 120_000);
     // The raw server pushes at Portolan's batching cadence: every change window's latest state.
     const every = Math.round((2 * QUIET_MS * CHANGE_RATE) / 1000);
-    return await churn(generators, changes, (seq) => {
+    const pid = server.child.pid ?? 0;
+    const cpuFrom = cpuSeconds(pid);
+    const responsesFrom = (await statusOf(generators)).reduce((n, st) => n + st.responses, 0);
+    const result = await churn(generators, changes, (seq) => {
       if (seq % every !== 0 && seq !== changes) return;
       server.child.send({
         cmd: 'push',
@@ -453,6 +473,8 @@ async function rawLimit(watchers: number, changes: number): Promise<ChurnResult>
         ],
       });
     });
+    const responses = (await statusOf(generators)).reduce((n, st) => n + st.responses, 0) - responsesFrom;
+    return { ...result, cpuPerResponse: (cpuSeconds(pid) - cpuFrom) / Math.max(1, responses) };
   } finally {
     for (const g of generators) await g.stop();
     await server.stop();

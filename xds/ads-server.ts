@@ -116,7 +116,7 @@ export class AdsServer {
       },
       (c) => this.push(c),
       () => performance.now(),
-      () => this.limiter.queued === 0,
+      () => this.limiter.queuedPushes === 0,
     );
     this.limiter.onQueueEmpty = () => this.debouncer.resume();
     this.unsubscribe = [

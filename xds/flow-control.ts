@@ -43,7 +43,7 @@ export class PushLimiter {
   /** Slots given back because the write did not drain in time. */
   stuckReleases = 0;
 
-  /** Called when the last waiting stream got its slot (the queue emptied). */
+  /** Called when the last waiting served stream got its slot (new streams are not counted). */
   onQueueEmpty: (() => void) | undefined;
 
   constructor(
@@ -59,6 +59,11 @@ export class PushLimiter {
   /** Streams waiting for a slot or a token. */
   get queued(): number {
     return this.waiting.length - this.waitingHead + this.waitingNew.length - this.waitingNewHead;
+  }
+
+  /** Streams already served that wait for a slot (a push being handed out). */
+  get queuedPushes(): number {
+    return this.waiting.length - this.waitingHead;
   }
 
   /** Writes outstanding now. */
@@ -89,14 +94,14 @@ export class PushLimiter {
   }
 
   private drain(): void {
-    const hadQueue = this.queued > 0;
+    const hadQueue = this.queuedPushes > 0;
     while (this.active.size < this.options.concurrency) {
       const next = this.takeExisting() ?? this.takeNew();
       if (!next) break;
       this.active.set(next, this.now());
       next.grant();
     }
-    if (hadQueue && this.queued === 0) this.onQueueEmpty?.();
+    if (hadQueue && this.queuedPushes === 0) this.onQueueEmpty?.();
     if (this.waitingNewHead < this.waitingNew.length && !this.refillTimer && this.tokens < 1) {
       const wait = Math.ceil(1000 / this.options.newStreamsPerSecond);
       this.refillTimer = setTimeout(() => {
