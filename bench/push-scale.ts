@@ -421,7 +421,8 @@ export async function pushScale(
       `(${dealt.map((d) => `${d.perGenerator.reduce((n, l) => n + l.length, 0)} ${d.group.name}`).join('; ')}); ` +
       `${changes} endpoint changes of ${WATCHED} at ${CHANGE_RATE}/s; node ${process.version}, ${new Date().toISOString()}.`;
     printTable(setup, rows);
-    writeSection(setup, rows);
+    // A profiled run is not a measurement (the profiler costs CPU): keep the page as it is.
+    if (!profileDir) writeSection(setup, rows);
   } finally {
     await portolan?.stop();
     for (const h of helpers) await h.stop();

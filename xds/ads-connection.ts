@@ -67,6 +67,8 @@ interface TypeView {
   readonly viewKey: string;
   /** The subscription as a response-cache key, recomputed when the subscription changes. */
   subKey: string;
+  /** typeKey(kind, type), computed once. */
+  readonly typeKey: string;
 }
 
 export class AdsConnection {
@@ -181,7 +183,12 @@ export class AdsConnection {
     if (!v) {
       const proxy = this.proxyInfo;
       const generator = proxy && this.deps.generators.find(proxy.kind, typeUrl);
-      v = { generator, viewKey: proxy && generator ? generator.viewKey(proxy) : '', subKey: '' };
+      v = {
+        generator,
+        viewKey: proxy && generator ? generator.viewKey(proxy) : '',
+        subKey: '',
+        typeKey: typeKey(proxy?.kind ?? 'grpc', typeUrl),
+      };
       this.views.set(typeUrl, v);
     }
     return v;
@@ -202,8 +209,8 @@ export class AdsConnection {
     const view = this.typeView(typeUrl);
     const { generator } = view;
     const cache = this.deps.cache;
-    const tk = typeKey(proxy.kind, typeUrl);
-    const epoch = cache.epoch(proxy.kind, typeUrl);
+    const tk = view.typeKey;
+    const epoch = cache.epochOf(tk);
     let response: SharedResponse;
     let partial = false;
     if (!work.full && !work.force && partialAllowed(typeUrl) && generator) {

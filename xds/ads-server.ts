@@ -127,13 +127,22 @@ export class AdsServer {
       this.meshConfig.onConfigChange(() => this.requestFullPush()),
     ];
     const metrics = options.metrics;
+    // Label lookups cost more than the increments; resolve each type's children once.
+    const byType = new Map<string, ReturnType<typeof typeMetrics>>();
+    const typeMetrics = (m: PortolanMetrics, type: string) => ({
+      responses: m.responses.labels({ type }),
+      resources: m.resourcesSent.labels({ type }),
+      bytes: m.bytesSent.labels({ type }),
+      build: m.responseBuildSeconds.labels({ type }),
+    });
     this.observer = metrics && {
       sent(typeUrl, resources, bytes, buildMs) {
-        const type = shortTypeName(typeUrl);
-        metrics.responses.inc({ type });
-        metrics.resourcesSent.inc({ type }, resources);
-        metrics.bytesSent.inc({ type }, bytes);
-        metrics.responseBuildSeconds.observe({ type }, buildMs / 1000);
+        let m = byType.get(typeUrl);
+        if (!m) byType.set(typeUrl, (m = typeMetrics(metrics, shortTypeName(typeUrl))));
+        m.responses.inc();
+        m.resources.inc(resources);
+        m.bytes.inc(bytes);
+        m.build.observe(buildMs / 1000);
       },
       nack(typeUrl) {
         metrics.nacks.inc({ type: shortTypeName(typeUrl) });

@@ -78,7 +78,12 @@ export class ResourceCache {
   }
 
   epoch(kind: ProxyKind, typeUrl: string): number {
-    return this.allEpoch * 1e9 + (this.epochs.get(typeKey(kind, typeUrl)) ?? 0);
+    return this.epochOf(typeKey(kind, typeUrl));
+  }
+
+  /** epoch() for a typeKey already at hand. */
+  epochOf(typeKey: string): number {
+    return this.allEpoch * 1e9 + (this.epochs.get(typeKey) ?? 0);
   }
 
   get(generator: ResourceGenerator, proxy: Proxy, name: string): EncodedResource | undefined {

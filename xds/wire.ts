@@ -62,16 +62,22 @@ export function encodeResponseBody(res: Omit<DiscoveryResponse, 'nonce'>): Buffe
 
 /** `body` (from encodeResponseBody, or a DeltaDiscoveryResponse) followed by `nonce` as field `field`. */
 export function appendNonce(body: Buffer, nonce: string, field = 5): Buffer {
-  const text = Buffer.from(nonce, 'utf8');
-  const header = [(field << 3) | 2];
-  for (let n = text.length; ; n >>>= 7) {
-    if (n < 0x80) {
-      header.push(n);
-      break;
-    }
-    header.push((n & 0x7f) | 0x80);
+  const length = Buffer.byteLength(nonce, 'utf8');
+  let varintLength = 1;
+  for (let n = length; n >= 0x80; n >>>= 7) varintLength += 1;
+  // One allocation per stream and response: the body is shared, the nonce is the stream's own.
+  const out = Buffer.allocUnsafe(body.length + 1 + varintLength + length);
+  body.copy(out, 0);
+  let pos = body.length;
+  out[pos++] = (field << 3) | 2;
+  let n = length;
+  while (n >= 0x80) {
+    out[pos++] = (n & 0x7f) | 0x80;
+    n >>>= 7;
   }
-  return Buffer.concat([body, Buffer.from(header), text]);
+  out[pos++] = n;
+  out.write(nonce, pos, 'utf8');
+  return out;
 }
 
 /** For tests and tools that play the client: the inverse pair. */
