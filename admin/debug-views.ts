@@ -50,5 +50,29 @@ export function adsz(ads: AdsServer): unknown {
         }),
       ),
     })),
+    deltaClients: ads.deltaConnectionList().map((c) => ({
+      connection: c.id,
+      node: c.proxy?.id ?? null,
+      kind: c.proxy?.kind ?? null,
+      peer: c.peer,
+      connectedAt: c.connectedAt,
+      subscriptions: Object.fromEntries(
+        c.state.watchedTypes().map((typeUrl) => {
+          const s = c.state.type(typeUrl);
+          return [
+            shortTypeName(typeUrl),
+            {
+              wildcard: s?.wildcard ?? false,
+              names: [...(s?.names ?? [])],
+              held: s?.known.size ?? 0,
+              lastNonce: s?.lastNonce ?? null,
+              ackedNonce: s?.ackedNonce ?? null,
+              lastNack: s?.nack ?? null,
+              nacks: s?.nackCount ?? 0,
+            },
+          ];
+        }),
+      ),
+    })),
   };
 }

@@ -136,6 +136,14 @@ export class PortolanMetrics {
     const registers = [this.registry];
     new Gauge({
       name: 'portolan_xds_connected_streams',
+      help: 'ADS streams currently open',
+      registers,
+      collect() {
+        this.set(ads.streams().reduce((n, s) => n + s.count, 0));
+      },
+    });
+    new Gauge({
+      name: 'portolan_xds_connected_streams_by_kind',
       help: 'ADS streams currently open, by protocol variant (sotw, delta) and kind of client (grpc, envoy)',
       labelNames: ['api', 'kind'],
       registers,

@@ -67,8 +67,9 @@ test('push metrics count streams, pushes, convergence, responses, bytes and NACK
 
   await eventually(async () => {
     const text = await metrics.registry.metrics();
-    assert.equal(sample(text, 'portolan_xds_connected_streams{api="sotw",kind="grpc"}'), 1);
-    assert.equal(sample(text, 'portolan_xds_connected_streams{api="delta",kind="grpc"}'), 1);
+    assert.equal(sample(text, 'portolan_xds_connected_streams'), 2);
+    assert.equal(sample(text, 'portolan_xds_connected_streams_by_kind{api="sotw",kind="grpc"}'), 1);
+    assert.equal(sample(text, 'portolan_xds_connected_streams_by_kind{api="delta",kind="grpc"}'), 1);
     assert.equal(sample(text, 'portolan_xds_pushes_total{kind="eds"}'), 1);
     assert.equal(sample(text, 'portolan_model_changes_total{kind="endpoints"}'), 1);
     assert.equal(sample(text, 'portolan_xds_convergence_seconds_count{kind="eds"}'), 1);
