@@ -4,6 +4,7 @@ import type { Listener } from '../../generated/envoy/config/listener/v3/Listener
 import type { Catalog } from '../../../model/catalog.js';
 import type { EnvoyNode } from '../../envoy-node.js';
 import type { Proxy } from '../../proxy.js';
+import { DEFAULT_CERT_DIR } from '../../workload-certs.js';
 import { gatewayListeners, type GatewaySource } from './gateway.js';
 import { sidecarListeners } from './sidecar-listeners.js';
 
@@ -17,6 +18,7 @@ const NO_NODE: EnvoyNode = {
   upstreams: [],
   httpProxyPort: 15080,
   appPorts: {},
+  certDir: DEFAULT_CERT_DIR,
 };
 
 export function envoyNode(proxy: Proxy): EnvoyNode {
