@@ -72,12 +72,12 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
   const ads = new AdsServer({
     discovery,
     logger: logger.child({ component: 'ads' }),
+    ...(config && { meshConfig: config }),
     pushWindowMs: options.pushWindowMs,
     metrics,
     connectionLog: store.proxies,
   });
   metrics.watchStreams(() => ads.connectionList().length);
-  config?.onConfigChange(() => ads.requestFullPush());
 
   const grpcServer = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
   ads.register(grpcServer);

@@ -1,5 +1,5 @@
-// The `config` registry: Istio ServiceEntry / WorkloadEntry / VirtualService / DestinationRule
-// manifests in a watched directory. Each file keeps its last good version in force while a newer
+// The `config` registry: Istio ServiceEntry / WorkloadEntry / VirtualService / DestinationRule /
+// Gateway manifests in a watched directory. Each file keeps its last good version in force while a newer
 // one is broken, so a bad edit is reported (log + /debug/configz) but never takes services away.
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -10,18 +10,12 @@ import { resourcesOf, type ConfigDebugState, type FileDebugState } from './debug
 import { formatIssue, loadConfigFile, type FileLoad } from './load-file.js';
 import { comparePaths, mergeFiles, type ConfigConflict, type MergedConfig } from './merge.js';
 import { buildSnapshot, REGISTRY_NAME, type CrossResourceWarning } from './service-entry.js';
-import {
-  resourceKey,
-  type AnyConfigResource,
-  type ConfigIssue,
-  type ConfigResource,
-  type DestinationRuleSpec,
-  type VirtualServiceSpec,
-} from './types.js';
+import { EMPTY_MESH_CONFIG, nextMeshConfig, type MeshConfig, type MeshConfigSource } from './mesh-config.js';
+import { resourceKey, type ConfigIssue } from './types.js';
 import { DirWatcher } from './watcher.js';
 
 export type { ConfigDebugState } from './debug-state.js';
-export type { ConfigResource, DestinationRuleSpec, VirtualServiceSpec } from './types.js';
+export type { MeshConfig } from './mesh-config.js';
 
 export interface ConfigDirOptions {
   dir: string;
@@ -62,10 +56,11 @@ const EMPTY_MERGED: MergedConfig = {
   workloadEntries: [],
   virtualServices: [],
   destinationRules: [],
+  gateways: [],
   conflicts: [],
 };
 
-export class ConfigDirRegistry extends StateBackedRegistry {
+export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfigSource {
   readonly name = REGISTRY_NAME;
   private readonly dir: string;
   private readonly logger: Logger;
@@ -73,6 +68,7 @@ export class ConfigDirRegistry extends StateBackedRegistry {
   private readonly files = new Map<string, FileRecord>();
   private readonly configListeners = new Listeners<void>();
   private merged: MergedConfig = EMPTY_MERGED;
+  private mesh: MeshConfig = EMPTY_MESH_CONFIG;
   private conflicts: readonly ConfigConflict[] = [];
   private crossWarnings: readonly CrossResourceWarning[] = [];
 
@@ -101,16 +97,12 @@ export class ConfigDirRegistry extends StateBackedRegistry {
     return this.watcher.stop();
   }
 
-  /** Validated traffic config, for the traffic-management issue. */
-  virtualServices(): readonly ConfigResource<VirtualServiceSpec>[] {
-    return this.merged.virtualServices;
+  /** The traffic config in force (VirtualServices, DestinationRules, Gateways). */
+  meshConfig(): MeshConfig {
+    return this.mesh;
   }
 
-  destinationRules(): readonly ConfigResource<DestinationRuleSpec>[] {
-    return this.merged.destinationRules;
-  }
-
-  /** Fires when the set of VirtualServices or DestinationRules changes. */
+  /** Fires when the mesh config changes (after meshConfig() returns the new one). */
   onConfigChange(listener: () => void): () => void {
     return this.configListeners.add(listener);
   }
@@ -246,11 +238,10 @@ export class ConfigDirRegistry extends StateBackedRegistry {
     ]);
     this.logNew(conversion.warnings, this.crossWarnings, (w) => [{ resource: w.resource }, w.message]);
 
-    const trafficChanged =
-      trafficKey(merged.virtualServices) !== trafficKey(this.merged.virtualServices) ||
-      trafficKey(merged.destinationRules) !== trafficKey(this.merged.destinationRules);
+    const previousMesh = this.mesh;
     // Everything readable is updated before any listener runs.
     this.merged = merged;
+    this.mesh = nextMeshConfig(previousMesh, merged);
     this.conflicts = conflicts;
     this.crossWarnings = conversion.warnings;
     this.state.replace(conversion.snapshot);
@@ -265,7 +256,7 @@ export class ConfigDirRegistry extends StateBackedRegistry {
         ),
       );
     }
-    if (trafficChanged) this.configListeners.emit();
+    if (this.mesh.generation !== previousMesh.generation) this.configListeners.emit();
   }
 
   private logNew<T>(
@@ -290,13 +281,6 @@ function isNotFound(e: unknown): boolean {
   const code = (e as NodeJS.ErrnoException | null)?.code;
   // EISDIR/ENOTDIR: the path became a directory, or a parent stopped being one; either way the file is gone.
   return code === 'ENOENT' || code === 'EISDIR' || code === 'ENOTDIR';
-}
-
-// Traffic config compared without file/line, so moving a resource within or between files is no change.
-function trafficKey(resources: readonly AnyConfigResource[]): string {
-  return JSON.stringify(
-    resources.map((r) => [r.kind, r.apiVersion, r.namespace, r.name, r.labels, r.annotations, r.spec]),
-  );
 }
 
 function emptyFileRejected(path: string): FileLoad {

@@ -1,13 +1,7 @@
 // The JSON served at GET /debug/configz: what each file contributed or why it did not.
 import type { ConfigConflict, MergedConfig } from './merge.js';
 import type { CrossResourceWarning } from './service-entry.js';
-import type {
-  ConfigIssue,
-  DestinationRuleResource,
-  ServiceEntryResource,
-  VirtualServiceResource,
-  WorkloadEntryResource,
-} from './types.js';
+import type { ConfigIssue } from './types.js';
 
 export interface FileDebugState {
   readonly path: string;
@@ -29,19 +23,11 @@ export interface ConfigDebugState {
   readonly files: readonly FileDebugState[];
   readonly conflicts: readonly ConfigConflict[];
   readonly warnings: readonly CrossResourceWarning[];
-  readonly resources: {
-    readonly serviceEntries: readonly ServiceEntryResource[];
-    readonly workloadEntries: readonly WorkloadEntryResource[];
-    readonly virtualServices: readonly VirtualServiceResource[];
-    readonly destinationRules: readonly DestinationRuleResource[];
-  };
+  /** Every resource kind in force, as validated. */
+  readonly resources: Omit<MergedConfig, 'conflicts'>;
 }
 
 export function resourcesOf(merged: MergedConfig): ConfigDebugState['resources'] {
-  return {
-    serviceEntries: merged.serviceEntries,
-    workloadEntries: merged.workloadEntries,
-    virtualServices: merged.virtualServices,
-    destinationRules: merged.destinationRules,
-  };
+  const { conflicts, ...resources } = merged;
+  return resources;
 }

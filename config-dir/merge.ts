@@ -5,6 +5,7 @@ import {
   resourceKey,
   type AnyConfigResource,
   type DestinationRuleResource,
+  type GatewayResource,
   type ServiceEntryResource,
   type VirtualServiceResource,
   type WorkloadEntryResource,
@@ -30,6 +31,7 @@ export interface MergedConfig {
   readonly workloadEntries: readonly WorkloadEntryResource[];
   readonly virtualServices: readonly VirtualServiceResource[];
   readonly destinationRules: readonly DestinationRuleResource[];
+  readonly gateways: readonly GatewayResource[];
   readonly conflicts: readonly ConfigConflict[];
 }
 
@@ -65,6 +67,7 @@ export function mergeFiles(files: Iterable<FileLoad>): MergedConfig {
     workloadEntries: all.filter((r): r is WorkloadEntryResource => r.kind === 'WorkloadEntry'),
     virtualServices: all.filter((r): r is VirtualServiceResource => r.kind === 'VirtualService'),
     destinationRules: all.filter((r): r is DestinationRuleResource => r.kind === 'DestinationRule'),
+    gateways: all.filter((r): r is GatewayResource => r.kind === 'Gateway'),
     conflicts,
   };
 }

@@ -9,7 +9,7 @@ export const SUPPORTED_API_VERSIONS = [
   'networking.istio.io/v1alpha3',
 ] as const;
 
-export type ConfigKind = 'ServiceEntry' | 'WorkloadEntry' | 'VirtualService' | 'DestinationRule';
+export type ConfigKind = 'ServiceEntry' | 'WorkloadEntry' | 'VirtualService' | 'DestinationRule' | 'Gateway';
 
 /** One validated resource, with where it came from (path relative to the watched directory, 1-based line). */
 export interface ConfigResource<T, K extends ConfigKind = ConfigKind> {
@@ -28,8 +28,13 @@ export type ServiceEntryResource = ConfigResource<ServiceEntrySpec, 'ServiceEntr
 export type WorkloadEntryResource = ConfigResource<WorkloadEntrySpec, 'WorkloadEntry'>;
 export type VirtualServiceResource = ConfigResource<VirtualServiceSpec, 'VirtualService'>;
 export type DestinationRuleResource = ConfigResource<DestinationRuleSpec, 'DestinationRule'>;
+export type GatewayResource = ConfigResource<GatewaySpec, 'Gateway'>;
 export type AnyConfigResource =
-  ServiceEntryResource | WorkloadEntryResource | VirtualServiceResource | DestinationRuleResource;
+  | ServiceEntryResource
+  | WorkloadEntryResource
+  | VirtualServiceResource
+  | DestinationRuleResource
+  | GatewayResource;
 
 /** `Kind/namespace/name`: the identity of a resource across files. */
 export function resourceKey(r: { kind: string; namespace: string; name: string }): string {
@@ -351,4 +356,45 @@ export interface DestinationRuleSpec {
   readonly subsets?: readonly Subset[];
   readonly exportTo?: readonly string[];
   readonly workloadSelector?: { readonly matchLabels: Readonly<Record<string, string>> };
+}
+
+// ---- Gateway ----------------------------------------------------------------------------------
+
+export type ServerTLSMode =
+  'PASSTHROUGH' | 'SIMPLE' | 'MUTUAL' | 'AUTO_PASSTHROUGH' | 'ISTIO_MUTUAL' | 'OPTIONAL_MUTUAL';
+
+export interface ServerTLSSettings {
+  readonly httpsRedirect?: boolean;
+  readonly mode?: ServerTLSMode;
+  /** Files on the gateway's machine (Portolan has no Kubernetes secrets to read `credentialName` from). */
+  readonly serverCertificate?: string;
+  readonly privateKey?: string;
+  readonly caCertificates?: string;
+  readonly subjectAltNames?: readonly string[];
+  readonly minProtocolVersion?: string;
+  readonly maxProtocolVersion?: string;
+  readonly cipherSuites?: readonly string[];
+}
+
+export interface GatewayPort {
+  readonly number: number;
+  /** HTTP, HTTPS, GRPC, HTTP2, MONGO, TCP or TLS. */
+  readonly protocol: string;
+  readonly name?: string;
+  readonly targetPort?: number;
+}
+
+export interface GatewayServer {
+  readonly port: GatewayPort;
+  /** `host`, `*.suffix`, `*`, optionally prefixed `namespace/` (which namespaces' VirtualServices may bind). */
+  readonly hosts: readonly string[];
+  readonly tls?: ServerTLSSettings;
+  readonly bind?: string;
+  readonly name?: string;
+}
+
+export interface GatewaySpec {
+  /** Which gateway proxies (by their LABELS) serve these servers; all of them when absent. */
+  readonly selector?: Readonly<Record<string, string>>;
+  readonly servers: readonly GatewayServer[];
 }

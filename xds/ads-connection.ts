@@ -4,6 +4,7 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { ChangeEvent } from '../model/change.js';
 import type { Catalog } from '../model/catalog.js';
+import type { MeshConfig } from '../config-dir/mesh-config.js';
 import type { Logger } from '../log/logger.js';
 import type { PortolanMetrics } from '../metrics/metrics.js';
 import type { GeneratorTable } from './generators/index.js';
@@ -14,10 +15,11 @@ import { StreamState } from './stream-state.js';
 import { CLUSTER, ENDPOINT, PUSH_ORDER, shortTypeName } from './type-urls.js';
 import { encodeDiscoveryResponse, type DiscoveryRequest } from './wire.js';
 
-/** The serving state a connection reads: one catalog per generation. */
+/** The serving state a connection reads: one catalog and mesh config per generation. */
 export interface ServingView {
   readonly generation: number;
   readonly catalog: Catalog;
+  readonly config: MeshConfig;
 }
 
 export interface ConnectionDeps {
@@ -105,7 +107,7 @@ export class AdsConnection {
     const subscription = this.state.subscription(typeUrl);
     if (!proxy || !subscription) return;
     const view = this.deps.view();
-    const ctx = { proxy, catalog: view.catalog };
+    const ctx = { proxy, catalog: view.catalog, config: view.config };
     const generator = this.deps.generators.find(proxy.kind, typeUrl);
     const resources: EncodedResource[] = [];
     if (generator) {

@@ -1,6 +1,7 @@
 // envoy.service.discovery.v3.AggregatedDiscoveryService on @grpc/grpc-js, state of the world. It owns
 // the connections and the serving view; the model's change events become pushes to every stream.
 import * as grpc from '@grpc/grpc-js';
+import { NO_MESH_CONFIG, type MeshConfigSource } from '../config-dir/mesh-config.js';
 import type { ChangeEvent } from '../model/change.js';
 import type { ServiceDiscovery } from '../model/discovery.js';
 import type { Logger } from '../log/logger.js';
@@ -32,6 +33,8 @@ const ADS_SERVICE: grpc.ServiceDefinition = {
 
 export interface AdsServerOptions {
   readonly discovery: ServiceDiscovery;
+  /** The traffic config (the config directory); a change to it is a full push. */
+  readonly meshConfig?: MeshConfigSource;
   readonly logger: Logger;
   /** Changes arriving within this window are merged into one push (default 100 ms). */
   readonly pushWindowMs?: number;
@@ -58,16 +61,25 @@ export class AdsServer {
   private readonly cache = new ResourceCache();
   private readonly generators: GeneratorTable;
   private readonly debouncer: PushDebouncer;
-  private readonly unsubscribe: () => void;
+  private readonly meshConfig: MeshConfigSource;
+  private readonly unsubscribe: (() => void)[];
   private view: ServingView;
   private connectionCounter = 0;
   pushes = 0;
 
   constructor(private readonly options: AdsServerOptions) {
     this.generators = options.generators ?? new GeneratorTable();
-    this.view = { generation: 0, catalog: options.discovery.catalog() };
+    this.meshConfig = options.meshConfig ?? NO_MESH_CONFIG;
+    this.view = {
+      generation: 0,
+      catalog: options.discovery.catalog(),
+      config: this.meshConfig.meshConfig(),
+    };
     this.debouncer = new PushDebouncer(options.pushWindowMs ?? 100, (e) => this.pushAll(e));
-    this.unsubscribe = options.discovery.onChange((e) => this.debouncer.add(e));
+    this.unsubscribe = [
+      options.discovery.onChange((e) => this.debouncer.add(e)),
+      this.meshConfig.onConfigChange(() => this.requestFullPush()),
+    ];
   }
 
   /** Serves ADS on `server`; with `authorize`, each stream's first node is checked before anything is sent. */
@@ -85,7 +97,7 @@ export class AdsServer {
 
   stop(): void {
     this.debouncer.stop();
-    this.unsubscribe();
+    for (const unsubscribe of this.unsubscribe) unsubscribe();
   }
 
   connectionList(): readonly AdsConnection[] {
@@ -105,7 +117,11 @@ export class AdsServer {
   }
 
   private pushAll(event: ChangeEvent): void {
-    this.view = { generation: this.view.generation + 1, catalog: this.options.discovery.catalog() };
+    this.view = {
+      generation: this.view.generation + 1,
+      catalog: this.options.discovery.catalog(),
+      config: this.meshConfig.meshConfig(),
+    };
     this.pushes += 1;
     this.options.metrics?.pushes.inc({ kind: event.endpointsOnly ? 'eds' : 'full' });
     for (const conn of this.connections.values()) conn.push(event);

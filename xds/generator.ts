@@ -1,11 +1,14 @@
 // The seam between the ADS server and what it serves: one generator per type URL and kind of proxy.
 import type { Catalog } from '../model/catalog.js';
+import type { MeshConfig } from '../config-dir/mesh-config.js';
 import type { Proxy, ProxyKind } from './proxy.js';
 import type { EncodedResource } from './resource.js';
 
 export interface GenerateContext {
   readonly proxy: Proxy;
   readonly catalog: Catalog;
+  /** The traffic config (VirtualServices, DestinationRules, Gateways) of this serving generation. */
+  readonly config: MeshConfig;
 }
 
 export interface ResourceGenerator {

@@ -2,6 +2,7 @@
 import { isIP } from 'node:net';
 import { int, mapOf, num, obj, str, type Check } from './schema.js';
 import { durationMs } from '../../model/duration.js';
+import { PROTOCOLS, type Protocol } from '../../model/service.js';
 
 const DNS_LABEL = /^[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?$/;
 
@@ -84,3 +85,16 @@ export const stringMap: Check<Record<string, string>> = mapOf((value, path, prob
 export const portSelector = obj({ number: portNumber }, { required: ['number'] });
 
 export const percent = obj({ value: num(0, 100) }, { required: ['value'] });
+
+/** Istio's protocol names, case-insensitive. An empty protocol is TCP (Istio would sniff; we do not). */
+export const protocol: Check<Protocol> = (value, path, problems) => {
+  if (typeof value !== 'string') {
+    problems.error(path, 'must be a string');
+    return undefined;
+  }
+  if (value === '') return undefined;
+  const upper = value.toUpperCase();
+  const known = PROTOCOLS.find((p) => p === upper);
+  if (!known) problems.error(path, `must be one of ${PROTOCOLS.join(', ')}, got ${JSON.stringify(value)}`);
+  return known;
+};

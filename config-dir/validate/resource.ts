@@ -4,6 +4,7 @@ import type { FieldPath } from '../parse.js';
 import { SUPPORTED_API_VERSIONS, type AnyConfigResource, type ConfigKind } from '../types.js';
 import { stringMap } from './common.js';
 import { destinationRuleSpec } from './destination-rule.js';
+import { gatewaySpec } from './gateway.js';
 import { isRecord, obj, str, type Check, type Problems } from './schema.js';
 import { serviceEntrySpec } from './service-entry.js';
 import { virtualServiceSpec } from './virtual-service.js';
@@ -14,6 +15,7 @@ const SPECS: Record<ConfigKind, Check<unknown>> = {
   WorkloadEntry: workloadEntrySpec,
   VirtualService: virtualServiceSpec,
   DestinationRule: destinationRuleSpec,
+  Gateway: gatewaySpec,
 };
 
 // Fields `kubectl get -o yaml` adds; accepted silently so exported manifests load as they are.

@@ -1,23 +1,17 @@
 // ServiceEntry: hosts × ports, resolved through inline endpoints, selected WorkloadEntries, or DNS.
-import { PROTOCOLS, type Protocol } from '../../model/service.js';
 import type { FieldPath } from '../parse.js';
 import type { ServiceEntrySpec, WorkloadEntrySpec } from '../types.js';
-import { addressKind, hostOrWildcard, ipOrCidr, isWildcard, portNumber, stringMap } from './common.js';
+import {
+  addressKind,
+  hostOrWildcard,
+  ipOrCidr,
+  isWildcard,
+  portNumber,
+  protocol,
+  stringMap,
+} from './common.js';
 import { arrayOf, obj, oneOf, str, type Check, type Problems } from './schema.js';
 import { workloadEntrySpec } from './workload-entry.js';
-
-/** Istio's protocol names, case-insensitive. An empty protocol is TCP (Istio would sniff; we do not). */
-const protocol: Check<Protocol> = (value, path, problems) => {
-  if (typeof value !== 'string') {
-    problems.error(path, 'must be a string');
-    return undefined;
-  }
-  if (value === '') return undefined;
-  const upper = value.toUpperCase();
-  const known = PROTOCOLS.find((p) => p === upper);
-  if (!known) problems.error(path, `must be one of ${PROTOCOLS.join(', ')}, got ${JSON.stringify(value)}`);
-  return known;
-};
 
 const port = obj(
   { number: portNumber, protocol, name: str({ nonEmpty: true }), targetPort: portNumber },

@@ -1,7 +1,9 @@
-// An in-process control plane (mock registry → aggregate → ADS on loopback) for integration tests.
+// An in-process control plane (mock registry [+ a config directory] → aggregate → ADS on loopback)
+// for integration tests.
 import * as grpc from '@grpc/grpc-js';
 import { MockRegistry } from '../../adapters/mock/mock-registry.js';
 import { AggregateDiscovery } from '../../aggregate/aggregate-discovery.js';
+import { ConfigDirRegistry } from '../../config-dir/config-registry.js';
 import { silentLogger } from '../../log/logger.js';
 import { AdsServer } from '../../xds/ads-server.js';
 import type { Registry } from '../../adapters/registry.js';
@@ -10,6 +12,8 @@ export interface InProcessPlane {
   readonly mock: MockRegistry;
   readonly discovery: AggregateDiscovery;
   readonly ads: AdsServer;
+  /** Present when started with `configDir`. */
+  readonly config?: ConfigDirRegistry;
   readonly address: string;
   stop(): Promise<void>;
 }
@@ -17,11 +21,23 @@ export interface InProcessPlane {
 export async function startInProcessPlane({
   pushWindowMs = 0,
   extraRegistries = [],
-}: { pushWindowMs?: number; extraRegistries?: Registry[] } = {}): Promise<InProcessPlane> {
+  configDir,
+}: {
+  pushWindowMs?: number;
+  extraRegistries?: Registry[];
+  configDir?: string;
+} = {}): Promise<InProcessPlane> {
   const mock = new MockRegistry();
-  const discovery = new AggregateDiscovery([mock, ...extraRegistries]);
+  const config =
+    configDir === undefined ? undefined : new ConfigDirRegistry({ dir: configDir, debounceMs: 20 });
+  const discovery = new AggregateDiscovery([mock, ...(config ? [config] : []), ...extraRegistries]);
   await discovery.start();
-  const ads = new AdsServer({ discovery, logger: silentLogger, pushWindowMs });
+  const ads = new AdsServer({
+    discovery,
+    logger: silentLogger,
+    pushWindowMs,
+    ...(config && { meshConfig: config }),
+  });
   const server = new grpc.Server();
   ads.register(server);
   const port = await new Promise<number>((resolve, reject) =>
@@ -33,6 +49,7 @@ export async function startInProcessPlane({
     mock,
     discovery,
     ads,
+    ...(config && { config }),
     address: `127.0.0.1:${port}`,
     async stop() {
       ads.stop();

@@ -6,7 +6,6 @@ import { grpcEndpointGenerator } from './grpc/endpoint.js';
 import { grpcListenerGenerator } from './grpc/listener.js';
 import { grpcRouteGenerator } from './grpc/route.js';
 import { envoyGenerators } from './envoy/generators.js';
-import { NO_GATEWAYS, type GatewaySource } from './envoy/gateway.js';
 import { validatePushesEnabled, validatingGenerator } from '../validate/validating-generator.js';
 
 export const DEFAULT_GENERATORS: readonly ResourceGenerator[] = [
@@ -14,19 +13,8 @@ export const DEFAULT_GENERATORS: readonly ResourceGenerator[] = [
   grpcEndpointGenerator,
   grpcListenerGenerator,
   grpcRouteGenerator,
-  ...envoyGenerators(NO_GATEWAYS),
+  ...envoyGenerators(),
 ];
-
-/** The default table with Envoy gateways reading `gateways` (the config directory's Gateway resources). */
-export function generatorsWithGateways(gateways: GatewaySource): ResourceGenerator[] {
-  return [
-    grpcClusterGenerator,
-    grpcEndpointGenerator,
-    grpcListenerGenerator,
-    grpcRouteGenerator,
-    ...envoyGenerators(gateways),
-  ];
-}
 
 export class GeneratorTable {
   private readonly table = new Map<string, ResourceGenerator>();

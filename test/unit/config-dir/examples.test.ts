@@ -57,7 +57,7 @@ test('examples/config loads with no errors or warnings', async (t) => {
     ],
   );
   assert.deepEqual(
-    registry.destinationRules().map((dr) => [dr.spec.host, dr.spec.subsets?.map((s) => s.name)]),
+    registry.meshConfig().destinationRules.map((dr) => [dr.spec.host, dr.spec.subsets?.map((s) => s.name)]),
     [['echo.example.internal', ['v1', 'v2']]],
   );
 });

@@ -225,17 +225,20 @@ test('VirtualServices and DestinationRules are exposed, and onConfigChange fires
   const dr = (lb: string) =>
     `apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: echo}\nspec:\n  host: echo.example.internal\n  trafficPolicy: {loadBalancer: {simple: ${lb}}}\n`;
   const { registry, write } = await started(t, { 'dr.yaml': dr('ROUND_ROBIN') });
-  assert.equal(registry.destinationRules()[0]?.spec.trafficPolicy?.loadBalancer?.simple, 'ROUND_ROBIN');
-  assert.deepEqual(registry.virtualServices(), []);
+  assert.equal(
+    registry.meshConfig().destinationRules[0]?.spec.trafficPolicy?.loadBalancer?.simple,
+    'ROUND_ROBIN',
+  );
+  assert.deepEqual(registry.meshConfig().virtualServices, []);
   let fired = 0;
   registry.onConfigChange(() => fired++);
   await write('dr.yaml', dr('RANDOM'));
   await eventually(() => fired === 1, 5000, 'config change');
-  assert.equal(registry.destinationRules()[0]?.spec.trafficPolicy?.loadBalancer?.simple, 'RANDOM');
+  assert.equal(registry.meshConfig().destinationRules[0]?.spec.trafficPolicy?.loadBalancer?.simple, 'RANDOM');
 
   // A comment moves the resource down a line: the same config, so no change.
   await write('dr.yaml', '# comment\n' + dr('RANDOM'));
-  await eventually(() => registry.destinationRules()[0]?.line === 2, 5000, 'reloaded');
+  await eventually(() => registry.meshConfig().destinationRules[0]?.line === 2, 5000, 'reloaded');
   await registry.settled();
   assert.equal(fired, 1);
 });

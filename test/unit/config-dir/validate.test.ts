@@ -142,7 +142,7 @@ test('unknown kinds and apiVersions are warnings; the rest of the file still loa
     'metadata: {name: x}',
     '---',
     'apiVersion: networking.istio.io/v1',
-    'kind: Gateway',
+    'kind: Sidecar',
     'metadata: {name: gw}',
     '---',
     'apiVersion: networking.istio.io/v2',
@@ -165,7 +165,7 @@ test('unknown kinds and apiVersions are warnings; the rest of the file still loa
     load.warnings.map((w) => formatIssue('mixed.yaml', w)),
     [
       'mixed.yaml:1 apiVersion: v1 ConfigMap is not supported, ignored',
-      'mixed.yaml:6 kind: kind Gateway is not supported, ignored',
+      'mixed.yaml:6 kind: kind Sidecar is not supported, ignored',
       'mixed.yaml:9 apiVersion: networking.istio.io/v2 ServiceEntry is not supported, ignored',
       'mixed.yaml:16 spec.colour: unknown field, ignored',
     ],
@@ -256,6 +256,45 @@ test('DestinationRule: host required, unique subset names, enum and duration che
     'dr.yaml:6 spec.trafficPolicy.loadBalancer.simple: must be one of UNSPECIFIED, LEAST_CONN, RANDOM, PASSTHROUGH, ROUND_ROBIN, LEAST_REQUEST',
     'dr.yaml:7 spec.trafficPolicy.connectionPool.tcp.connectTimeout: must be a duration such as 1.5s or 100ms, got "soon"',
   ]);
+});
+
+test('Gateway: servers need port and hosts, TLS files for terminating modes, no secrets by name', () => {
+  const text = [
+    'apiVersion: networking.istio.io/v1',
+    'kind: Gateway',
+    'metadata: {name: ingress}',
+    'spec:',
+    '  selector: {istio: ingressgateway}',
+    '  servers:',
+    '    - port: {number: 443, name: https, protocol: HTTPS}',
+    '      hosts: [shop.example.com]',
+    '      tls: {mode: SIMPLE, credentialName: shop-cert}',
+    '    - port: {number: 80, protocol: HTTP}',
+    '      hosts: [shop.example.com]',
+    '    - port: {number: 80, protocol: HTTP}',
+    '      hosts: [shop.example.com]',
+    '    - port: {number: 8443, protocol: TLS}',
+    '      hosts: ["*"]',
+    '    - port: {number: 81, protocol: HTTP}',
+    '      hosts: ["bad host", "Ns/x.example.com", "./ok.example.com"]',
+    '',
+  ].join('\n');
+  assert.deepEqual(errorsOf(text, 'gw.yaml').sort(), [
+    'gw.yaml:13 spec.servers[2].hosts: host "shop.example.com" on port 80 is already served by servers[1]',
+    'gw.yaml:14 spec.servers[3].tls: is required for protocol TLS',
+    'gw.yaml:17 spec.servers[4].hosts[0]: must be a hostname or wildcard, got "bad host"',
+    'gw.yaml:17 spec.servers[4].hosts[1]: namespace part must be ".", "*" or a namespace name, got "Ns"',
+    'gw.yaml:9 spec.servers[0].tls.credentialName: Kubernetes secrets are not available outside Kubernetes; use serverCertificate and privateKey (file paths)',
+    'gw.yaml:9 spec.servers[0].tls.privateKey: is required for mode SIMPLE',
+    'gw.yaml:9 spec.servers[0].tls.serverCertificate: is required for mode SIMPLE',
+  ]);
+  const good = loadConfigFile(
+    'gw.yaml',
+    text.split('\n').slice(0, 8).join('\n') +
+      '\n      tls: {mode: SIMPLE, serverCertificate: /etc/gw/cert.pem, privateKey: /etc/gw/key.pem}\n',
+  );
+  assert.deepEqual(good.errors, []);
+  assert.equal(good.resources[0]?.kind, 'Gateway');
 });
 
 test('parseDuration reads Go-style durations', () => {

@@ -4,10 +4,10 @@
 import { buildCatalog, type Catalog } from '../../../model/catalog.js';
 import type { Endpoint } from '../../../model/endpoint.js';
 import type { Service } from '../../../model/service.js';
-import type { ConfigResource, VirtualServiceSpec } from '../../../config-dir/types.js';
+import type { MeshConfig } from '../../../config-dir/mesh-config.js';
+import type { GatewaySpec, VirtualServiceSpec } from '../../../config-dir/types.js';
 import type { GenerateContext, ResourceGenerator } from '../../../xds/generator.js';
 import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
-import type { GatewayConfig, GatewaySource, GatewaySpec } from '../../../xds/generators/envoy/gateway.js';
 import { decodeAny } from '../../../xds/protos.js';
 import { proxyFromNode, type Proxy } from '../../../xds/proxy.js';
 import type { EncodedResource } from '../../../xds/resource.js';
@@ -48,9 +48,9 @@ export function fixtureCatalog(): Catalog {
   return buildCatalog(services, endpoints);
 }
 
-function resource<T>(kind: string, name: string, spec: T): ConfigResource<T, never> {
+function resource<K extends 'Gateway' | 'VirtualService', T>(kind: K, name: string, spec: T) {
   return {
-    kind: kind as never,
+    kind,
     apiVersion: 'networking.istio.io/v1',
     name,
     namespace: 'default',
@@ -64,10 +64,12 @@ function resource<T>(kind: string, name: string, spec: T): ConfigResource<T, nev
 
 export const INGRESS_LABELS = { istio: 'ingressgateway' };
 
-export function fixtureGateways(): GatewayConfig {
+export function fixtureMeshConfig(): MeshConfig {
   return {
+    generation: 1,
+    destinationRules: [],
     gateways: [
-      resource<GatewaySpec>('Gateway', 'ingress', {
+      resource<'Gateway', GatewaySpec>('Gateway', 'ingress', {
         selector: INGRESS_LABELS,
         servers: [
           { port: { number: 80, name: 'http', protocol: 'HTTP' }, hosts: ['*'] },
@@ -83,13 +85,13 @@ export function fixtureGateways(): GatewayConfig {
           { port: { number: 5432, name: 'pg', protocol: 'TCP' }, hosts: ['*'] },
         ],
       }),
-      resource<GatewaySpec>('Gateway', 'other', {
+      resource<'Gateway', GatewaySpec>('Gateway', 'other', {
         selector: { istio: 'egressgateway' },
         servers: [{ port: { number: 8443, name: 'x', protocol: 'HTTP' }, hosts: ['*'] }],
       }),
     ],
     virtualServices: [
-      resource<VirtualServiceSpec>('VirtualService', 'shop', {
+      resource<'VirtualService', VirtualServiceSpec>('VirtualService', 'shop', {
         hosts: ['shop.example.com'],
         gateways: ['ingress'],
         http: [
@@ -103,21 +105,17 @@ export function fixtureGateways(): GatewayConfig {
           { route: [{ destination: { host: SHOP, port: { number: 8080 } } }] },
         ],
       }),
-      resource<VirtualServiceSpec>('VirtualService', 'db', {
+      resource<'VirtualService', VirtualServiceSpec>('VirtualService', 'db', {
         hosts: ['db.example.com'],
         gateways: ['default/ingress'],
         tcp: [{ route: [{ destination: { host: DB } }] }],
       }),
-      resource<VirtualServiceSpec>('VirtualService', 'mesh-only', {
+      resource<'VirtualService', VirtualServiceSpec>('VirtualService', 'mesh-only', {
         hosts: [WEB],
         http: [{ route: [{ destination: { host: WEB } }] }],
       }),
     ],
   };
-}
-
-export function gatewaySource(config: GatewayConfig = fixtureGateways()): GatewaySource {
-  return { snapshot: () => config, generation: () => 1 };
 }
 
 export function envoyProxy(id: string, metadata: Record<string, unknown> = {}): Proxy {
@@ -150,13 +148,9 @@ export function fixtureProxies(): Record<string, Proxy> {
 export type Collected = Map<string, EncodedResource[]>;
 
 /** What an Envoy subscribed the usual way would hold: LDS/CDS wildcard, then referenced RDS and EDS. */
-export function collect(
-  proxy: Proxy,
-  catalog: Catalog,
-  gateways: GatewaySource = gatewaySource(),
-): Collected {
-  const generators = envoyGenerators(gateways);
-  const ctx: GenerateContext = { proxy, catalog };
+export function collect(proxy: Proxy, catalog: Catalog, config: MeshConfig = fixtureMeshConfig()): Collected {
+  const generators = envoyGenerators();
+  const ctx: GenerateContext = { proxy, catalog, config };
   const byType = (t: string): ResourceGenerator => {
     const g = generators.find((x) => x.typeUrl === t);
     if (!g) throw new Error(`no generator for ${t}`);

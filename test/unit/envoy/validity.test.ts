@@ -2,6 +2,7 @@
 // the cross-resource consistency check; and the validator does reject what Envoy would reject.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { EMPTY_MESH_CONFIG } from '../../../config-dir/mesh-config.js';
 import type { Logger } from '../../../log/logger.js';
 import type { ResourceGenerator } from '../../../xds/generator.js';
 import { GeneratorTable } from '../../../xds/generators/index.js';
@@ -152,7 +153,7 @@ test('with PORTOLAN_VALIDATE_PUSHES an invalid generated resource is logged and 
   const logger = { error: (obj: unknown) => logged.push(obj) } as unknown as Logger;
   const table = new GeneratorTable([validatingGenerator(bad, logger)], false);
   const g = table.find('envoy', CLUSTER) ?? assert.fail('generator');
-  const ctx = { proxy: fixtureProxies().explicit ?? assert.fail(), catalog };
+  const ctx = { proxy: fixtureProxies().explicit ?? assert.fail(), catalog, config: EMPTY_MESH_CONFIG };
   assert.equal(g.build(ctx, 'good')?.name, 'good');
   assert.equal(g.build(ctx, ''), undefined);
   assert.equal(logged.length, 1);

@@ -2,6 +2,7 @@
 // the resource name formats in xds/names.ts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { EMPTY_MESH_CONFIG } from '../../../config-dir/mesh-config.js';
 import { buildCatalog } from '../../../model/catalog.js';
 import type { Endpoint } from '../../../model/endpoint.js';
 import type { Service } from '../../../model/service.js';
@@ -31,7 +32,11 @@ const NONE = 'none.test';
 
 function ctxFor(services: Service[], endpoints: Record<string, Endpoint[]> = {}): GenerateContext {
   const catalog = buildCatalog(services, new Map(Object.entries(endpoints)));
-  return { proxy: proxyFromNode({ id: 'client-1', user_agent_name: 'gRPC Node' }), catalog };
+  return {
+    proxy: proxyFromNode({ id: 'client-1', user_agent_name: 'gRPC Node' }),
+    catalog,
+    config: EMPTY_MESH_CONFIG,
+  };
 }
 
 const defaultServices = [

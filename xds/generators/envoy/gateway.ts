@@ -10,10 +10,14 @@ import type { RouteConfiguration } from '../../generated/envoy/config/route/v3/R
 import type { VirtualHost } from '../../generated/envoy/config/route/v3/VirtualHost.js';
 import type { DownstreamTlsContext } from '../../generated/envoy/extensions/transport_sockets/tls/v3/DownstreamTlsContext.js';
 import type { Catalog } from '../../../model/catalog.js';
+import type { MeshConfig } from '../../../config-dir/mesh-config.js';
 import type {
   ConfigResource,
+  GatewayResource,
+  GatewayServer,
   HTTPRoute,
   RouteDestination,
+  ServerTLSSettings,
   VirtualServiceSpec,
 } from '../../../config-dir/types.js';
 import { clusterName, gatewayRouteName, socketListenerName } from '../../names.js';
@@ -26,48 +30,12 @@ import {
   tlsInspectorFilter,
 } from './filters.js';
 
-export interface GatewayServerTls {
-  readonly mode?: string;
-  readonly serverCertificate?: string;
-  readonly privateKey?: string;
-  readonly caCertificates?: string;
-  readonly httpsRedirect?: boolean;
-}
-
-export interface GatewayServer {
-  readonly port: { readonly number: number; readonly name?: string; readonly protocol: string };
-  readonly hosts: readonly string[];
-  readonly tls?: GatewayServerTls;
-  readonly name?: string;
-}
-
-export interface GatewaySpec {
-  readonly selector?: Readonly<Record<string, string>>;
-  readonly servers: readonly GatewayServer[];
-}
-
-export interface GatewayConfig {
-  readonly gateways: readonly ConfigResource<GatewaySpec>[];
-  readonly virtualServices: readonly ConfigResource<VirtualServiceSpec>[];
-}
-
-/** Where the generators read gateway config; generation() changes whenever the config does. */
-export interface GatewaySource {
-  snapshot(): GatewayConfig;
-  generation(): number;
-}
-
-export const NO_GATEWAYS: GatewaySource = {
-  snapshot: () => ({ gateways: [], virtualServices: [] }),
-  generation: () => 0,
-};
+/** What gateway generation reads of the mesh config. */
+export type GatewayConfig = Pick<MeshConfig, 'gateways' | 'virtualServices'>;
 
 const HTTP_PROTOCOLS = new Set(['HTTP', 'HTTP2', 'GRPC', 'HTTPS']);
 
-function selected(
-  config: GatewayConfig,
-  labels: Readonly<Record<string, string>>,
-): ConfigResource<GatewaySpec>[] {
+function selected(config: GatewayConfig, labels: Readonly<Record<string, string>>): GatewayResource[] {
   return config.gateways.filter((g) =>
     Object.entries(g.spec.selector ?? {}).every(([k, v]) => labels[k] === v),
   );
@@ -90,7 +58,7 @@ export function gatewayListeners(
   catalog: Catalog,
   labels: Readonly<Record<string, string>>,
 ): Map<string, Listener> {
-  const byPort = new Map<number, { gateway: ConfigResource<GatewaySpec>; server: GatewayServer }[]>();
+  const byPort = new Map<number, { gateway: GatewayResource; server: GatewayServer }[]>();
   for (const gateway of selected(config, labels))
     for (const server of gateway.spec.servers) {
       const list = byPort.get(server.port.number) ?? [];
@@ -127,7 +95,7 @@ export function gatewayListeners(
 function serverChain(
   config: GatewayConfig,
   catalog: Catalog,
-  gateway: ConfigResource<GatewaySpec>,
+  gateway: GatewayResource,
   server: GatewayServer,
   port: number,
 ): FilterChain | undefined {
@@ -150,7 +118,7 @@ function serverChain(
   return { ...match, filters: [tcpProxy(cluster, cluster)] };
 }
 
-function tlsSocket(tls: GatewayServerTls): {
+function tlsSocket(tls: ServerTLSSettings): {
   name: string;
   typed_config: { type_url: string; value: Buffer };
 } {
@@ -173,7 +141,7 @@ function tlsSocket(tls: GatewayServerTls): {
 /** VirtualServices naming this gateway (`name` in its own namespace, or `namespace/name`) whose hosts meet the server's. */
 function boundServices(
   config: GatewayConfig,
-  gateway: ConfigResource<GatewaySpec>,
+  gateway: GatewayResource,
   serverHosts: readonly string[],
 ): ConfigResource<VirtualServiceSpec>[] {
   return config.virtualServices.filter(

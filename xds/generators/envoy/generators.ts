@@ -1,6 +1,5 @@
 // The four generators for Envoy proxies (sidecars and gateways). LDS and CDS are wildcard; RDS and
 // EDS answer the names the listeners and clusters reference, so a consistent set is always served.
-import type { Catalog } from '../../../model/catalog.js';
 import type { GenerateContext, ResourceGenerator } from '../../generator.js';
 import {
   BLACKHOLE_CLUSTER,
@@ -23,13 +22,13 @@ import {
   outboundClusterNames,
   passthroughCluster,
 } from './clusters.js';
-import { gatewayRoute, type GatewaySource } from './gateway.js';
+import { gatewayRoute } from './gateway.js';
 import { inboundPorts } from './sidecar-listeners.js';
 import { httpProxyRoute, portRoute } from './sidecar-routes.js';
 import { envoyNode, listenersFor, listenerViewKey } from './view.js';
 
-export function envoyGenerators(gateways: GatewaySource): ResourceGenerator[] {
-  return [clusters(), endpoints(), listeners(gateways), routes(gateways)];
+export function envoyGenerators(): ResourceGenerator[] {
+  return [clusters(), endpoints(), listeners(), routes()];
 }
 
 function clusters(): ResourceGenerator {
@@ -79,20 +78,20 @@ function endpoints(): ResourceGenerator {
   };
 }
 
-function listeners(gateways: GatewaySource): ResourceGenerator {
+function listeners(): ResourceGenerator {
   return {
     typeUrl: LISTENER,
     proxyKind: 'envoy',
     viewKey: listenerViewKey,
-    wildcardNames: (ctx) => [...listenersFor(ctx.catalog, ctx.proxy, gateways).keys()],
+    wildcardNames: (ctx) => [...listenersFor(ctx).keys()],
     build(ctx, name) {
-      const listener = listenersFor(ctx.catalog, ctx.proxy, gateways).get(name);
+      const listener = listenersFor(ctx).get(name);
       return listener && encodeResource(LISTENER, name, listener);
     },
   };
 }
 
-function routes(gateways: GatewaySource): ResourceGenerator {
+function routes(): ResourceGenerator {
   return {
     typeUrl: ROUTE,
     proxyKind: 'envoy',
@@ -102,17 +101,18 @@ function routes(gateways: GatewaySource): ResourceGenerator {
     },
     wildcardNames: () => [],
     build(ctx, name) {
-      const config = routeConfig(ctx.catalog, ctx.proxy, gateways, name);
+      const config = routeConfig(ctx, name);
       return config && encodeResource(ROUTE, name, config);
     },
   };
 }
 
-function routeConfig(catalog: Catalog, proxy: Proxy, gateways: GatewaySource, name: string) {
+function routeConfig(ctx: GenerateContext, name: string) {
+  const { catalog, proxy } = ctx;
   const node = envoyNode(proxy);
   if (node.role === 'router') {
     const m = /^http\.(\d{1,5})$/.exec(name);
-    return m ? gatewayRoute(gateways.snapshot(), catalog, node.labels, Number(m[1])) : undefined;
+    return m ? gatewayRoute(ctx.config, catalog, node.labels, Number(m[1])) : undefined;
   }
   if (name === HTTP_PROXY_ROUTE) return httpProxyRoute(catalog);
   return /^\d{1,5}$/.test(name) ? portRoute(catalog, Number(name), node.outboundPolicy) : undefined;

@@ -1,11 +1,11 @@
 // What Envoy's resources depend on besides the catalog, as a cache key; and the listener set of a
 // view computed once per catalog (LDS asks for it by name many times per push).
 import type { Listener } from '../../generated/envoy/config/listener/v3/Listener.js';
-import type { Catalog } from '../../../model/catalog.js';
 import type { EnvoyNode } from '../../envoy-node.js';
+import type { GenerateContext } from '../../generator.js';
 import type { Proxy } from '../../proxy.js';
 import { DEFAULT_CERT_DIR } from '../../workload-certs.js';
-import { gatewayListeners, type GatewaySource } from './gateway.js';
+import { gatewayListeners } from './gateway.js';
 import { sidecarListeners } from './sidecar-listeners.js';
 
 const NO_NODE: EnvoyNode = {
@@ -31,10 +31,12 @@ export function listenerViewKey(proxy: Proxy): string {
   return JSON.stringify([proxy.ips, proxy.namespace, node]);
 }
 
-const listenerMemo = new WeakMap<Catalog, Map<string, Map<string, Listener>>>();
+// Keyed by catalog, then config generation and view: a new catalog drops everything built for the old.
+const listenerMemo = new WeakMap<object, Map<string, Map<string, Listener>>>();
 
-export function listenersFor(catalog: Catalog, proxy: Proxy, gateways: GatewaySource): Map<string, Listener> {
-  const key = `${gateways.generation()}\0${listenerViewKey(proxy)}`;
+export function listenersFor(ctx: GenerateContext): Map<string, Listener> {
+  const { catalog, proxy, config } = ctx;
+  const key = `${config.generation}\0${listenerViewKey(proxy)}`;
   let byView = listenerMemo.get(catalog);
   if (!byView) listenerMemo.set(catalog, (byView = new Map<string, Map<string, Listener>>()));
   let listeners = byView.get(key);
@@ -42,7 +44,7 @@ export function listenersFor(catalog: Catalog, proxy: Proxy, gateways: GatewaySo
     const node = envoyNode(proxy);
     listeners =
       node.role === 'router'
-        ? gatewayListeners(gateways.snapshot(), catalog, node.labels)
+        ? gatewayListeners(config, catalog, node.labels)
         : sidecarListeners(catalog, proxy.ips, node);
     byView.set(key, listeners);
   }
