@@ -57,6 +57,7 @@ const EMPTY_MERGED: MergedConfig = {
   virtualServices: [],
   destinationRules: [],
   gateways: [],
+  peerAuthentications: [],
   conflicts: [],
 };
 

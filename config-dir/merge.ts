@@ -6,6 +6,7 @@ import {
   type AnyConfigResource,
   type DestinationRuleResource,
   type GatewayResource,
+  type PeerAuthenticationResource,
   type ServiceEntryResource,
   type VirtualServiceResource,
   type WorkloadEntryResource,
@@ -32,6 +33,7 @@ export interface MergedConfig {
   readonly virtualServices: readonly VirtualServiceResource[];
   readonly destinationRules: readonly DestinationRuleResource[];
   readonly gateways: readonly GatewayResource[];
+  readonly peerAuthentications: readonly PeerAuthenticationResource[];
   readonly conflicts: readonly ConfigConflict[];
 }
 
@@ -68,6 +70,7 @@ export function mergeFiles(files: Iterable<FileLoad>): MergedConfig {
     virtualServices: all.filter((r): r is VirtualServiceResource => r.kind === 'VirtualService'),
     destinationRules: all.filter((r): r is DestinationRuleResource => r.kind === 'DestinationRule'),
     gateways: all.filter((r): r is GatewayResource => r.kind === 'Gateway'),
+    peerAuthentications: all.filter((r): r is PeerAuthenticationResource => r.kind === 'PeerAuthentication'),
     conflicts,
   };
 }
