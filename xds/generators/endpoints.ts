@@ -1,22 +1,32 @@
 // EDS, shared by every kind of proxy: endpoints grouped by locality, each locality weighted by the sum
-// of its endpoints' weights (gRPC ignores a locality without a weight, gRFC A27).
+// of its endpoints' weights (gRPC ignores a locality without a weight, gRFC A27). A subset cluster
+// (`outbound|PORT|SUBSET|HOST`) gets the endpoints matching the subset's labels in the
+// DestinationRule the proxy's namespace sees.
 import type { ClusterLoadAssignment } from '../generated/envoy/config/endpoint/v3/ClusterLoadAssignment.js';
 import type { LocalityLbEndpoints } from '../generated/envoy/config/endpoint/v3/LocalityLbEndpoints.js';
-import type { Catalog } from '../../model/catalog.js';
 import { localityKey, type PortEndpoint } from '../../model/endpoint.js';
+import type { GenerateContext } from '../generator.js';
 import { parseClusterName } from '../names.js';
 import { encodeResource, type EncodedResource } from '../resource.js';
 import { ENDPOINT } from '../type-urls.js';
+import { findSubset, subsetEndpoints } from '../traffic/subsets.js';
 
-export function buildLoadAssignment(catalog: Catalog, name: string): EncodedResource | undefined {
+/** Subsets come from the DestinationRules the proxy's namespace sees: proxies of one namespace share EDS. */
+export const loadAssignmentViewKey = (proxy: GenerateContext['proxy']): string => proxy.namespace;
+
+export function buildLoadAssignment(ctx: GenerateContext, name: string): EncodedResource | undefined {
+  const { catalog } = ctx;
   const key = parseClusterName(name);
-  if (!key || key.direction !== 'outbound' || key.subset !== '') return undefined;
+  if (!key || key.direction !== 'outbound') return undefined;
   const service = catalog.service(key.hostname);
   if (!service || service.resolution !== 'STATIC') return undefined;
-  const assignment: ClusterLoadAssignment = {
-    cluster_name: name,
-    endpoints: groupByLocality(catalog.endpoints(key.hostname, key.port)),
-  };
+  let endpoints = catalog.endpoints(key.hostname, key.port);
+  if (key.subset !== '') {
+    const subset = findSubset(ctx.config, catalog, key.hostname, key.subset, ctx.proxy.namespace);
+    if (!subset) return undefined;
+    endpoints = subsetEndpoints(endpoints, subset);
+  }
+  const assignment: ClusterLoadAssignment = { cluster_name: name, endpoints: groupByLocality(endpoints) };
   return encodeResource(ENDPOINT, name, assignment);
 }
 

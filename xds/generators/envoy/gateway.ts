@@ -22,6 +22,7 @@ import type {
 } from '../../../config-dir/types.js';
 import { clusterName, gatewayRouteName, socketListenerName } from '../../names.js';
 import { toAny } from '../../resource.js';
+import { hostMatches } from '../../traffic/hosts.js';
 import {
   DOWNSTREAM_TLS_TYPE,
   httpConnectionManager,
@@ -152,11 +153,6 @@ function boundServices(
           (g === gateway.name && vs.namespace === gateway.namespace),
       ) && vs.spec.hosts.some((h) => serverHosts.some((sh) => hostMatches(sh.replace(/^[^/]*\//, ''), h))),
   );
-}
-
-function hostMatches(pattern: string, host: string): boolean {
-  if (pattern === '*' || pattern === host) return true;
-  return pattern.startsWith('*.') && host.endsWith(pattern.slice(1));
 }
 
 /** The `http.PORT` route configuration of a gateway node; undefined when no HTTP server uses that port. */

@@ -13,7 +13,7 @@ import {
 import type { Proxy } from '../../proxy.js';
 import { encodeResource } from '../../resource.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../type-urls.js';
-import { buildLoadAssignment } from '../endpoints.js';
+import { buildLoadAssignment, loadAssignmentViewKey } from '../endpoints.js';
 import {
   blackHoleCluster,
   inboundCluster,
@@ -72,9 +72,9 @@ function endpoints(): ResourceGenerator {
   return {
     typeUrl: ENDPOINT,
     proxyKind: 'envoy',
-    viewKey: () => '',
+    viewKey: loadAssignmentViewKey,
     wildcardNames: () => [],
-    build: (ctx, name) => buildLoadAssignment(ctx.catalog, name),
+    build: (ctx, name) => buildLoadAssignment(ctx, name),
   };
 }
 

@@ -1,12 +1,12 @@
-// EDS for proxyless gRPC: the shared load-assignment builder; the resources do not depend on the proxy.
+// EDS for proxyless gRPC: the shared load-assignment builder.
 import type { ResourceGenerator } from '../../generator.js';
 import { ENDPOINT } from '../../type-urls.js';
-import { buildLoadAssignment } from '../endpoints.js';
+import { buildLoadAssignment, loadAssignmentViewKey } from '../endpoints.js';
 
 export const grpcEndpointGenerator: ResourceGenerator = {
   typeUrl: ENDPOINT,
   proxyKind: 'grpc',
-  viewKey: () => '',
+  viewKey: loadAssignmentViewKey,
   wildcardNames: () => [],
-  build: (ctx, name) => buildLoadAssignment(ctx.catalog, name),
+  build: (ctx, name) => buildLoadAssignment(ctx, name),
 };

@@ -1,0 +1,37 @@
+// Which VirtualService routes a host for a proxy: those bound to the proxy's gateway (`mesh` for
+// sidecars and proxyless clients) and visible from its namespace; the most specific host match
+// wins, then the first in the config (Istio: the oldest).
+import type { MeshConfig } from '../../config-dir/mesh-config.js';
+import type { VirtualServiceResource } from '../../config-dir/types.js';
+import { bestMatch, resolveHost } from './hosts.js';
+import { visibleTo } from './visibility.js';
+
+export const MESH_GATEWAY = 'mesh';
+
+/** The VirtualService's gateways as `mesh` or `namespace/name`; absent means `mesh`. */
+export function boundGateways(vs: VirtualServiceResource): string[] {
+  const gateways = vs.spec.gateways && vs.spec.gateways.length > 0 ? vs.spec.gateways : [MESH_GATEWAY];
+  return gateways.map((g) => (g === MESH_GATEWAY || g.includes('/') ? g : `${vs.namespace}/${g}`));
+}
+
+/** The hosts of a VirtualService, short names resolved in its namespace. */
+export function resolvedHosts(vs: VirtualServiceResource): string[] {
+  return vs.spec.hosts.map((h) => resolveHost(h, vs.namespace));
+}
+
+export function virtualServiceFor(
+  config: MeshConfig,
+  host: string,
+  proxyNamespace: string,
+  gateway: string = MESH_GATEWAY,
+): VirtualServiceResource | undefined {
+  let best: { vs: VirtualServiceResource; specificity: number } | undefined;
+  for (const vs of config.virtualServices) {
+    if (!boundGateways(vs).includes(gateway)) continue;
+    if (gateway === MESH_GATEWAY && !visibleTo(vs.spec.exportTo, vs.namespace, proxyNamespace)) continue;
+    const match = bestMatch(resolvedHosts(vs), host);
+    if (match && (!best || match.specificity > best.specificity))
+      best = { vs, specificity: match.specificity };
+  }
+  return best?.vs;
+}
