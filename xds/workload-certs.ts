@@ -7,6 +7,7 @@
 // new ones into the directory. Inline file names in a TLS context would be read once, at load.
 // gRPC reads them through the `file_watcher` certificate provider (gRFC A29) named `default`.
 import { join } from 'node:path';
+import type { SdsSecretConfig } from './generated/envoy/extensions/transport_sockets/tls/v3/SdsSecretConfig.js';
 
 /** Node metadata: the absolute directory `portolan cert --out` writes (`portolan bootstrap --cert-dir`). */
 export const CERT_DIR_META = 'PORTOLAN_CERT_DIR';
@@ -28,7 +29,10 @@ export const GRPC_CERT_PROVIDER = 'default';
 const SECRET_TYPE = 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret';
 
 /** An SdsSecretConfig reading secret `name` from its SDS file in `certDir` (proto3 JSON). */
-export function sdsSecretConfig(certDir: string, name: typeof CERT_SECRET | typeof ROOT_SECRET): object {
+export function sdsSecretConfig(
+  certDir: string,
+  name: typeof CERT_SECRET | typeof ROOT_SECRET,
+): SdsSecretConfig {
   return {
     name,
     sds_config: {

@@ -25,6 +25,7 @@ import {
 import { gatewayRoute } from './gateway.js';
 import { inboundPorts } from './sidecar-listeners.js';
 import { httpProxyRoute, portRoute } from './sidecar-routes.js';
+import { withUpstreamTls } from './upstream-tls.js';
 import { envoyNode, listenersFor, listenerViewKey } from './view.js';
 
 export function envoyGenerators(): ResourceGenerator[] {
@@ -35,8 +36,10 @@ function clusters(): ResourceGenerator {
   return {
     typeUrl: CLUSTER,
     proxyKind: 'envoy',
-    // Outbound clusters depend on the catalog alone; inbound ones on where the app listens.
-    viewKey: (proxy) => JSON.stringify(envoyNode(proxy).appPorts),
+    // Outbound clusters depend on the catalog, and for TLS (DestinationRule tier, certificate files) on
+    // the namespace and certificate directory; inbound ones on where the app listens.
+    viewKey: (proxy) =>
+      JSON.stringify([envoyNode(proxy).appPorts, proxy.namespace, envoyNode(proxy).certDir]),
     wildcardNames: (ctx) => [
       ...outboundClusterNames(ctx.catalog),
       PASSTHROUGH_CLUSTER,
@@ -65,7 +68,8 @@ function buildCluster(ctx: GenerateContext, name: string): ReturnType<typeof pas
   const key = parseClusterName(name);
   if (!key || key.direction !== 'outbound' || key.subset !== '') return undefined;
   const service = ctx.catalog.service(key.hostname);
-  return service && outboundCluster(ctx.catalog, service, key.port);
+  const cluster = service && outboundCluster(ctx.catalog, service, key.port);
+  return cluster && withUpstreamTls(ctx, service, key.port, cluster);
 }
 
 function endpoints(): ResourceGenerator {

@@ -6,6 +6,7 @@ import type { GenerateContext } from '../../generator.js';
 import type { Proxy } from '../../proxy.js';
 import { DEFAULT_CERT_DIR } from '../../workload-certs.js';
 import { gatewayListeners } from './gateway.js';
+import { inboundSecurity, type InboundSecurity } from './inbound-tls.js';
 import { sidecarListeners } from './sidecar-listeners.js';
 
 const NO_NODE: EnvoyNode = {
@@ -45,8 +46,19 @@ export function listenersFor(ctx: GenerateContext): Map<string, Listener> {
     listeners =
       node.role === 'router'
         ? gatewayListeners(config, catalog, node.labels)
-        : sidecarListeners(catalog, proxy.ips, node);
+        : sidecarListeners(catalog, proxy.ips, node, inboundSecurityFor(ctx));
     byView.set(key, listeners);
   }
   return listeners;
+}
+
+/** PeerAuthentication for this proxy's workload (its namespace and LABELS). */
+function inboundSecurityFor(ctx: GenerateContext): InboundSecurity {
+  const node = envoyNode(ctx.proxy);
+  return inboundSecurity({
+    config: ctx.config,
+    workload: { namespace: ctx.proxy.namespace, labels: node.labels },
+    certDir: node.certDir,
+    ...(ctx.trustDomain && { trustDomain: ctx.trustDomain }),
+  });
 }

@@ -6,11 +6,12 @@ import { clusterName, parseClusterName } from '../../names.js';
 import { encodeResource } from '../../resource.js';
 import { CLUSTER } from '../../type-urls.js';
 import { findPort } from '../../../model/service.js';
+import { withGrpcClientTls } from './cluster-security.js';
 
 export const grpcClusterGenerator: ResourceGenerator = {
   typeUrl: CLUSTER,
   proxyKind: 'grpc',
-  viewKey: () => '',
+  viewKey: (proxy) => proxy.namespace, // DestinationRules apply by the client's namespace
   wildcardNames: (ctx) =>
     ctx.catalog
       .services()
@@ -48,7 +49,8 @@ export const grpcClusterGenerator: ResourceGenerator = {
           ],
         },
       };
-      return encodeResource(CLUSTER, name, cluster);
+      const secured = withGrpcClientTls(ctx, service, port.number, cluster);
+      return secured && encodeResource(CLUSTER, name, secured);
     }
     const cluster: Cluster = {
       name,
@@ -56,6 +58,7 @@ export const grpcClusterGenerator: ResourceGenerator = {
       eds_cluster_config: { service_name: name, eds_config: { ads: {}, resource_api_version: 'V3' } },
       lb_policy: 'ROUND_ROBIN',
     };
-    return encodeResource(CLUSTER, name, cluster);
+    const secured = withGrpcClientTls(ctx, service, port.number, cluster);
+    return secured && encodeResource(CLUSTER, name, secured);
   },
 };
