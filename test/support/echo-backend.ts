@@ -44,17 +44,20 @@ export interface EchoBackend {
   stop(): Promise<void>;
 }
 
-/** Starts a backend on `address:port` (port 0 picks one). */
-export async function startEchoBackend(name: string, address: string, port = 0): Promise<EchoBackend> {
+/** Starts a backend on `address:port` (port 0 picks one); plaintext unless `credentials` say otherwise. */
+export async function startEchoBackend(
+  name: string,
+  address: string,
+  port = 0,
+  credentials = grpc.ServerCredentials.createInsecure(),
+): Promise<EchoBackend> {
   const server = new grpc.Server();
   server.addService(echoPackage().service, {
     Echo: (call: grpc.ServerUnaryCall<EchoRequest, EchoReply>, cb: grpc.sendUnaryData<EchoReply>) =>
       cb(null, { message: call.request.message, backend: name }),
   });
   const bound = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${address}:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
+    server.bindAsync(`${address}:${port}`, credentials, (err, p) => (err ? reject(err) : resolve(p))),
   );
   return {
     name,
