@@ -18,10 +18,11 @@ import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
 import { decodeAny } from '../../../xds/protos.js';
 import type { Proxy } from '../../../xds/proxy.js';
 import { CLUSTER, LISTENER, TYPE_URL_PREFIX } from '../../../xds/type-urls.js';
+import { checkConsistency } from '../../../xds/validate/consistency.js';
 import { validateEncoded } from '../../../xds/validate/pgv-validator.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 import { at, list } from './at.js';
-import { envoyProxy } from './fixture-mesh.js';
+import { collect, envoyProxy } from './fixture-mesh.js';
 
 type Obj = Record<string, unknown>;
 
@@ -310,4 +311,25 @@ test("DestinationRule port-level DISABLE overrides ISTIO_MUTUAL; SIMPLE and MUTU
     san_type: 'DNS',
     matcher: { exact: 'payments.example.com' },
   });
+});
+
+test('with STRICT, PERMISSIVE and ISTIO_MUTUAL together the config is consistent for every outbound mode', () => {
+  const mesh = config(
+    [
+      pa('istio-system', 'mesh', { mtls: { mode: 'PERMISSIVE' } }),
+      pa('shop', 'orders', { selector: { matchLabels: { app: 'orders' } }, mtls: { mode: 'STRICT' } }),
+    ],
+    [dr('shop', 'all', { host: '*.shop.internal', trafficPolicy: { tls: { mode: 'ISTIO_MUTUAL' } } })],
+  );
+  for (const metadata of [
+    {},
+    { INTERCEPTION_MODE: 'REDIRECT' },
+    { PORTOLAN_OUTBOUND: 'transparent,explicit,http-proxy', PORTOLAN_UPSTREAMS: `${PAYMENTS}:7070=17070` },
+  ]) {
+    const collected = collect(sidecar(metadata), catalog, mesh);
+    assert.deepEqual(checkConsistency(collected), []);
+    for (const [typeUrl, resources] of collected)
+      for (const r of resources)
+        assert.deepEqual(validateEncoded(typeUrl.slice(TYPE_URL_PREFIX.length), r.value), [], r.name);
+  }
 });
