@@ -1,9 +1,10 @@
 // End to end, the VM onboarding walkthrough with the real commands: `portolan serve` (child process),
 // `portolan ca root`, `portolan token create`, `portolan cert --once` (twice: token, then renewal
 // with the certificate), then ADS over the secure port with that certificate; and two onboarded VMs
-// calling each other over ISTIO_MUTUAL with a `portolan bootstrap --kind grpc` bootstrap. @grpc/grpc-js-xds
-// 1.14.1 accepts only `insecure` and `google_default` channel_creds for its xDS server, so the
-// secure port is exercised with a raw TLS ADS client instead of the library's xDS client.
+// calling each other over ISTIO_MUTUAL with a `portolan bootstrap --kind grpc` bootstrap.
+// @grpc/grpc-js-xds 1.14.1 accepts only `insecure` and `google_default` channel_creds for its xDS
+// server, so the secure port is exercised with a raw TLS ADS client, and the library's own client
+// reaches it through a loopback TLS relay holding the `portolan cert` files.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
@@ -20,6 +21,7 @@ import { validateBootstrap } from '../../cli/bootstrap.js';
 import { firstAdsAnswer } from '../integration/ca-helpers.js';
 import { callEcho, echoClientClass, startEchoBackend } from '../support/echo-backend.js';
 import { eventually } from '../support/eventually.js';
+import { startTlsRelay } from '../support/tls-relay.js';
 
 registerXds();
 
@@ -300,6 +302,61 @@ spec:
     } finally {
       orders.close();
     }
+
+    // The same client with its xDS stream over the secure port, authenticated by its `portolan cert`
+    // files (through a loopback TLS relay: grpc-js-xds has no TLS channel_creds).
+    const viaSecurePort = async (
+      certDir: string,
+      nodeId: string,
+      timeoutMs: number,
+    ): Promise<{ relayed: number; call: Promise<string> }> => {
+      const [host = '', port = ''] = secureAddress.split(':');
+      const relay = await startTlsRelay(
+        { host, port: Number(port) },
+        {
+          ca: readFileSync(join(certDir, 'root-cert.pem')),
+          cert: readFileSync(join(certDir, 'cert-chain.pem')),
+          key: readFileSync(join(certDir, 'key.pem')),
+        },
+      );
+      const secureBootstrap = (
+        await portolanCli([
+          'bootstrap',
+          '--kind',
+          'grpc',
+          '--node-id',
+          nodeId,
+          '--namespace',
+          'shop',
+          '--service-account',
+          'orders',
+          '--xds-addr',
+          relay.address,
+          '--cert-dir',
+          client,
+        ])
+      ).stdout;
+      const c = new Client(
+        'xds:///payments.shop.internal:7070',
+        new XdsChannelCredentials(grpc.credentials.createInsecure()),
+        {
+          'grpc.TEST_ONLY_DO_NOT_USE_IN_PROD.xds_bootstrap_config': secureBootstrap,
+        },
+      );
+      const call = eventually(() => callEcho(c, 3000), { timeoutMs });
+      await call.catch(() => undefined);
+      c.close();
+      const relayed = relay.connections();
+      await relay.stop();
+      return { relayed, call };
+    };
+    const ok = await viaSecurePort(client, 'orders-vm-2', 20_000);
+    assert.equal(await ok.call, 'payments-vm');
+    assert.ok(ok.relayed > 0, 'the xDS stream went through the secure port');
+    // Claiming orders with the payments VM's certificate: the secure port refuses the stream, no config.
+    const liar = await viaSecurePort(server, 'orders-vm-3', 4000);
+    await assert.rejects(liar.call);
+    assert.ok(liar.relayed > 0);
   } finally {
     await backend.stop();
   }
