@@ -9,6 +9,9 @@
 import { join } from 'node:path';
 import type { SdsSecretConfig } from './generated/envoy/extensions/transport_sockets/tls/v3/SdsSecretConfig.js';
 
+/** The SPIFFE trust domain when the server was given none (`--trust-domain`'s default). */
+export const DEFAULT_TRUST_DOMAIN = 'cluster.local';
+
 /** Node metadata: the absolute directory `portolan cert --out` writes (`portolan bootstrap --cert-dir`). */
 export const CERT_DIR_META = 'PORTOLAN_CERT_DIR';
 export const DEFAULT_CERT_DIR = '/etc/portolan/certs';

@@ -11,10 +11,8 @@ import type { DownstreamTlsContext } from '../../generated/envoy/extensions/tran
 import type { MeshConfig } from '../../../config-dir/mesh-config.js';
 import { toAny } from '../../resource.js';
 import { mtlsModeFor, type EffectiveMtls, type Workload } from '../../traffic/peer-authentication.js';
-import { CERT_SECRET, ROOT_SECRET, sdsSecretConfig } from '../../workload-certs.js';
+import { CERT_SECRET, DEFAULT_TRUST_DOMAIN, ROOT_SECRET, sdsSecretConfig } from '../../workload-certs.js';
 import { DOWNSTREAM_TLS_TYPE, tlsInspectorFilter } from './filters.js';
-
-export const DEFAULT_TRUST_DOMAIN = 'cluster.local';
 
 /** What the listener builders need: the chains for one inbound port, and the listener filters. */
 export interface InboundSecurity {

@@ -11,11 +11,9 @@ import type { Service } from '../../../model/service.js';
 import type { GenerateContext } from '../../generator.js';
 import { toAny } from '../../resource.js';
 import { clientTlsFor, serviceIdentities } from '../../traffic/client-tls.js';
-import { DEFAULT_CERT_DIR } from '../../workload-certs.js';
-import { DEFAULT_TRUST_DOMAIN, workloadTlsContext } from './inbound-tls.js';
-
-export const UPSTREAM_TLS_TYPE =
-  'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext';
+import { DEFAULT_CERT_DIR, DEFAULT_TRUST_DOMAIN } from '../../workload-certs.js';
+import { UPSTREAM_TLS_TYPE } from './filters.js';
+import { workloadTlsContext } from './inbound-tls.js';
 
 /** `cluster` with the transport socket its DestinationRule asks for (unchanged when plaintext). */
 export function withUpstreamTls(

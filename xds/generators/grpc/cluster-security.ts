@@ -10,9 +10,8 @@ import type { Service } from '../../../model/service.js';
 import type { GenerateContext } from '../../generator.js';
 import { toAny } from '../../resource.js';
 import { clientTlsFor, serviceIdentities } from '../../traffic/client-tls.js';
-import { GRPC_CERT_PROVIDER } from '../../workload-certs.js';
-import { DEFAULT_TRUST_DOMAIN } from '../envoy/inbound-tls.js';
-import { UPSTREAM_TLS_TYPE } from '../envoy/upstream-tls.js';
+import { DEFAULT_TRUST_DOMAIN, GRPC_CERT_PROVIDER } from '../../workload-certs.js';
+import { UPSTREAM_TLS_TYPE } from '../envoy/filters.js';
 
 /** `cluster` secured as its DestinationRule asks; undefined when gRPC cannot honour the rule. */
 export function withGrpcClientTls(
