@@ -8,6 +8,7 @@ import {
   KEY_FILE,
   ROOT_CERT_FILE,
 } from '../xds/workload-certs.js';
+import { GRPC_SERVER_LISTENER_TEMPLATE } from '../xds/generators/grpc/server-listener.js';
 import type { BootstrapOptions } from './bootstrap.js';
 
 export function buildGrpcBootstrap(o: BootstrapOptions): Record<string, unknown> {
@@ -45,5 +46,7 @@ export function buildGrpcBootstrap(o: BootstrapOptions): Record<string, unknown>
         : {},
     },
     ...(certDir && { certificate_providers: grpcCertificateProviders(certDir) }),
+    // For XdsServer (gRFC A36): the listener it asks for when bound to IP:PORT.
+    server_listener_resource_name_template: GRPC_SERVER_LISTENER_TEMPLATE,
   };
 }

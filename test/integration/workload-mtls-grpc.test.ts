@@ -6,19 +6,22 @@
 // certificate fails, and so does a call to a server whose identity is not the service's.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
-import { XdsChannelCredentials } from '@grpc/grpc-js-xds';
+import { XdsChannelCredentials, XdsServer, XdsServerCredentials } from '@grpc/grpc-js-xds';
 import { CertificateAuthority } from '../../ca/authority.js';
 import { createCsr } from '../../ca/certificates.js';
 import { workloadIdentity } from '../../ca/identity.js';
 import { generateKeyPair, privateKeyPem } from '../../ca/keys.js';
 import { silentLogger } from '../../log/logger.js';
 import { Store } from '../../store/store.js';
+import { GRPC_SERVER_LISTENER_TEMPLATE } from '../../xds/generators/grpc/server-listener.js';
 import { grpcCertificateProviders } from '../../xds/workload-certs.js';
 import {
+  addEchoService,
   callEcho,
   echoClientClass,
   startEchoBackend,
@@ -32,6 +35,7 @@ import { bootstrapFor } from '../support/xds-client.js';
 const BOOTSTRAP_OPTION = 'grpc.TEST_ONLY_DO_NOT_USE_IN_PROD.xds_bootstrap_config';
 const PAYMENTS = 'payments.shop.internal';
 const TARGET = `xds:///${PAYMENTS}:7070`;
+const LEDGER = 'ledger.shop.internal';
 
 let dir: string;
 let store: Store;
@@ -78,7 +82,7 @@ async function certDir(name: string, serviceAccount?: string): Promise<string> {
   return out;
 }
 
-function xdsClient(nodeId: string, out: string, withIdentity: boolean): EchoClient {
+function xdsClient(nodeId: string, out: string, withIdentity: boolean, target = TARGET): EchoClient {
   const providers = grpcCertificateProviders(out) as { default: { config: Record<string, string> } };
   if (!withIdentity) {
     delete providers.default.config.certificate_file;
@@ -86,7 +90,7 @@ function xdsClient(nodeId: string, out: string, withIdentity: boolean): EchoClie
   }
   const bootstrap = { ...bootstrapFor(plane.address, nodeId), certificate_providers: providers };
   const Client = echoClientClass();
-  const client = new Client(TARGET, new XdsChannelCredentials(grpc.credentials.createInsecure()), {
+  const client = new Client(target, new XdsChannelCredentials(grpc.credentials.createInsecure()), {
     [BOOTSTRAP_OPTION]: JSON.stringify(bootstrap),
   });
   clients.push(client);
@@ -169,4 +173,84 @@ test("the client refuses a server whose SPIFFE identity is not one of the servic
     assert.equal(err.code, grpc.status.UNAVAILABLE, err.details);
     return true;
   });
+});
+
+/** A free loopback port (XdsServer binds a port it is told, not 0). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const addr = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return typeof addr === 'object' && addr ? addr.port : 0;
+}
+
+test('A36: an XdsServer under PeerAuthentication STRICT gets mTLS from Portolan; with and without a certificate', async () => {
+  const port = await freePort();
+  writeFileSync(
+    join(dir, 'config', 'ledger.yaml'),
+    `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: { name: ledger, namespace: shop }
+spec:
+  hosts: [${LEDGER}]
+  ports: [{ number: 7070, name: grpc, protocol: GRPC }]
+  resolution: STATIC
+  endpoints: [{ address: 127.0.0.1, ports: { grpc: ${port} }, serviceAccount: ledger }]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: { name: ledger, namespace: shop }
+spec:
+  host: ${LEDGER}
+  trafficPolicy: { tls: { mode: ISTIO_MUTUAL } }
+---
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: { name: ledger, namespace: shop }
+spec:
+  selector: { matchLabels: { app: ledger } }
+  mtls: { mode: STRICT }
+`,
+  );
+  await eventually(() => assert.equal(plane.discovery.catalog().endpoints(LEDGER, 7070)[0]?.port, port));
+  const serverBootstrap = {
+    ...bootstrapFor(plane.address, 'ledger-1'),
+    node: {
+      id: 'ledger-1',
+      cluster: 'ledger',
+      metadata: { NAMESPACE: 'shop', LABELS: { app: 'ledger' } },
+      locality: {},
+    },
+    certificate_providers: grpcCertificateProviders(await certDir('ledger', 'ledger')),
+    server_listener_resource_name_template: GRPC_SERVER_LISTENER_TEMPLATE,
+  };
+  const server = new XdsServer({ [BOOTSTRAP_OPTION]: JSON.stringify(serverBootstrap) });
+  addEchoService(server, 'ledger-1');
+  await new Promise<void>((resolve, reject) =>
+    server.bindAsync(
+      `127.0.0.1:${port}`,
+      new XdsServerCredentials(grpc.ServerCredentials.createInsecure()),
+      (err) => (err ? reject(err) : resolve()),
+    ),
+  );
+  try {
+    const target = `xds:///${LEDGER}:7070`;
+    const withCert = xdsClient('orders-3', await certDir('orders-3', 'orders'), true, target);
+    assert.equal(await eventually(() => callEcho(withCert, 3000), { timeoutMs: 15_000 }), 'ledger-1');
+    const withoutCert = xdsClient('batch-2', await certDir('batch-2'), false, target);
+    await assert.rejects(
+      callEcho(withoutCert, 5000),
+      (err: grpc.ServiceError) => err.code === grpc.status.UNAVAILABLE,
+    );
+    // Straight to the port in plaintext: the server's listener requires TLS.
+    const Client = echoClientClass();
+    const direct = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    clients.push(direct);
+    await assert.rejects(
+      callEcho(direct, 5000),
+      (err: grpc.ServiceError) => err.code === grpc.status.UNAVAILABLE,
+    );
+  } finally {
+    server.forceShutdown();
+  }
 });

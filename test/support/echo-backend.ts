@@ -52,10 +52,7 @@ export async function startEchoBackend(
   credentials = grpc.ServerCredentials.createInsecure(),
 ): Promise<EchoBackend> {
   const server = new grpc.Server();
-  server.addService(echoPackage().service, {
-    Echo: (call: grpc.ServerUnaryCall<EchoRequest, EchoReply>, cb: grpc.sendUnaryData<EchoReply>) =>
-      cb(null, { message: call.request.message, backend: name }),
-  });
+  addEchoService(server, name);
   const bound = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${address}:${port}`, credentials, (err, p) => (err ? reject(err) : resolve(p))),
   );
@@ -69,6 +66,14 @@ export async function startEchoBackend(
         resolve();
       }),
   };
+}
+
+/** Adds the Echo service answering as `name` to any server (e.g. an XdsServer). */
+export function addEchoService(server: grpc.Server, name: string): void {
+  server.addService(echoPackage().service, {
+    Echo: (call: grpc.ServerUnaryCall<EchoRequest, EchoReply>, cb: grpc.sendUnaryData<EchoReply>) =>
+      cb(null, { message: call.request.message, backend: name }),
+  });
 }
 
 export function echoClientClass(): EchoClientCtor {

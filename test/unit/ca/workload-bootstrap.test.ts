@@ -100,6 +100,7 @@ test('--kind grpc: a bootstrap @grpc/grpc-js-xds accepts, with the file_watcher 
     PORTOLAN_CERT_DIR: '/etc/portolan/certs',
   });
   assert.equal(info.xdsServers[0]?.channel_creds[0]?.type, 'insecure');
+  assert.equal(info.serverListenerResourceNameTemplate, 'grpc/server?xds.resource.listening_address=%s');
 
   // mTLS to the secure port: the `tls` creds other gRPC languages read; grpc-js-xds 1.14 refuses them.
   const secure = buildGrpcBootstrap(compileBootstrapOptions({ ...RAW, kind: 'grpc' }));
