@@ -1,0 +1,86 @@
+// Sidecar scoping, as Istio selects and reads it: the Sidecar in the proxy's namespace whose
+// workloadSelector matches the proxy's labels, else the namespace's Sidecar without a selector,
+// else the root namespace's Sidecar without a selector; first in config order within each tier
+// (Istio: the oldest). Its egress hosts (`namespace/host`) decide which services the proxy is sent.
+import type { MeshConfig } from '../../config-dir/mesh-config.js';
+import type { SidecarResource } from '../../config-dir/types.js';
+import type { Service } from '../../model/service.js';
+import { hostMatches, resolveHost } from './hosts.js';
+import { ROOT_NAMESPACE } from './destination-rules.js';
+
+/** Whether a proxy is sent a service's port (its clusters, endpoints, listeners and routes). */
+export type ServiceScope = (service: Service, port: number) => boolean;
+
+export const ALL_SERVICES: ServiceScope = () => true;
+
+export function sidecarFor(
+  config: MeshConfig,
+  namespace: string,
+  labels: Readonly<Record<string, string>>,
+): SidecarResource | undefined {
+  const own = config.sidecars.filter((s) => s.namespace === namespace);
+  return (
+    own.find((s) => s.spec.workloadSelector && selects(s.spec.workloadSelector.labels, labels)) ??
+    own.find((s) => !s.spec.workloadSelector) ??
+    config.sidecars.find((s) => s.namespace === ROOT_NAMESPACE && !s.spec.workloadSelector)
+  );
+}
+
+function selects(
+  selector: Readonly<Record<string, string>>,
+  labels: Readonly<Record<string, string>>,
+): boolean {
+  return Object.entries(selector).every(([k, v]) => labels[k] === v);
+}
+
+/**
+ * The services a proxy may be sent. A port-specific egress entry admits its hosts on that port
+ * only; an entry without a port admits its hosts on every port. No Sidecar, or one without egress,
+ * admits everything.
+ */
+export function scopeFor(
+  config: MeshConfig,
+  namespace: string,
+  labels: Readonly<Record<string, string>>,
+): ServiceScope {
+  const sidecar = sidecarFor(config, namespace, labels);
+  const egress = sidecar?.spec.egress;
+  if (!sidecar || !egress || egress.length === 0) return ALL_SERVICES;
+  const entries = egress.map((e) => ({
+    port: e.port?.number,
+    hosts: e.hosts.map((h) => parseEgressHost(h, sidecar.namespace)),
+  }));
+  return (service, port) =>
+    entries.some(
+      (e) =>
+        (e.port === undefined || e.port === port) &&
+        e.hosts.some((h) => h.namespace(service.namespace) && hostMatches(h.host, service.hostname)),
+    );
+}
+
+interface EgressHost {
+  readonly namespace: (serviceNamespace: string) => boolean;
+  readonly host: string;
+}
+
+// `./*`, `*/*`, `istio-system/*`, `ns/fqdn`, `ns/*.suffix`; `~/...` admits nothing.
+export function parseEgressHost(text: string, sidecarNamespace: string): EgressHost {
+  const slash = text.indexOf('/');
+  const ns = text.slice(0, slash);
+  const host = text.slice(slash + 1);
+  const own = ns === '.' ? sidecarNamespace : ns;
+  return {
+    namespace: ns === '*' ? () => true : ns === '~' ? () => false : (n) => n === own,
+    // A short name is a service in the named namespace (for `*/name`, the Sidecar's own).
+    host: resolveHost(host, ns === '*' || ns === '~' ? sidecarNamespace : own),
+  };
+}
+
+/** The outbound policy the Sidecar sets, if it does. */
+export function sidecarOutboundPolicy(
+  config: MeshConfig,
+  namespace: string,
+  labels: Readonly<Record<string, string>>,
+): 'ALLOW_ANY' | 'REGISTRY_ONLY' | undefined {
+  return sidecarFor(config, namespace, labels)?.spec.outboundTrafficPolicy?.mode;
+}
