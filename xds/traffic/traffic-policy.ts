@@ -44,7 +44,7 @@ function overlay(base: ClusterPolicy, policy: TrafficPolicy | undefined, port: n
 }
 
 function strip(p: ClusterPolicy): ClusterPolicy {
-  return Object.fromEntries(Object.entries(p).filter(([, v]) => v !== undefined)) as ClusterPolicy;
+  return Object.fromEntries(Object.entries(p).filter(([, v]) => v !== undefined));
 }
 
 /**

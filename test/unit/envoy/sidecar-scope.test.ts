@@ -162,6 +162,7 @@ test('gateways are not scoped by Sidecars', () => {
   const gateway = proxies.gateway ?? assert.fail();
   const config = {
     ...fixtureMeshConfig(),
+    generation: 99, // another config: listener memos are per generation
     sidecars: [sidecar('root', 'istio-system', { egress: [{ hosts: ['~/*'] }] })],
   };
   assert.ok(outboundHosts(decodedByName(collect(gateway, catalog, config), CLUSTER).keys()).includes(SHOP));
