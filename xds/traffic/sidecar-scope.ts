@@ -43,6 +43,22 @@ export function scopeFor(
   namespace: string,
   labels: Readonly<Record<string, string>>,
 ): ServiceScope {
+  // Asked once per cluster, listener and route built: computed once per config and view.
+  let byView = scopeMemo.get(config);
+  if (!byView) scopeMemo.set(config, (byView = new Map<string, ServiceScope>()));
+  const key = JSON.stringify([namespace, labels]);
+  let scope = byView.get(key);
+  if (!scope) byView.set(key, (scope = buildScope(config, namespace, labels)));
+  return scope;
+}
+
+const scopeMemo = new WeakMap<MeshConfig, Map<string, ServiceScope>>();
+
+function buildScope(
+  config: MeshConfig,
+  namespace: string,
+  labels: Readonly<Record<string, string>>,
+): ServiceScope {
   const sidecar = sidecarFor(config, namespace, labels);
   const egress = sidecar?.spec.egress;
   if (!sidecar || !egress || egress.length === 0) return ALL_SERVICES;
