@@ -27,6 +27,12 @@ export function clusterLimitations(config: MeshConfig): TrafficLimitation[] {
     const add = (field: string, clients: ClientKind[], reason: string): void => {
       out.push({ resource, field, clients, reason });
     };
+    if (rule.spec.workloadSelector)
+      add(
+        'spec.workloadSelector',
+        ['envoy', 'grpc'],
+        'not honoured: the rule applies to every proxy of the namespaces it is exported to',
+      );
     policyLimitations('spec.trafficPolicy', rule.spec.trafficPolicy, add);
     rule.spec.subsets?.forEach((s, i) =>
       policyLimitations(`spec.subsets[${i}].trafficPolicy`, s.trafficPolicy, add),

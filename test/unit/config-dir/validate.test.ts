@@ -317,8 +317,15 @@ test('Sidecar: egress hosts in namespace/host form, one portless entry, known ou
     'sc.yaml:8 spec.egress[1].hosts[2]: host part must be a hostname or wildcard, got "bad host"',
     'sc.yaml:8 spec.egress[1]: only one egress entry may omit port; egress[0] already does',
   ]);
-  const good = loadConfigFile('sc.yaml', text.split('\n').slice(0, 7).join('\n') + '\n');
+  const good = loadConfigFile(
+    'sc.yaml',
+    text.split('\n').slice(0, 7).join('\n') + '\n  ingress: [{port: {number: 80}}]\n',
+  );
   assert.deepEqual(good.errors, []);
+  assert.deepEqual(
+    good.warnings.map((w) => formatIssue('sc.yaml', w)),
+    ['sc.yaml:8 spec.ingress: unknown field, ignored'],
+  );
   const sidecar = good.resources[0];
   assert.equal(sidecar?.kind, 'Sidecar');
   assert.deepEqual(sidecar.kind === 'Sidecar' && sidecar.spec.egress?.[0]?.hosts, [

@@ -142,6 +142,19 @@ test('limitations: each field gRPC (or Envoy) is not given is listed with resour
     ['grpc'],
   );
   assert.deepEqual(find(`Sidecar/${SCOPED_NAMESPACE}/default`, 'spec.egress')?.clients, ['grpc']);
+  const selected = clusterLimitations({
+    ...config,
+    destinationRules: [
+      {
+        ...(config.destinationRules[0] ?? assert.fail()),
+        spec: { host: ECHO, workloadSelector: { matchLabels: { app: 'a' } } },
+      },
+    ],
+  });
+  assert.deepEqual(
+    selected.filter((l) => l.resource === 'DestinationRule/default/echo').map((l) => [l.field, l.clients]),
+    [['spec.workloadSelector', ['envoy', 'grpc']]],
+  );
   assert.ok(
     !limits.some((l) => l.clients.includes('envoy') && l.resource === 'DestinationRule/default/echo'),
     'Envoy gets all of echo’s rule',
