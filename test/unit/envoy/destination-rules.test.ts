@@ -117,6 +117,28 @@ test('outlierDetection → consecutive 5xx and gateway ejection, success rate of
   assert.equal(at(echo, 'common_lb_config.healthy_panic_threshold.value'), 20);
 });
 
+test('deprecated consecutiveErrors (gateway errors), local-origin failures, client protocol, connection lifetime', () => {
+  const legacy = get(collect(sidecar, catalog), CLUSTER, `outbound|80||${LEGACY}`);
+  const od = at(legacy, 'outlier_detection');
+  assert.equal(at(od, 'consecutive_gateway_failure.value'), 6);
+  assert.equal(at(od, 'enforcing_consecutive_gateway_failure.value'), 100);
+  assert.equal(at(od, 'enforcing_consecutive_5xx.value'), 0, 'consecutiveErrors counts gateway errors only');
+  assert.equal(at(od, 'consecutive_local_origin_failure.value'), 4);
+  assert.equal(at(od, 'split_external_local_origin_errors'), true);
+  assert.equal(
+    at(legacy, 'common_lb_config.healthy_panic_threshold.value'),
+    0,
+    'Istio’s default panic threshold',
+  );
+  const options = httpOptions(legacy);
+  assert.equal(at(options, 'common_http_protocol_options.max_connection_duration.seconds'), '3600');
+  assert.equal(
+    at(options, 'use_downstream_protocol_config.http2_protocol_options.max_concurrent_streams.value'),
+    8,
+  );
+  assert.equal(at(options, 'explicit_http_config'), undefined);
+});
+
 test('simple load balancers: RANDOM, LEAST_REQUEST (LEAST_CONN alias), PASSTHROUGH as ORIGINAL_DST', () => {
   const c = collect(sidecar, catalog);
   assert.equal(at(get(c, CLUSTER, `outbound|8080||${WEB}`), 'lb_policy'), 'RANDOM');

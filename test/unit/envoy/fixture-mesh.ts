@@ -205,7 +205,21 @@ export function fixtureDestinationRules() {
         ],
       },
     }),
-    dr('legacy', { host: LEGACY, subsets: [{ name: 'rack-a', labels: { rack: 'a' } }] }),
+    dr('legacy', {
+      host: LEGACY,
+      trafficPolicy: {
+        connectionPool: {
+          tcp: { maxConnectionDuration: '1h' },
+          http: { useClientProtocol: true, maxConcurrentStreams: 8 },
+        },
+        outlierDetection: {
+          consecutiveErrors: 6,
+          consecutiveLocalOriginFailures: 4,
+          splitExternalLocalOriginErrors: true,
+        },
+      },
+      subsets: [{ name: 'rack-a', labels: { rack: 'a' } }],
+    }),
     dr('cache', { host: CACHE, trafficPolicy: { loadBalancer: { simple: 'PASSTHROUGH' } } }),
   ];
 }
