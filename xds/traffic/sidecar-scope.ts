@@ -8,10 +8,20 @@ import type { Service } from '../../model/service.js';
 import { hostMatches, resolveHost } from './hosts.js';
 import { ROOT_NAMESPACE } from './destination-rules.js';
 
-/** Whether a proxy is sent a service's port (its clusters, endpoints, listeners and routes). */
+/** Whether a proxy gets outbound listeners and routes for a service's port. */
 export type ServiceScope = (service: Service, port: number) => boolean;
 
 export const ALL_SERVICES: ServiceScope = () => true;
+
+/** What a Sidecar lets a proxy be sent. */
+export interface ProxyScope {
+  /** Clusters (and so endpoints): every port of each service some egress entry names. */
+  readonly clusters: (service: Service) => boolean;
+  /** Outbound listeners and routes: on a port with its own egress entries those, else the portless entry. */
+  readonly listeners: ServiceScope;
+}
+
+export const UNSCOPED: ProxyScope = Object.freeze({ clusters: () => true, listeners: ALL_SERVICES });
 
 export function sidecarFor(
   config: MeshConfig,
@@ -34,44 +44,46 @@ function selects(
 }
 
 /**
- * The services a proxy may be sent. A port-specific egress entry admits its hosts on that port
- * only; an entry without a port admits its hosts on every port. No Sidecar, or one without egress,
- * admits everything.
+ * What a proxy may be sent, as Istio's SidecarScope has it: clusters for every service any egress
+ * entry names (all its ports); listeners on a port from the entries with that port when there are
+ * any, else from the entry without a port. No Sidecar, or one without egress, admits everything.
  */
 export function scopeFor(
   config: MeshConfig,
   namespace: string,
   labels: Readonly<Record<string, string>>,
-): ServiceScope {
+): ProxyScope {
   // Asked once per cluster, listener and route built: computed once per config and view.
   let byView = scopeMemo.get(config);
-  if (!byView) scopeMemo.set(config, (byView = new Map<string, ServiceScope>()));
+  if (!byView) scopeMemo.set(config, (byView = new Map<string, ProxyScope>()));
   const key = JSON.stringify([namespace, labels]);
   let scope = byView.get(key);
   if (!scope) byView.set(key, (scope = buildScope(config, namespace, labels)));
   return scope;
 }
 
-const scopeMemo = new WeakMap<MeshConfig, Map<string, ServiceScope>>();
+const scopeMemo = new WeakMap<MeshConfig, Map<string, ProxyScope>>();
 
 function buildScope(
   config: MeshConfig,
   namespace: string,
   labels: Readonly<Record<string, string>>,
-): ServiceScope {
+): ProxyScope {
   const sidecar = sidecarFor(config, namespace, labels);
   const egress = sidecar?.spec.egress;
-  if (!sidecar || !egress || egress.length === 0) return ALL_SERVICES;
+  if (!sidecar || !egress || egress.length === 0) return UNSCOPED;
   const entries = egress.map((e) => ({
     port: e.port?.number,
     hosts: e.hosts.map((h) => parseEgressHost(h, sidecar.namespace)),
   }));
-  return (service, port) =>
-    entries.some(
-      (e) =>
-        (e.port === undefined || e.port === port) &&
-        e.hosts.some((h) => h.namespace(service.namespace) && hostMatches(h.host, service.hostname)),
-    );
+  const admits = (entry: (typeof entries)[number], service: Service): boolean =>
+    entry.hosts.some((h) => h.namespace(service.namespace) && hostMatches(h.host, service.hostname));
+  const ports = new Set(entries.flatMap((e) => (e.port === undefined ? [] : [e.port])));
+  return {
+    clusters: (service) => entries.some((e) => admits(e, service)),
+    listeners: (service, port) =>
+      entries.some((e) => (ports.has(port) ? e.port === port : e.port === undefined) && admits(e, service)),
+  };
 }
 
 interface EgressHost {

@@ -79,20 +79,30 @@ test('egress hosts: ./*, */*, ns/*, ns/fqdn, wildcards, ~ and per-port entries',
     'shop',
     {},
   );
-  assert.ok(scope(svc('a.shop.internal', 'shop'), 80), './* admits its own namespace');
-  assert.ok(scope(svc('db.infra.internal', 'infra'), 80));
-  assert.ok(!scope(svc('cache.infra.internal', 'infra'), 80), 'ns/fqdn admits that host only');
-  assert.ok(scope(svc('api.example.com', 'edge'), 80));
-  assert.ok(!scope(svc('api.example.com', 'other'), 80), 'the namespace part must match too');
+  const { clusters, listeners } = scope;
+  const on80 = (host: string, ns: string) => listeners(svc(host, ns), 80);
+  assert.ok(on80('a.shop.internal', 'shop'), './* admits its own namespace');
+  assert.ok(on80('db.infra.internal', 'infra'));
+  assert.ok(!on80('cache.infra.internal', 'infra'), 'ns/fqdn admits that host only');
+  assert.ok(on80('api.example.com', 'edge'));
+  assert.ok(!on80('api.example.com', 'other'), 'the namespace part must match too');
+  assert.ok(on80('reviews.named.svc.cluster.local', 'named'), 'short names resolve in the named namespace');
+  assert.ok(!clusters(svc('cache.infra.internal', 'infra')), 'nor does it get the clusters');
+
+  // Port 90 has its own entry: its listeners hold that entry's hosts only (Istio's egress listeners).
+  assert.ok(listeners(svc('x.grpc.internal', 'any'), 90), 'the port entry admits its hosts on its port');
+  assert.ok(!listeners(svc('x.grpc.internal', 'any'), 80), '... and on no other');
   assert.ok(
-    scope(svc('reviews.named.svc.cluster.local', 'named'), 80),
-    'short names resolve in the named namespace',
+    !listeners(svc('a.shop.internal', 'shop'), 90),
+    'the portless entry does not reach a port that has its own',
   );
-  assert.ok(scope(svc('x.grpc.internal', 'any'), 90), 'the port entry admits its hosts on its port');
-  assert.ok(!scope(svc('x.grpc.internal', 'any'), 80), '... and on no other');
+  // Clusters are per service: every port of anything an entry names.
+  assert.ok(clusters(svc('x.grpc.internal', 'any')) && clusters(svc('a.shop.internal', 'shop')));
+
   const all = scopeFor(meshWith([sidecar('s', 'shop', { egress: [{ hosts: ['*/*'] }] })]), 'shop', {});
-  assert.ok(all(svc('anything.internal', 'anywhere'), 80));
-  assert.ok(scopeFor(EMPTY_MESH_CONFIG, 'shop', {})(svc('x', 'y'), 1), 'no Sidecar admits everything');
+  assert.ok(all.listeners(svc('anything.internal', 'anywhere'), 80));
+  const none = scopeFor(EMPTY_MESH_CONFIG, 'shop', {});
+  assert.ok(none.listeners(svc('x', 'y'), 1) && none.clusters(svc('x', 'y')), 'no Sidecar admits everything');
 });
 
 test('a Sidecar with egress ./* plus named hosts removes other services’ clusters and endpoints for that proxy', () => {

@@ -9,7 +9,7 @@ import { loadConfigFile } from '../../../config-dir/load-file.js';
 import { mergeFiles } from '../../../config-dir/merge.js';
 import { nextMeshConfig, EMPTY_MESH_CONFIG, type MeshConfig } from '../../../config-dir/mesh-config.js';
 import { buildCatalog } from '../../../model/catalog.js';
-import { CLUSTER, ENDPOINT, ROUTE } from '../../../xds/type-urls.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../../xds/type-urls.js';
 import { checkConsistency } from '../../../xds/validate/consistency.js';
 import { validateEncoded } from '../../../xds/validate/pgv-validator.js';
 import { TYPE_URL_PREFIX } from '../../../xds/type-urls.js';
@@ -141,7 +141,13 @@ test('sidecar.yaml: shop proxies get shop and istio-system only; frontends also 
   ]);
   const frontend = render('sidecar.yaml', { app: 'frontend' });
   assert.ok(hosts(frontend).includes(`outbound|443||${PAYMENTS}`));
-  assert.ok(!hosts(frontend).includes(`outbound|80||${PAYMENTS}`), 'port 443 only');
+  assert.ok(hosts(frontend).includes(`outbound|80||${PAYMENTS}`), 'clusters: every port of a named service');
+  const listeners = decodedByName(frontend, LISTENER);
+  assert.equal(
+    at(listeners.get('0.0.0.0_443'), 'filter_chains[0].filters[0].typed_config.cluster'),
+    `outbound|443||${PAYMENTS}`,
+  );
+  assert.ok(!listeners.has('0.0.0.0_80'), 'listeners: payments on 443 only');
   const route = decodedByName(render('sidecar.yaml'), ROUTE).get('8080');
   assert.equal(at(list(route, 'virtual_hosts').at(-1), 'name'), 'block_all', 'REGISTRY_ONLY');
 });

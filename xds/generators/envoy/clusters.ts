@@ -11,7 +11,6 @@ import type { MeshConfig } from '../../../config-dir/mesh-config.js';
 import type { Catalog } from '../../../model/catalog.js';
 import { findPort, type Service, type ServicePort } from '../../../model/service.js';
 import { destinationRuleFor } from '../../traffic/destination-rules.js';
-import { ALL_SERVICES, type ServiceScope } from '../../traffic/sidecar-scope.js';
 import { findSubset, subsetEndpoints } from '../../traffic/subsets.js';
 import { clusterPolicy } from '../../traffic/traffic-policy.js';
 import {
@@ -42,23 +41,23 @@ export const CIRCUIT_BREAKERS: CircuitBreakers = {
 };
 
 /**
- * Every outbound cluster the proxy may be sent, for CDS wildcard subscriptions: each service port
- * in scope, and each subset of the DestinationRule the proxy's namespace sees for it.
+ * Every outbound cluster the proxy may be sent, for CDS wildcard subscriptions: each port of the
+ * services in scope (the Sidecar's), and each subset of the DestinationRule the proxy's namespace
+ * sees for it.
  */
 export function outboundClusterNames(
   catalog: Catalog,
   config: MeshConfig,
   proxyNamespace: string,
-  scope: ServiceScope = ALL_SERVICES,
+  inScope: (service: Service) => boolean = () => true,
 ): string[] {
   return catalog.services().flatMap((s) => {
+    if (!inScope(s)) return [];
     const subsets = destinationRuleFor(config, s.hostname, proxyNamespace, s.namespace)?.spec.subsets ?? [];
-    return s.ports
-      .filter((p) => scope(s, p.number))
-      .flatMap((p) => [
-        clusterName('outbound', p.number, '', s.hostname),
-        ...subsets.map((sub) => clusterName('outbound', p.number, sub.name, s.hostname)),
-      ]);
+    return s.ports.flatMap((p) => [
+      clusterName('outbound', p.number, '', s.hostname),
+      ...subsets.map((sub) => clusterName('outbound', p.number, sub.name, s.hostname)),
+    ]);
   });
 }
 

@@ -39,7 +39,7 @@ function clusters(): ResourceGenerator {
     // and labels); inbound ones on where the app listens.
     viewKey: (proxy) => `${scopeViewKey(proxy)} ${JSON.stringify(envoyNode(proxy).appPorts)}`,
     wildcardNames: (ctx) => [
-      ...outboundClusterNames(ctx.catalog, ctx.config, ctx.proxy.namespace, proxyScope(ctx)),
+      ...outboundClusterNames(ctx.catalog, ctx.config, ctx.proxy.namespace, proxyScope(ctx).clusters),
       PASSTHROUGH_CLUSTER,
       BLACKHOLE_CLUSTER,
       ...(isSidecar(ctx.proxy)
@@ -66,7 +66,7 @@ function buildCluster(ctx: GenerateContext, name: string): ReturnType<typeof pas
   const key = parseClusterName(name);
   if (!key || key.direction !== 'outbound') return undefined;
   const service = ctx.catalog.service(key.hostname);
-  if (!service || !proxyScope(ctx)(service, key.port)) return undefined;
+  if (!service || !proxyScope(ctx).clusters(service)) return undefined;
   return outboundCluster(ctx.catalog, service, key.port, {
     config: ctx.config,
     proxyNamespace: ctx.proxy.namespace,
@@ -122,7 +122,7 @@ function routeConfig(ctx: GenerateContext, name: string) {
     const m = /^http\.(\d{1,5})$/.exec(name);
     return m ? gatewayRoute(ctx.config, catalog, node.labels, Number(m[1])) : undefined;
   }
-  const scope = proxyScope(ctx);
+  const scope = proxyScope(ctx).listeners;
   if (name === HTTP_PROXY_ROUTE) return httpProxyRoute(catalog, scope);
   return /^\d{1,5}$/.test(name) ? portRoute(catalog, Number(name), node.outboundPolicy, scope) : undefined;
 }

@@ -4,12 +4,7 @@ import type { Listener } from '../../generated/envoy/config/listener/v3/Listener
 import type { EnvoyNode } from '../../envoy-node.js';
 import type { GenerateContext } from '../../generator.js';
 import type { Proxy } from '../../proxy.js';
-import {
-  ALL_SERVICES,
-  scopeFor,
-  sidecarOutboundPolicy,
-  type ServiceScope,
-} from '../../traffic/sidecar-scope.js';
+import { scopeFor, sidecarOutboundPolicy, UNSCOPED, type ProxyScope } from '../../traffic/sidecar-scope.js';
 import { gatewayListeners } from './gateway.js';
 import { sidecarListeners } from './sidecar-listeners.js';
 
@@ -33,9 +28,9 @@ export function envoyNode(proxy: Proxy): EnvoyNode {
  * The services a sidecar is sent, per the Sidecar resource that selects it (gateways are not
  * scoped, as in Istio). Depends on the proxy's namespace and labels: see `scopeViewKey`.
  */
-export function proxyScope(ctx: GenerateContext): ServiceScope {
+export function proxyScope(ctx: GenerateContext): ProxyScope {
   const node = envoyNode(ctx.proxy);
-  return node.role === 'sidecar' ? scopeFor(ctx.config, ctx.proxy.namespace, node.labels) : ALL_SERVICES;
+  return node.role === 'sidecar' ? scopeFor(ctx.config, ctx.proxy.namespace, node.labels) : UNSCOPED;
 }
 
 /** The node as the config has it: a selecting Sidecar's outboundTrafficPolicy overrides the metadata's. */
@@ -71,7 +66,7 @@ export function listenersFor(ctx: GenerateContext): Map<string, Listener> {
     listeners =
       node.role === 'router'
         ? gatewayListeners(config, catalog, node.labels)
-        : sidecarListeners(catalog, proxy.ips, node, proxyScope(ctx));
+        : sidecarListeners(catalog, proxy.ips, node, proxyScope(ctx).listeners);
     byView.set(key, listeners);
   }
   return listeners;
