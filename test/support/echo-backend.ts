@@ -44,12 +44,23 @@ export interface EchoBackend {
   stop(): Promise<void>;
 }
 
-/** Starts a backend on `address:port` (port 0 picks one). */
-export async function startEchoBackend(name: string, address: string, port = 0): Promise<EchoBackend> {
+/**
+ * Starts a backend on `address:port` (port 0 picks one). `before`, when given, runs before each
+ * answer (a test holds calls open with it).
+ */
+export async function startEchoBackend(
+  name: string,
+  address: string,
+  port = 0,
+  before?: (message: string) => Promise<void>,
+): Promise<EchoBackend> {
   const server = new grpc.Server();
   server.addService(echoPackage().service, {
-    Echo: (call: grpc.ServerUnaryCall<EchoRequest, EchoReply>, cb: grpc.sendUnaryData<EchoReply>) =>
-      cb(null, { message: call.request.message, backend: name }),
+    Echo: (call: grpc.ServerUnaryCall<EchoRequest, EchoReply>, cb: grpc.sendUnaryData<EchoReply>) => {
+      const reply = () => cb(null, { message: call.request.message, backend: name });
+      if (before) void before(call.request.message).then(reply);
+      else reply();
+    },
   });
   const bound = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${address}:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
