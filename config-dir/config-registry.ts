@@ -10,6 +10,7 @@ import { resourcesOf, type ConfigDebugState, type FileDebugState } from './debug
 import { formatIssue, loadConfigFile, type FileLoad } from './load-file.js';
 import { comparePaths, mergeFiles, type ConfigConflict, type MergedConfig } from './merge.js';
 import { buildSnapshot, REGISTRY_NAME, type CrossResourceWarning } from './service-entry.js';
+import { clusterLimitations } from '../xds/traffic/cluster-limitations.js';
 import { EMPTY_MESH_CONFIG, nextMeshConfig, type MeshConfig, type MeshConfigSource } from './mesh-config.js';
 import { resourceKey, type ConfigIssue } from './types.js';
 import { DirWatcher } from './watcher.js';
@@ -57,6 +58,7 @@ const EMPTY_MERGED: MergedConfig = {
   virtualServices: [],
   destinationRules: [],
   gateways: [],
+  sidecars: [],
   peerAuthentications: [],
   conflicts: [],
 };
@@ -131,6 +133,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       files,
       conflicts: this.conflicts,
       warnings: this.crossWarnings,
+      limitations: clusterLimitations(this.mesh),
       resources: resourcesOf(this.merged),
     };
   }

@@ -1,10 +1,12 @@
 // The traffic config the xDS generators read besides the service catalog: one frozen value per
-// change of the config directory's VirtualServices, DestinationRules, Gateways and PeerAuthentications. Its generation
-// tells caches that something changed without comparing the contents.
+// change of the config directory's VirtualServices, DestinationRules, Gateways, Sidecars and
+// PeerAuthentications. Its generation tells caches that something changed without comparing the
+// contents.
 import type { MergedConfig } from './merge.js';
 import type {
   DestinationRuleResource,
   GatewayResource,
+  SidecarResource,
   PeerAuthenticationResource,
   VirtualServiceResource,
 } from './types.js';
@@ -14,6 +16,8 @@ export interface MeshConfig {
   readonly virtualServices: readonly VirtualServiceResource[];
   readonly destinationRules: readonly DestinationRuleResource[];
   readonly gateways: readonly GatewayResource[];
+  /** Sidecar scoping: which services each Envoy proxy is sent (xds/traffic/sidecar-scope.ts). */
+  readonly sidecars: readonly SidecarResource[];
   /** Absent is none (optional so that configs built elsewhere, e.g. in tests, need not name it). */
   readonly peerAuthentications?: readonly PeerAuthenticationResource[];
 }
@@ -23,6 +27,7 @@ export const EMPTY_MESH_CONFIG: MeshConfig = Object.freeze({
   virtualServices: [],
   destinationRules: [],
   gateways: [],
+  sidecars: [],
   peerAuthentications: [],
 });
 
@@ -47,6 +52,7 @@ export function nextMeshConfig(previous: MeshConfig, merged: MergedConfig): Mesh
     virtualServices: merged.virtualServices,
     destinationRules: merged.destinationRules,
     gateways: merged.gateways,
+    sidecars: merged.sidecars,
     peerAuthentications: merged.peerAuthentications,
   };
   const changed = contentKey(next) !== contentKey(previous);
@@ -56,8 +62,14 @@ export function nextMeshConfig(previous: MeshConfig, merged: MergedConfig): Mesh
 // Compared without file/line, so moving a resource within or between files is no change.
 function contentKey(config: Omit<MeshConfig, 'generation'>): string {
   return JSON.stringify(
-    [config.virtualServices, config.destinationRules, config.gateways, config.peerAuthentications ?? []].map(
-      (list) => list.map((r) => [r.kind, r.apiVersion, r.namespace, r.name, r.labels, r.annotations, r.spec]),
+    [
+      config.virtualServices,
+      config.destinationRules,
+      config.gateways,
+      config.sidecars,
+      config.peerAuthentications ?? [],
+    ].map((list) =>
+      list.map((r) => [r.kind, r.apiVersion, r.namespace, r.name, r.labels, r.annotations, r.spec]),
     ),
   );
 }

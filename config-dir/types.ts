@@ -13,7 +13,13 @@ export const SUPPORTED_API_VERSIONS = [
 export const SECURITY_API_VERSIONS = ['security.istio.io/v1', 'security.istio.io/v1beta1'] as const;
 
 export type ConfigKind =
-  'ServiceEntry' | 'WorkloadEntry' | 'VirtualService' | 'DestinationRule' | 'Gateway' | 'PeerAuthentication';
+  | 'ServiceEntry'
+  | 'WorkloadEntry'
+  | 'VirtualService'
+  | 'DestinationRule'
+  | 'Gateway'
+  | 'Sidecar'
+  | 'PeerAuthentication';
 
 /** One validated resource, with where it came from (path relative to the watched directory, 1-based line). */
 export interface ConfigResource<T, K extends ConfigKind = ConfigKind> {
@@ -33,6 +39,7 @@ export type WorkloadEntryResource = ConfigResource<WorkloadEntrySpec, 'WorkloadE
 export type VirtualServiceResource = ConfigResource<VirtualServiceSpec, 'VirtualService'>;
 export type DestinationRuleResource = ConfigResource<DestinationRuleSpec, 'DestinationRule'>;
 export type GatewayResource = ConfigResource<GatewaySpec, 'Gateway'>;
+export type SidecarResource = ConfigResource<SidecarSpec, 'Sidecar'>;
 export type PeerAuthenticationResource = ConfigResource<PeerAuthenticationSpec, 'PeerAuthentication'>;
 export type AnyConfigResource =
   | ServiceEntryResource
@@ -40,6 +47,7 @@ export type AnyConfigResource =
   | VirtualServiceResource
   | DestinationRuleResource
   | GatewayResource
+  | SidecarResource
   | PeerAuthenticationResource;
 
 /** `Kind/namespace/name`: the identity of a resource across files. */
@@ -403,6 +411,24 @@ export interface GatewaySpec {
   /** Which gateway proxies (by their LABELS) serve these servers; all of them when absent. */
   readonly selector?: Readonly<Record<string, string>>;
   readonly servers: readonly GatewayServer[];
+}
+
+// ---- Sidecar ----------------------------------------------------------------------------------
+
+export interface IstioEgressListener {
+  /** `namespace/host`: namespace `.` (the Sidecar's own), `*` (any) or a name; host `*`, `*.suffix` or a name. */
+  readonly hosts: readonly string[];
+  /** When set, the entry applies to services' ports with this number only. */
+  readonly port?: { readonly number: number; readonly protocol?: string; readonly name?: string };
+  readonly bind?: string;
+  readonly captureMode?: 'DEFAULT' | 'IPTABLES' | 'NONE';
+}
+
+export interface SidecarSpec {
+  /** The proxies (by their labels, in the Sidecar's namespace) it applies to; all of the namespace when absent. */
+  readonly workloadSelector?: { readonly labels: Readonly<Record<string, string>> };
+  readonly egress?: readonly IstioEgressListener[];
+  readonly outboundTrafficPolicy?: { readonly mode: 'ALLOW_ANY' | 'REGISTRY_ONLY' };
 }
 
 // ---- PeerAuthentication (security.istio.io) ---------------------------------------------------

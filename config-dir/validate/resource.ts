@@ -13,6 +13,7 @@ import { gatewaySpec } from './gateway.js';
 import { peerAuthenticationSpec } from './peer-authentication.js';
 import { isRecord, obj, str, type Check, type Problems } from './schema.js';
 import { serviceEntrySpec } from './service-entry.js';
+import { sidecarSpec } from './sidecar.js';
 import { virtualServiceSpec } from './virtual-service.js';
 import { checkHealthAnnotation, workloadEntrySpec } from './workload-entry.js';
 
@@ -22,6 +23,7 @@ const SPECS: Record<ConfigKind, Check<unknown>> = {
   VirtualService: virtualServiceSpec,
   DestinationRule: destinationRuleSpec,
   Gateway: gatewaySpec,
+  Sidecar: sidecarSpec,
   PeerAuthentication: peerAuthenticationSpec,
 };
 

@@ -241,6 +241,7 @@ test('walkthrough to a call: two VMs with `portolan cert` files, a gRPC bootstra
     'payments-vm',
     '127.0.0.1',
     0,
+    undefined,
     grpc.ServerCredentials.createSsl(
       readFileSync(join(server, 'root-cert.pem')),
       [

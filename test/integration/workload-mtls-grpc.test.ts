@@ -64,7 +64,7 @@ async function mtlsBackend(name: string, serviceAccount: string): Promise<EchoBa
     [{ cert_chain: Buffer.from(own.chainPem), private_key: Buffer.from(own.keyPem) }],
     true,
   );
-  const backend = await startEchoBackend(name, '127.0.0.1', 0, credentials);
+  const backend = await startEchoBackend(name, '127.0.0.1', 0, undefined, credentials);
   backends.push(backend);
   return backend;
 }

@@ -83,7 +83,14 @@ function config(
 ): MeshConfig {
   // A new generation per config, as the server gives each content change (listeners are memoised by it).
   generation += 1;
-  return { generation, virtualServices: [], gateways: [], destinationRules, peerAuthentications };
+  return {
+    generation,
+    virtualServices: [],
+    gateways: [],
+    sidecars: [],
+    destinationRules,
+    peerAuthentications,
+  };
 }
 
 function sidecar(metadata: Record<string, unknown> = {}): Proxy {

@@ -42,6 +42,7 @@ function meshWith(tls: ClientTLSSettings | undefined, generation: number): MeshC
     generation,
     virtualServices: [],
     gateways: [],
+    sidecars: [],
     destinationRules: tls
       ? [
           {

@@ -36,6 +36,7 @@ function build(mode: MtlsMode | undefined, name = NAME) {
     generation,
     virtualServices: [],
     gateways: [],
+    sidecars: [],
     destinationRules: [],
     peerAuthentications: mode
       ? [

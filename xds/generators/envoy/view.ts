@@ -4,6 +4,7 @@ import type { Listener } from '../../generated/envoy/config/listener/v3/Listener
 import type { EnvoyNode } from '../../envoy-node.js';
 import type { GenerateContext } from '../../generator.js';
 import type { Proxy } from '../../proxy.js';
+import { scopeFor, sidecarOutboundPolicy, UNSCOPED, type ProxyScope } from '../../traffic/sidecar-scope.js';
 import { DEFAULT_CERT_DIR } from '../../workload-certs.js';
 import { gatewayListeners } from './gateway.js';
 import { inboundSecurity, type InboundSecurity } from './inbound-tls.js';
@@ -26,6 +27,28 @@ export function envoyNode(proxy: Proxy): EnvoyNode {
   return proxy.envoy ?? NO_NODE;
 }
 
+/**
+ * The services a sidecar is sent, per the Sidecar resource that selects it (gateways are not
+ * scoped, as in Istio). Depends on the proxy's namespace and labels: see `scopeViewKey`.
+ */
+export function proxyScope(ctx: GenerateContext): ProxyScope {
+  const node = envoyNode(ctx.proxy);
+  return node.role === 'sidecar' ? scopeFor(ctx.config, ctx.proxy.namespace, node.labels) : UNSCOPED;
+}
+
+/** The node as the config has it: a selecting Sidecar's outboundTrafficPolicy overrides the metadata's. */
+export function effectiveNode(ctx: GenerateContext): EnvoyNode {
+  const node = envoyNode(ctx.proxy);
+  if (node.role !== 'sidecar') return node;
+  const mode = sidecarOutboundPolicy(ctx.config, ctx.proxy.namespace, node.labels);
+  return mode && mode !== node.outboundPolicy ? { ...node, outboundPolicy: mode } : node;
+}
+
+/** What Sidecar selection reads of a proxy: its namespace and labels. */
+export function scopeViewKey(proxy: Proxy): string {
+  return JSON.stringify([proxy.namespace, envoyNode(proxy).labels]);
+}
+
 /** Everything about the proxy its listeners depend on: proxies with equal keys share them. */
 export function listenerViewKey(proxy: Proxy): string {
   const node = envoyNode(proxy);
@@ -42,11 +65,11 @@ export function listenersFor(ctx: GenerateContext): Map<string, Listener> {
   if (!byView) listenerMemo.set(catalog, (byView = new Map<string, Map<string, Listener>>()));
   let listeners = byView.get(key);
   if (!listeners) {
-    const node = envoyNode(proxy);
+    const node = effectiveNode(ctx);
     listeners =
       node.role === 'router'
         ? gatewayListeners(config, catalog, node.labels)
-        : sidecarListeners(catalog, proxy.ips, node, inboundSecurityFor(ctx));
+        : sidecarListeners(catalog, proxy.ips, node, proxyScope(ctx).listeners, inboundSecurityFor(ctx));
     byView.set(key, listeners);
   }
   return listeners;

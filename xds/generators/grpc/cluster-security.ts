@@ -19,8 +19,9 @@ export function withGrpcClientTls(
   service: Service,
   port: number,
   cluster: Cluster,
+  subset = '',
 ): Cluster | undefined {
-  const tls = clientTlsFor(ctx, service, port);
+  const tls = clientTlsFor(ctx, service, port, subset);
   if (!tls || tls.mode === 'DISABLE') return cluster;
   if (tls.mode !== 'ISTIO_MUTUAL') return undefined;
   const context = grpcUpstreamTlsContext(ctx, service, port);
