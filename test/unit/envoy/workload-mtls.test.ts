@@ -340,3 +340,38 @@ test('with STRICT, PERMISSIVE and ISTIO_MUTUAL together the config is consistent
         assert.deepEqual(validateEncoded(typeUrl.slice(TYPE_URL_PREFIX.length), r.value), [], r.name);
   }
 });
+
+test('a subset with its own tls overrides the rule: subset cluster plaintext, the host cluster ISTIO_MUTUAL', () => {
+  const mesh = config(
+    [],
+    [
+      dr('shop', 'payments', {
+        host: PAYMENTS,
+        trafficPolicy: { tls: { mode: 'ISTIO_MUTUAL' } },
+        subsets: [
+          { name: 'legacy', labels: { version: 'v1' }, trafficPolicy: { tls: { mode: 'DISABLE' } } },
+          { name: 'canary', labels: { version: 'v2' } },
+        ],
+      }),
+    ],
+  );
+  const ctx: GenerateContext = { proxy: sidecar(), catalog, config: mesh, trustDomain: TD };
+  const g = envoyGenerators().find((x) => x.typeUrl === CLUSTER);
+  assert.ok(g);
+  const cluster = (name: string): Obj => {
+    const r = g.build(ctx, name);
+    assert.ok(r, name);
+    assert.deepEqual(validateEncoded('envoy.config.cluster.v3.Cluster', r.value), [], name);
+    return decodeAny(r.typeUrl, r.value);
+  };
+  assert.equal(at(cluster(`outbound|7070|legacy|${PAYMENTS}`), 'transport_socket'), undefined);
+  assert.equal(
+    at(cluster(`outbound|7070|canary|${PAYMENTS}`), 'transport_socket.name'),
+    'envoy.transport_sockets.tls',
+    'a subset without tls inherits the rule',
+  );
+  assert.equal(
+    at(cluster(`outbound|7070||${PAYMENTS}`), 'transport_socket.name'),
+    'envoy.transport_sockets.tls',
+  );
+});
