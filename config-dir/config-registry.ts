@@ -11,6 +11,7 @@ import { formatIssue, loadConfigFile, type FileLoad } from './load-file.js';
 import { comparePaths, mergeFiles, type ConfigConflict, type MergedConfig } from './merge.js';
 import { buildSnapshot, REGISTRY_NAME, type CrossResourceWarning } from './service-entry.js';
 import { clusterLimitations } from '../xds/traffic/cluster-limitations.js';
+import { tlsLimitations } from '../xds/traffic/tls-limitations.js';
 import { EMPTY_MESH_CONFIG, nextMeshConfig, type MeshConfig, type MeshConfigSource } from './mesh-config.js';
 import { resourceKey, type ConfigIssue } from './types.js';
 import { DirWatcher } from './watcher.js';
@@ -133,7 +134,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       files,
       conflicts: this.conflicts,
       warnings: this.crossWarnings,
-      limitations: clusterLimitations(this.mesh),
+      limitations: [...clusterLimitations(this.mesh), ...tlsLimitations(this.mesh)],
       resources: resourcesOf(this.merged),
     };
   }

@@ -7,6 +7,7 @@ import { formatIssue, loadConfigFile } from '../../../config-dir/load-file.js';
 import { mergeFiles } from '../../../config-dir/merge.js';
 import { EMPTY_MESH_CONFIG, nextMeshConfig } from '../../../config-dir/mesh-config.js';
 import { mtlsModeFor } from '../../../xds/traffic/peer-authentication.js';
+import { tlsLimitations } from '../../../xds/traffic/tls-limitations.js';
 
 const STRICT_NS = `apiVersion: security.istio.io/v1
 kind: PeerAuthentication
@@ -73,5 +74,42 @@ test('a PeerAuthentication under networking.istio.io is not read as one', () => 
   assert.deepEqual(
     load.warnings.map((w) => formatIssue('pa.yaml', w)),
     ['pa.yaml:1 apiVersion: networking.istio.io/v1 PeerAuthentication is not supported, ignored'],
+  );
+});
+
+test('what gRPC cannot take of the mTLS config is listed, with the field path', () => {
+  const text = `${STRICT_NS}---
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: mesh, namespace: istio-system}
+spec:
+  mtls: {mode: PERMISSIVE}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: pay, namespace: shop}
+spec:
+  host: pay.shop.internal
+  trafficPolicy:
+    tls: {mode: ISTIO_MUTUAL}
+    portLevelSettings:
+      - port: {number: 443}
+        tls: {mode: SIMPLE, caCertificates: /etc/ca.pem}
+  subsets:
+    - name: ext
+      labels: {version: ext}
+      trafficPolicy: {tls: {mode: MUTUAL, credentialName: pay-cert}}
+`;
+  const load = loadConfigFile('mtls.yaml', text);
+  assert.deepEqual(load.errors, []);
+  const mesh = nextMeshConfig(EMPTY_MESH_CONFIG, mergeFiles([load]));
+  assert.deepEqual(
+    tlsLimitations(mesh).map((l) => [l.resource, l.field, l.clients.join(',')]),
+    [
+      ['DestinationRule/shop/pay', 'spec.trafficPolicy.portLevelSettings[0].tls.mode', 'grpc'],
+      ['DestinationRule/shop/pay', 'spec.subsets[0].trafficPolicy.tls.mode', 'grpc'],
+      ['DestinationRule/shop/pay', 'spec.subsets[0].trafficPolicy.tls.credentialName', 'envoy,grpc'],
+      ['PeerAuthentication/istio-system/mesh', 'spec.mtls.mode', 'grpc'],
+    ],
   );
 });
