@@ -82,6 +82,7 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     },
     metrics,
     connectionLog: store.proxies,
+    ...(options.ca && { trustDomain: options.ca.trustDomain }),
   });
 
   const grpcServer = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });

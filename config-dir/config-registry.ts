@@ -10,6 +10,8 @@ import { resourcesOf, type ConfigDebugState, type FileDebugState } from './debug
 import { formatIssue, loadConfigFile, type FileLoad } from './load-file.js';
 import { comparePaths, mergeFiles, type ConfigConflict, type MergedConfig } from './merge.js';
 import { buildSnapshot, REGISTRY_NAME, type CrossResourceWarning } from './service-entry.js';
+import { clusterLimitations } from '../xds/traffic/cluster-limitations.js';
+import { tlsLimitations } from '../xds/traffic/tls-limitations.js';
 import { EMPTY_MESH_CONFIG, nextMeshConfig, type MeshConfig, type MeshConfigSource } from './mesh-config.js';
 import { resourceKey, type ConfigIssue } from './types.js';
 import { DirWatcher } from './watcher.js';
@@ -57,6 +59,8 @@ const EMPTY_MERGED: MergedConfig = {
   virtualServices: [],
   destinationRules: [],
   gateways: [],
+  sidecars: [],
+  peerAuthentications: [],
   conflicts: [],
 };
 
@@ -130,6 +134,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       files,
       conflicts: this.conflicts,
       warnings: this.crossWarnings,
+      limitations: [...clusterLimitations(this.mesh), ...tlsLimitations(this.mesh)],
       resources: resourcesOf(this.merged),
     };
   }

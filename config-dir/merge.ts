@@ -6,7 +6,9 @@ import {
   type AnyConfigResource,
   type DestinationRuleResource,
   type GatewayResource,
+  type PeerAuthenticationResource,
   type ServiceEntryResource,
+  type SidecarResource,
   type VirtualServiceResource,
   type WorkloadEntryResource,
 } from './types.js';
@@ -32,6 +34,8 @@ export interface MergedConfig {
   readonly virtualServices: readonly VirtualServiceResource[];
   readonly destinationRules: readonly DestinationRuleResource[];
   readonly gateways: readonly GatewayResource[];
+  readonly sidecars: readonly SidecarResource[];
+  readonly peerAuthentications: readonly PeerAuthenticationResource[];
   readonly conflicts: readonly ConfigConflict[];
 }
 
@@ -68,6 +72,8 @@ export function mergeFiles(files: Iterable<FileLoad>): MergedConfig {
     virtualServices: all.filter((r): r is VirtualServiceResource => r.kind === 'VirtualService'),
     destinationRules: all.filter((r): r is DestinationRuleResource => r.kind === 'DestinationRule'),
     gateways: all.filter((r): r is GatewayResource => r.kind === 'Gateway'),
+    sidecars: all.filter((r): r is SidecarResource => r.kind === 'Sidecar'),
+    peerAuthentications: all.filter((r): r is PeerAuthenticationResource => r.kind === 'PeerAuthentication'),
     conflicts,
   };
 }

@@ -52,6 +52,7 @@ export interface ServingView {
   readonly generation: number;
   readonly catalog: Catalog;
   readonly config: MeshConfig;
+  readonly trustDomain?: string;
 }
 
 export interface AdsServerOptions {
@@ -68,6 +69,8 @@ export interface AdsServerOptions {
   readonly metrics?: PortolanMetrics;
   /** Where connections are recorded for the history (the store). */
   readonly connectionLog?: ConnectionLog;
+  /** The SPIFFE trust domain, for the peer identities TLS contexts match. */
+  readonly trustDomain?: string;
 }
 
 /** Decides, from the first request's node and the call (its TLS peer), whether a stream may proceed. */
@@ -106,6 +109,7 @@ export class AdsServer {
       generation: 0,
       catalog: options.discovery.catalog(),
       config: this.meshConfig.meshConfig(),
+      ...(this.options.trustDomain && { trustDomain: this.options.trustDomain }),
     };
     this.cache = new ResourceCache((proxy) => this.context(proxy));
     this.limiter = new PushLimiter({ ...DEFAULT_FLOW_CONTROL, ...options.flowControl });
@@ -222,7 +226,12 @@ export class AdsServer {
   }
 
   private context(proxy: Proxy): GenerateContext {
-    return { proxy, catalog: this.view.catalog, config: this.view.config };
+    return {
+      proxy,
+      catalog: this.view.catalog,
+      config: this.view.config,
+      ...(this.view.trustDomain && { trustDomain: this.view.trustDomain }),
+    };
   }
 
   private push(change: MergedChange): void {
@@ -235,6 +244,7 @@ export class AdsServer {
       generation: this.view.generation + 1,
       catalog: this.options.discovery.catalog(),
       config: this.meshConfig.meshConfig(),
+      ...(this.options.trustDomain && { trustDomain: this.options.trustDomain }),
     };
     this.pushes += 1;
     const kind = pushKind(event);

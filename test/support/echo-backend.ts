@@ -44,17 +44,21 @@ export interface EchoBackend {
   stop(): Promise<void>;
 }
 
-/** Starts a backend on `address:port` (port 0 picks one). */
-export async function startEchoBackend(name: string, address: string, port = 0): Promise<EchoBackend> {
+/**
+ * Starts a backend on `address:port` (port 0 picks one). `before`, when given, runs before each
+ * answer (a test holds calls open with it); plaintext unless `credentials` say otherwise.
+ */
+export async function startEchoBackend(
+  name: string,
+  address: string,
+  port = 0,
+  before?: (message: string) => Promise<void>,
+  credentials = grpc.ServerCredentials.createInsecure(),
+): Promise<EchoBackend> {
   const server = new grpc.Server();
-  server.addService(echoPackage().service, {
-    Echo: (call: grpc.ServerUnaryCall<EchoRequest, EchoReply>, cb: grpc.sendUnaryData<EchoReply>) =>
-      cb(null, { message: call.request.message, backend: name }),
-  });
+  addEchoService(server, name, before);
   const bound = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${address}:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
+    server.bindAsync(`${address}:${port}`, credentials, (err, p) => (err ? reject(err) : resolve(p))),
   );
   return {
     name,
@@ -66,6 +70,21 @@ export async function startEchoBackend(name: string, address: string, port = 0):
         resolve();
       }),
   };
+}
+
+/** Adds the Echo service answering as `name` to any server (e.g. an XdsServer). */
+export function addEchoService(
+  server: grpc.Server,
+  name: string,
+  before?: (message: string) => Promise<void>,
+): void {
+  server.addService(echoPackage().service, {
+    Echo: (call: grpc.ServerUnaryCall<EchoRequest, EchoReply>, cb: grpc.sendUnaryData<EchoReply>) => {
+      const reply = (): void => cb(null, { message: call.request.message, backend: name });
+      if (before) void before(call.request.message).then(reply);
+      else reply();
+    },
+  });
 }
 
 export function echoClientClass(): EchoClientCtor {

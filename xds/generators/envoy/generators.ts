@@ -25,7 +25,8 @@ import {
 import { gatewayRoute } from './gateway.js';
 import { inboundPorts } from './sidecar-listeners.js';
 import { httpProxyRoute, portRoute } from './sidecar-routes.js';
-import { envoyNode, listenersFor, listenerViewKey } from './view.js';
+import { withUpstreamTls } from './upstream-tls.js';
+import { effectiveNode, envoyNode, listenersFor, listenerViewKey, proxyScope, scopeViewKey } from './view.js';
 
 export function envoyGenerators(): ResourceGenerator[] {
   return [clusters(), endpoints(), listeners(), routes()];
@@ -35,10 +36,12 @@ function clusters(): ResourceGenerator {
   return {
     typeUrl: CLUSTER,
     proxyKind: 'envoy',
-    // Outbound clusters depend on the catalog alone; inbound ones on where the app listens.
-    viewKey: (proxy) => JSON.stringify(envoyNode(proxy).appPorts),
+    // Outbound clusters depend on the DestinationRules and Sidecar the proxy sees (by namespace
+    // and labels) and, for TLS, on the certificate directory; inbound ones on where the app listens.
+    viewKey: (proxy) =>
+      `${scopeViewKey(proxy)} ${JSON.stringify([envoyNode(proxy).appPorts, envoyNode(proxy).certDir])}`,
     wildcardNames: (ctx) => [
-      ...outboundClusterNames(ctx.catalog),
+      ...outboundClusterNames(ctx.catalog, ctx.config, ctx.proxy.namespace, proxyScope(ctx).clusters),
       PASSTHROUGH_CLUSTER,
       BLACKHOLE_CLUSTER,
       ...(isSidecar(ctx.proxy)
@@ -63,9 +66,15 @@ function buildCluster(ctx: GenerateContext, name: string): ReturnType<typeof pas
   if (inboundPort !== undefined)
     return inboundCluster(inboundPort, envoyNode(ctx.proxy).appPorts[inboundPort] ?? inboundPort);
   const key = parseClusterName(name);
-  if (!key || key.direction !== 'outbound' || key.subset !== '') return undefined;
+  if (!key || key.direction !== 'outbound') return undefined;
   const service = ctx.catalog.service(key.hostname);
-  return service && outboundCluster(ctx.catalog, service, key.port);
+  if (!service || !proxyScope(ctx).clusters(service)) return undefined;
+  const cluster = outboundCluster(ctx.catalog, service, key.port, {
+    config: ctx.config,
+    proxyNamespace: ctx.proxy.namespace,
+    subset: key.subset,
+  });
+  return cluster && withUpstreamTls(ctx, service, key.port, cluster, key.subset);
 }
 
 function endpoints(): ResourceGenerator {
@@ -97,7 +106,9 @@ function routes(): ResourceGenerator {
     proxyKind: 'envoy',
     viewKey: (proxy) => {
       const node = envoyNode(proxy);
-      return node.role === 'router' ? `router ${JSON.stringify(node.labels)}` : node.outboundPolicy;
+      return node.role === 'router'
+        ? `router ${JSON.stringify(node.labels)}`
+        : `${node.outboundPolicy} ${scopeViewKey(proxy)}`;
     },
     wildcardNames: () => [],
     build(ctx, name) {
@@ -108,14 +119,15 @@ function routes(): ResourceGenerator {
 }
 
 function routeConfig(ctx: GenerateContext, name: string) {
-  const { catalog, proxy } = ctx;
-  const node = envoyNode(proxy);
+  const { catalog } = ctx;
+  const node = effectiveNode(ctx);
   if (node.role === 'router') {
     const m = /^http\.(\d{1,5})$/.exec(name);
     return m ? gatewayRoute(ctx.config, catalog, node.labels, Number(m[1])) : undefined;
   }
-  if (name === HTTP_PROXY_ROUTE) return httpProxyRoute(catalog);
-  return /^\d{1,5}$/.test(name) ? portRoute(catalog, Number(name), node.outboundPolicy) : undefined;
+  const scope = proxyScope(ctx).listeners;
+  if (name === HTTP_PROXY_ROUTE) return httpProxyRoute(catalog, scope);
+  return /^\d{1,5}$/.test(name) ? portRoute(catalog, Number(name), node.outboundPolicy, scope) : undefined;
 }
 
 function isSidecar(proxy: Proxy): boolean {

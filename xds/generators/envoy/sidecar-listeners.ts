@@ -8,6 +8,7 @@ import type { Listener } from '../../generated/envoy/config/listener/v3/Listener
 import type { Catalog } from '../../../model/catalog.js';
 import { isHttpProtocol, type Service } from '../../../model/service.js';
 import type { EnvoyNode } from '../../envoy-node.js';
+import { ALL_SERVICES, type ServiceScope } from '../../traffic/sidecar-scope.js';
 import {
   BLACKHOLE_CLUSTER,
   clusterName,
@@ -27,6 +28,7 @@ import {
   socketAddress,
   tcpProxy,
 } from './filters.js';
+import { PLAINTEXT_INBOUND, type InboundSecurity } from './inbound-tls.js';
 
 export const VIRTUAL_OUTBOUND_PORT = 15001;
 export const VIRTUAL_INBOUND_PORT = 15006;
@@ -52,10 +54,13 @@ export function inboundPorts(catalog: Catalog, ips: readonly string[]): InboundP
   return [...byPort.values()].sort((a, b) => a.port - b.port);
 }
 
+/** Outbound listeners are only for service ports in `scope` (the Sidecar resource's egress). */
 export function sidecarListeners(
   catalog: Catalog,
   ips: readonly string[],
   node: EnvoyNode,
+  scope: ServiceScope = ALL_SERVICES,
+  security: InboundSecurity = PLAINTEXT_INBOUND,
 ): Map<string, Listener> {
   const out = new Map<string, Listener>();
   const usedAddresses = new Set<string>();
@@ -69,13 +74,14 @@ export function sidecarListeners(
   };
   const transparent = node.outboundModes.includes('transparent');
   const inbound = inboundPorts(catalog, ips);
-  if (transparent) add(virtualInbound(inbound, node), true);
-  else for (const p of inbound) add(inboundListener(p), true);
-  if (node.outboundModes.includes('explicit')) for (const l of upstreamListeners(catalog, node)) add(l, true);
+  if (transparent) add(virtualInbound(inbound, node, security), true);
+  else for (const p of inbound) add(inboundListener(p, security), true);
+  if (node.outboundModes.includes('explicit'))
+    for (const l of upstreamListeners(catalog, node, scope)) add(l, true);
   if (node.outboundModes.includes('http-proxy')) add(httpProxyListener(node.httpProxyPort), true);
   if (transparent) {
     add(virtualOutbound(node), true);
-    for (const l of capturedOutboundListeners(catalog)) add(l, false);
+    for (const l of capturedOutboundListeners(catalog, scope)) add(l, false);
   }
   return out;
 }
@@ -93,26 +99,31 @@ function inboundChain(p: InboundPort): FilterChain {
 }
 
 /** Without capture, Envoy listens on the endpoint's own address and port, the app on loopback. */
-function inboundListener(p: InboundPort): Listener {
+function inboundListener(p: InboundPort, security: InboundSecurity): Listener {
+  const listenerFilters = security.listenerFilters([p.port]);
   return {
     name: socketListenerName(p.address, p.port),
     address: socketAddress(p.address, p.port),
     traffic_direction: 'INBOUND',
-    filter_chains: [inboundChain(p)],
+    ...(listenerFilters.length > 0 && { listener_filters: listenerFilters }),
+    filter_chains: security.chains(inboundChain(p), p.port, p.http),
   };
 }
 
-function virtualInbound(ports: readonly InboundPort[], node: EnvoyNode): Listener {
+function virtualInbound(ports: readonly InboundPort[], node: EnvoyNode, security: InboundSecurity): Listener {
   return {
     name: VIRTUAL_INBOUND,
     address: socketAddress('0.0.0.0', VIRTUAL_INBOUND_PORT),
     traffic_direction: 'INBOUND',
-    listener_filters: [originalDstFilter()],
+    listener_filters: [originalDstFilter(), ...security.listenerFilters(ports.map((p) => p.port))],
     ...(node.interceptionMode === 'TPROXY' && { transparent: { value: true } }),
-    filter_chains: ports.map((p) => ({
-      ...inboundChain(p),
-      filter_chain_match: { destination_port: { value: p.port } },
-    })),
+    filter_chains: ports.flatMap((p) =>
+      security.chains(
+        { ...inboundChain(p), filter_chain_match: { destination_port: { value: p.port } } },
+        p.port,
+        p.http,
+      ),
+    ),
     default_filter_chain: {
       name: INBOUND_PASSTHROUGH_CLUSTER,
       filters: [tcpProxy(INBOUND_PASSTHROUGH_CLUSTER, INBOUND_PASSTHROUGH_CLUSTER)],
@@ -138,12 +149,12 @@ function virtualOutbound(node: EnvoyNode): Listener {
  * `0.0.0.0_PORT` with RDS named by port; a TCP service gets `VIP_PORT` per virtual IP, or
  * `0.0.0.0_PORT` when it has none and no HTTP service or earlier TCP service holds that port.
  */
-function capturedOutboundListeners(catalog: Catalog): Listener[] {
+function capturedOutboundListeners(catalog: Catalog, scope: ServiceScope): Listener[] {
   const listeners = new Map<string, Listener>();
   const byPort = new Map<number, { http: boolean; tcp: Service[] }>();
   for (const s of catalog.services()) {
     for (const p of s.ports) {
-      if (p.protocol === 'UDP') continue;
+      if (p.protocol === 'UDP' || !scope(s, p.number)) continue;
       const entry = byPort.get(p.number) ?? { http: false, tcp: [] };
       if (isHttpProtocol(p.protocol)) entry.http = true;
       else entry.tcp.push(s);
@@ -188,13 +199,16 @@ function captured(
   };
 }
 
-/** One loopback listener per declared upstream whose service exists (NONE services cannot be: no destination). */
-function upstreamListeners(catalog: Catalog, node: EnvoyNode): Listener[] {
+/**
+ * One loopback listener per declared upstream whose service exists and is in scope (NONE services
+ * cannot be: no destination).
+ */
+function upstreamListeners(catalog: Catalog, node: EnvoyNode, scope: ServiceScope): Listener[] {
   const out: Listener[] = [];
   for (const u of node.upstreams) {
     const service = catalog.service(u.hostname);
     const port = service?.ports.find((p) => p.number === u.port);
-    if (!service || !port || service.resolution === 'NONE') continue;
+    if (!service || !port || service.resolution === 'NONE' || !scope(service, port.number)) continue;
     const cluster = clusterName('outbound', port.number, '', service.hostname);
     const name = socketListenerName(u.bind, u.localPort);
     out.push({

@@ -1,22 +1,25 @@
 // Route configurations of Envoy sidecars. `PORT` (for the captured `0.0.0.0_PORT` listener): one
 // virtual host per HTTP service on that port, matched by HOST, HOST:PORT and its virtual IPs, then
-// a catch-all per the outbound policy. `http_proxy`: every HTTP service port by HOST:PORT.
+// a catch-all per the outbound policy. `http_proxy`: every HTTP service port by HOST:PORT. Both hold
+// only the services in the proxy's Sidecar scope.
 import { isIP } from 'node:net';
 import type { RouteConfiguration } from '../../generated/envoy/config/route/v3/RouteConfiguration.js';
 import type { VirtualHost } from '../../generated/envoy/config/route/v3/VirtualHost.js';
 import type { Catalog } from '../../../model/catalog.js';
 import { isHttpProtocol, type Service } from '../../../model/service.js';
 import type { OutboundPolicy } from '../../envoy-node.js';
+import { ALL_SERVICES, type ServiceScope } from '../../traffic/sidecar-scope.js';
 import { clusterName, HTTP_PROXY_ROUTE, PASSTHROUGH_CLUSTER, portRouteName } from '../../names.js';
 
 export function portRoute(
   catalog: Catalog,
   port: number,
   policy: OutboundPolicy,
+  scope: ServiceScope = ALL_SERVICES,
 ): RouteConfiguration | undefined {
   const services = catalog
     .services()
-    .filter((s) => s.ports.some((p) => p.number === port && isHttpProtocol(p.protocol)));
+    .filter((s) => s.ports.some((p) => p.number === port && isHttpProtocol(p.protocol)) && scope(s, port));
   if (services.length === 0) return undefined;
   const used = new Set<string>();
   const hosts: VirtualHost[] = [];
@@ -31,13 +34,13 @@ export function portRoute(
   };
 }
 
-export function httpProxyRoute(catalog: Catalog): RouteConfiguration {
+export function httpProxyRoute(catalog: Catalog, scope: ServiceScope = ALL_SERVICES): RouteConfiguration {
   const used = new Set<string>();
   const hosts: VirtualHost[] = [];
   for (const s of catalog.services()) {
     if (s.resolution === 'NONE') continue; // nowhere to send it: a forward proxy has no original destination
     for (const p of s.ports) {
-      if (!isHttpProtocol(p.protocol)) continue;
+      if (!isHttpProtocol(p.protocol) || !scope(s, p.number)) continue;
       const domains = [`${s.hostname}:${p.number}`, ...(p.number === 80 ? [s.hostname] : [])];
       const unique = uniqueDomains(used, domains);
       if (unique.length > 0) hosts.push(serviceHost(s, p.number, unique));

@@ -4,7 +4,10 @@ import type { Listener } from '../../generated/envoy/config/listener/v3/Listener
 import type { EnvoyNode } from '../../envoy-node.js';
 import type { GenerateContext } from '../../generator.js';
 import type { Proxy } from '../../proxy.js';
+import { scopeFor, sidecarOutboundPolicy, UNSCOPED, type ProxyScope } from '../../traffic/sidecar-scope.js';
+import { DEFAULT_CERT_DIR } from '../../workload-certs.js';
 import { gatewayListeners } from './gateway.js';
+import { inboundSecurity, type InboundSecurity } from './inbound-tls.js';
 import { sidecarListeners } from './sidecar-listeners.js';
 
 const NO_NODE: EnvoyNode = {
@@ -17,10 +20,33 @@ const NO_NODE: EnvoyNode = {
   upstreams: [],
   httpProxyPort: 15080,
   appPorts: {},
+  certDir: DEFAULT_CERT_DIR,
 };
 
 export function envoyNode(proxy: Proxy): EnvoyNode {
   return proxy.envoy ?? NO_NODE;
+}
+
+/**
+ * The services a sidecar is sent, per the Sidecar resource that selects it (gateways are not
+ * scoped, as in Istio). Depends on the proxy's namespace and labels: see `scopeViewKey`.
+ */
+export function proxyScope(ctx: GenerateContext): ProxyScope {
+  const node = envoyNode(ctx.proxy);
+  return node.role === 'sidecar' ? scopeFor(ctx.config, ctx.proxy.namespace, node.labels) : UNSCOPED;
+}
+
+/** The node as the config has it: a selecting Sidecar's outboundTrafficPolicy overrides the metadata's. */
+export function effectiveNode(ctx: GenerateContext): EnvoyNode {
+  const node = envoyNode(ctx.proxy);
+  if (node.role !== 'sidecar') return node;
+  const mode = sidecarOutboundPolicy(ctx.config, ctx.proxy.namespace, node.labels);
+  return mode && mode !== node.outboundPolicy ? { ...node, outboundPolicy: mode } : node;
+}
+
+/** What Sidecar selection reads of a proxy: its namespace and labels. */
+export function scopeViewKey(proxy: Proxy): string {
+  return JSON.stringify([proxy.namespace, envoyNode(proxy).labels]);
 }
 
 /** Everything about the proxy its listeners depend on: proxies with equal keys share them. */
@@ -39,12 +65,23 @@ export function listenersFor(ctx: GenerateContext): Map<string, Listener> {
   if (!byView) listenerMemo.set(catalog, (byView = new Map<string, Map<string, Listener>>()));
   let listeners = byView.get(key);
   if (!listeners) {
-    const node = envoyNode(proxy);
+    const node = effectiveNode(ctx);
     listeners =
       node.role === 'router'
         ? gatewayListeners(config, catalog, node.labels)
-        : sidecarListeners(catalog, proxy.ips, node);
+        : sidecarListeners(catalog, proxy.ips, node, proxyScope(ctx).listeners, inboundSecurityFor(ctx));
     byView.set(key, listeners);
   }
   return listeners;
+}
+
+/** PeerAuthentication for this proxy's workload (its namespace and LABELS). */
+function inboundSecurityFor(ctx: GenerateContext): InboundSecurity {
+  const node = envoyNode(ctx.proxy);
+  return inboundSecurity({
+    config: ctx.config,
+    workload: { namespace: ctx.proxy.namespace, labels: node.labels },
+    certDir: node.certDir,
+    ...(ctx.trustDomain && { trustDomain: ctx.trustDomain }),
+  });
 }
