@@ -82,8 +82,8 @@ test('a new service changes the wildcard lists it appears in', () => {
   w.services.set(C, service(C, [servicePort('grpc', 7070)]));
   w.rebuild();
   const set = w.cache.apply({ hostnames: new Set([C]), endpointsOnly: false });
-  assert.ok(set.wildcards.has(wildcardKey('grpc', CLUSTER, '')));
-  assert.ok(set.wildcards.has(wildcardKey('grpc', LISTENER, '')));
+  assert.ok(set.wildcards.has(wildcardKey('grpc', CLUSTER, grpcClusterGenerator.viewKey(proxy))));
+  assert.ok(set.wildcards.has(wildcardKey('grpc', LISTENER, grpcListenerGenerator.viewKey(proxy))));
   assert.ok(w.cache.wildcardNames(grpcClusterGenerator, proxy).set.has(`outbound|7070||${C}`));
 });
 
