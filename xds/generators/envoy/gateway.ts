@@ -1,28 +1,28 @@
 // Envoy gateways (`router` nodes): listeners from the Gateway resources whose selector matches the
 // node's LABELS, and routes from the VirtualServices bound to those gateways. Covered: servers by port
 // (HTTP, HTTPS/TLS terminated from cert files, TLS passthrough and TCP to the first tcp/tls route),
-// hosts, and per VirtualService host the http routes' uri prefix/exact matches with weighted
-// destinations. Everything else in a VirtualService belongs to the traffic-management issue.
+// hosts, and per VirtualService host its http routes, rendered by the shared translator
+// (xds/traffic/http-routes.ts) for this gateway (`namespace/name`) and port.
 import type { FilterChain } from '../../generated/envoy/config/listener/v3/FilterChain.js';
 import type { Listener } from '../../generated/envoy/config/listener/v3/Listener.js';
-import type { Route } from '../../generated/envoy/config/route/v3/Route.js';
 import type { RouteConfiguration } from '../../generated/envoy/config/route/v3/RouteConfiguration.js';
 import type { VirtualHost } from '../../generated/envoy/config/route/v3/VirtualHost.js';
 import type { DownstreamTlsContext } from '../../generated/envoy/extensions/transport_sockets/tls/v3/DownstreamTlsContext.js';
 import type { Catalog } from '../../../model/catalog.js';
 import type { MeshConfig } from '../../../config-dir/mesh-config.js';
 import type {
-  ConfigResource,
   GatewayResource,
   GatewayServer,
-  HTTPRoute,
   RouteDestination,
   ServerTLSSettings,
-  VirtualServiceSpec,
+  VirtualServiceResource,
 } from '../../../config-dir/types.js';
 import { clusterName, gatewayRouteName, socketListenerName } from '../../names.js';
 import { toAny } from '../../resource.js';
+import type { GenerateContext } from '../../generator.js';
 import { hostMatches } from '../../traffic/hosts.js';
+import { virtualServiceRoutes } from '../../traffic/http-routes.js';
+import { routeContext } from '../../traffic/route-context.js';
 import {
   DOWNSTREAM_TLS_TYPE,
   httpConnectionManager,
@@ -106,7 +106,7 @@ function serverChain(
     const route = gatewayRouteName(port);
     return {
       ...match,
-      filters: [httpConnectionManager(route, { rds: route })],
+      filters: [httpConnectionManager(route, { rds: route }, { fault: true })],
       ...(terminates(server) && { transport_socket: tlsSocket(server.tls ?? {}) }),
     };
   }
@@ -144,7 +144,7 @@ function boundServices(
   config: GatewayConfig,
   gateway: GatewayResource,
   serverHosts: readonly string[],
-): ConfigResource<VirtualServiceSpec>[] {
+): VirtualServiceResource[] {
   return config.virtualServices.filter(
     (vs) =>
       (vs.spec.gateways ?? []).some(
@@ -156,12 +156,9 @@ function boundServices(
 }
 
 /** The `http.PORT` route configuration of a gateway node; undefined when no HTTP server uses that port. */
-export function gatewayRoute(
-  config: GatewayConfig,
-  catalog: Catalog,
-  labels: Readonly<Record<string, string>>,
-  port: number,
-): RouteConfiguration | undefined {
+export function gatewayRoute(ctx: GenerateContext, port: number): RouteConfiguration | undefined {
+  const { config } = ctx;
+  const labels = ctx.proxy.envoy?.labels ?? {};
   const servers = selected(config, labels).flatMap((gateway) =>
     gateway.spec.servers
       .filter((s) => s.port.number === port && isHttpServer(s))
@@ -174,35 +171,14 @@ export function gatewayRoute(
       for (const host of vs.spec.hosts) {
         if (hosts.has(host) || !server.hosts.some((sh) => hostMatches(sh.replace(/^[^/]*\//, ''), host)))
           continue;
-        const routes = (vs.spec.http ?? []).flatMap((r) => httpRoutes(catalog, r));
+        const routing = routeContext(ctx, 'envoy', port, `${gateway.namespace}/${gateway.name}`);
+        const routes = virtualServiceRoutes(vs, routing);
         if (routes.length > 0)
           hosts.set(host, { name: `${host}:${port}`, domains: [host, `${host}:${port}`], routes });
       }
     }
   }
   return { name: gatewayRouteName(port), virtual_hosts: [...hosts.values()] };
-}
-
-function httpRoutes(catalog: Catalog, r: HTTPRoute): Route[] {
-  const dests = (r.route ?? [])
-    .map((d) => ({
-      cluster: destinationCluster(catalog, d),
-      weight: d.weight ?? (r.route?.length === 1 ? 100 : 0),
-    }))
-    .filter((d): d is { cluster: string; weight: number } => d.cluster !== undefined && d.weight > 0);
-  if (dests.length === 0) return [];
-  const action =
-    dests.length === 1 && dests[0]
-      ? { cluster: dests[0].cluster }
-      : {
-          weighted_clusters: {
-            clusters: dests.map((d) => ({ name: d.cluster, weight: { value: d.weight } })),
-          },
-        };
-  const matches = (r.match ?? [{}]).map((m) =>
-    m.uri?.exact !== undefined ? { path: m.uri.exact } : { prefix: m.uri?.prefix ?? '/' },
-  );
-  return matches.map((match) => ({ ...(r.name && { name: r.name }), match, route: action }));
 }
 
 /** `outbound|PORT||HOST` of a destination, when that service (and port) exists. */

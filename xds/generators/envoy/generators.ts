@@ -26,6 +26,7 @@ import { gatewayRoute } from './gateway.js';
 import { inboundPorts } from './sidecar-listeners.js';
 import { httpProxyRoute, portRoute } from './sidecar-routes.js';
 import { envoyNode, listenersFor, listenerViewKey } from './view.js';
+import { routeViewKey } from '../../traffic/route-context.js';
 
 export function envoyGenerators(): ResourceGenerator[] {
   return [clusters(), endpoints(), listeners(), routes()];
@@ -95,10 +96,8 @@ function routes(): ResourceGenerator {
   return {
     typeUrl: ROUTE,
     proxyKind: 'envoy',
-    viewKey: (proxy) => {
-      const node = envoyNode(proxy);
-      return node.role === 'router' ? `router ${JSON.stringify(node.labels)}` : node.outboundPolicy;
-    },
+    // Routes depend on the role, the outbound policy, and (VirtualServices) the namespace and labels.
+    viewKey: (proxy) => `${envoyNode(proxy).role} ${envoyNode(proxy).outboundPolicy} ${routeViewKey(proxy)}`,
     wildcardNames: () => [],
     build(ctx, name) {
       const config = routeConfig(ctx, name);
@@ -112,10 +111,10 @@ function routeConfig(ctx: GenerateContext, name: string) {
   const node = envoyNode(proxy);
   if (node.role === 'router') {
     const m = /^http\.(\d{1,5})$/.exec(name);
-    return m ? gatewayRoute(ctx.config, catalog, node.labels, Number(m[1])) : undefined;
+    return m ? gatewayRoute(ctx, Number(m[1])) : undefined;
   }
-  if (name === HTTP_PROXY_ROUTE) return httpProxyRoute(catalog);
-  return /^\d{1,5}$/.test(name) ? portRoute(catalog, Number(name), node.outboundPolicy) : undefined;
+  if (name === HTTP_PROXY_ROUTE) return httpProxyRoute(ctx);
+  return /^\d{1,5}$/.test(name) ? portRoute(ctx, Number(name), node.outboundPolicy) : undefined;
 }
 
 function isSidecar(proxy: Proxy): boolean {

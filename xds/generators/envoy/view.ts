@@ -41,9 +41,7 @@ export function listenersFor(ctx: GenerateContext): Map<string, Listener> {
   if (!listeners) {
     const node = envoyNode(proxy);
     listeners =
-      node.role === 'router'
-        ? gatewayListeners(config, catalog, node.labels)
-        : sidecarListeners(catalog, proxy.ips, node);
+      node.role === 'router' ? gatewayListeners(config, catalog, node.labels) : sidecarListeners(ctx, node);
     byView.set(key, listeners);
   }
   return listeners;
