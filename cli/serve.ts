@@ -10,6 +10,7 @@ import { ConfigDirRegistry } from '../config-dir/config-registry.js';
 import type { Logger } from '../log/logger.js';
 import { AdsServer } from '../xds/ads-server.js';
 import { protoRoot } from '../xds/protos.js';
+import { routeLimitations } from '../xds/traffic/route-limitations.js';
 import { PortolanMetrics } from '../metrics/metrics.js';
 import { RegistryPersistence } from '../store/registry-persistence.js';
 import { Store } from '../store/store.js';
@@ -97,7 +98,7 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
   const admin = new AdminServer({
     discovery,
     ads,
-    ...(config && { configState: () => config?.debugState() }),
+    ...(config && { configState: () => configz(config) }),
     ...(mock && { mock }),
     metrics,
     store,
@@ -144,4 +145,9 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
       store.close();
     },
   };
+}
+
+/** /debug/configz: the config directory's state, and what each kind of client cannot render of it. */
+function configz(config: ConfigDirRegistry): object {
+  return { ...config.debugState(), limitations: routeLimitations(config.meshConfig()) };
 }

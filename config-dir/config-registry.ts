@@ -13,6 +13,8 @@ import { buildSnapshot, REGISTRY_NAME, type CrossResourceWarning } from './servi
 import { EMPTY_MESH_CONFIG, nextMeshConfig, type MeshConfig, type MeshConfigSource } from './mesh-config.js';
 import { resourceKey, type ConfigIssue } from './types.js';
 import { DirWatcher } from './watcher.js';
+import { unknownSubsetWarnings } from './validate/virtual-service.js';
+import { resolveHost } from '../xds/traffic/hosts.js';
 
 export type { ConfigDebugState } from './debug-state.js';
 export type { MeshConfig } from './mesh-config.js';
@@ -236,14 +238,18 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       { kept: c.kept, ignored: c.ignored },
       `${c.type === 'duplicate-host' ? 'host' : 'resource'} ${c.subject} defined twice; ignoring ${c.ignored.file}:${c.ignored.line}, keeping ${c.kept.file}:${c.kept.line}`,
     ]);
-    this.logNew(conversion.warnings, this.crossWarnings, (w) => [{ resource: w.resource }, w.message]);
+    const warnings = [
+      ...conversion.warnings,
+      ...unknownSubsetWarnings(merged.virtualServices, merged.destinationRules, resolveHost),
+    ];
+    this.logNew(warnings, this.crossWarnings, (w) => [{ resource: w.resource }, w.message]);
 
     const previousMesh = this.mesh;
     // Everything readable is updated before any listener runs.
     this.merged = merged;
     this.mesh = nextMeshConfig(previousMesh, merged);
     this.conflicts = conflicts;
-    this.crossWarnings = conversion.warnings;
+    this.crossWarnings = warnings;
     this.state.replace(conversion.snapshot);
     const broken = [...this.files.entries()].filter(([, f]) => f.errors.length > 0);
     const first = broken[0];

@@ -37,7 +37,8 @@ export function routesForHost(ctx: RouteContext, host: string): Route[] {
 export function defaultRoute(ctx: RouteContext, host: string): Route {
   const hash = hashPolicyFor(ctx, host, ctx.port, '');
   return {
-    name: 'default',
+    // Envoy's default route was always named; gRPC's was not, and stays byte-for-byte as it was.
+    ...(ctx.client === 'envoy' && { name: 'default' }),
     match: { prefix: '/' },
     route: {
       cluster: clusterName('outbound', ctx.port, '', host),
