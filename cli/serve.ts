@@ -95,10 +95,11 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     ? await startCa(options.ca, store, ads, logger.child({ component: 'ca' }))
     : undefined;
 
+  const configDir = config;
   const admin = new AdminServer({
     discovery,
     ads,
-    ...(config && { configState: () => configz(config) }),
+    ...(configDir && { configState: () => configz(configDir) }),
     ...(mock && { mock }),
     metrics,
     store,
