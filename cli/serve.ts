@@ -95,11 +95,11 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     ? await startCa(options.ca, store, ads, logger.child({ component: 'ca' }))
     : undefined;
 
-  const configDir = config;
+  const configRegistry = config;
   const admin = new AdminServer({
     discovery,
     ads,
-    ...(configDir && { configState: () => configz(configDir) }),
+    ...(configRegistry && { configState: () => configz(configRegistry) }),
     ...(mock && { mock }),
     metrics,
     store,
