@@ -60,7 +60,8 @@ const stringMatch: Check<StringMatch> = obj(
   {
     refine: (m, path, problems) => {
       const set = MATCH_KINDS.filter((k) => m[k] !== undefined);
-      if (set.length !== 1) problems.error(path, `exactly one of ${MATCH_KINDS.join(', ')} must be set`);
+      if (set.length !== 1 && !hasErrorsUnder(problems, path))
+        problems.error(path, `exactly one of ${MATCH_KINDS.join(', ')} must be set`);
     },
   },
 );
@@ -197,7 +198,7 @@ const fault = obj(
       { httpStatus: int(200, 599), grpcStatus, percentage: percent },
       {
         refine: (a, path, problems) => {
-          if (a.httpStatus === undefined && a.grpcStatus === undefined)
+          if (a.httpStatus === undefined && a.grpcStatus === undefined && !hasErrorsUnder(problems, path))
             problems.error(path, 'one of httpStatus, grpcStatus is required');
           atMostOne(a, ['httpStatus', 'grpcStatus'], path, problems);
         },
@@ -296,11 +297,19 @@ export const virtualServiceSpec: Check<VirtualServiceSpec> = obj(
     refine: (vs, path, problems) => {
       const routes = (vs.http?.length ?? 0) + (vs.tls?.length ?? 0) + (vs.tcp?.length ?? 0);
       if (routes === 0) problems.error(path, 'at least one http, tls or tcp route is required');
-      checkReachable(vs.http ?? [], [...path, 'http'], isHttpCatchAll, problems);
-      checkReachable(vs.tcp ?? [], [...path, 'tcp'], isL4CatchAll, problems);
+      // Judged only on routes that validated: a match missing a broken field is not what was written.
+      if (!hasErrorsUnder(problems, [...path, 'http']))
+        checkReachable(vs.http ?? [], [...path, 'http'], isHttpCatchAll, problems);
+      if (!hasErrorsUnder(problems, [...path, 'tcp']))
+        checkReachable(vs.tcp ?? [], [...path, 'tcp'], isL4CatchAll, problems);
     },
   },
 );
+
+/** Whether an error was already recorded at or below `path` (so a follow-on complaint would mislead). */
+function hasErrorsUnder(problems: Problems, path: FieldPath): boolean {
+  return problems.errors.some((e) => path.every((segment, i) => e.path[i] === segment));
+}
 
 /** One destination may omit its weight (it takes everything); several must split exactly 100. */
 function checkWeights(
