@@ -1,11 +1,12 @@
 // A rich mesh for the Envoy generator tests: HTTP, gRPC and TCP services, DNS and NONE resolution,
-// sidecars in every outbound mode, and a gateway with a bound VirtualService. `collect` plays an
+// sidecars in every outbound mode, a gateway with a bound VirtualService, and VirtualServices and
+// DestinationRules using every route feature Envoy renders (so validity.test.ts checks them all). `collect` plays an
 // Envoy's ADS session: LDS and CDS wildcard, then the RDS and EDS names they reference.
 import { buildCatalog, type Catalog } from '../../../model/catalog.js';
 import type { Endpoint } from '../../../model/endpoint.js';
 import type { Service } from '../../../model/service.js';
 import type { MeshConfig } from '../../../config-dir/mesh-config.js';
-import type { GatewaySpec, VirtualServiceSpec } from '../../../config-dir/types.js';
+import type { DestinationRuleSpec, GatewaySpec, VirtualServiceSpec } from '../../../config-dir/types.js';
 import type { GenerateContext, ResourceGenerator } from '../../../xds/generator.js';
 import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
 import { decodeAny } from '../../../xds/protos.js';
@@ -22,6 +23,10 @@ export const CACHE = 'cache.mesh.internal';
 export const API = 'api.example.com';
 export const LEGACY = 'legacy.dns.internal';
 export const ORIGINAL = 'original.none.internal';
+/** HTTP service routed by a VirtualService using every HTTP route feature. */
+export const REVIEWS = 'reviews.mesh.internal';
+/** TCP service whose VirtualService splits connections by weight. */
+export const LEDGER = 'ledger.mesh.internal';
 /** The VM the sidecars run on: it hosts a WEB endpoint and an ECHO endpoint. */
 export const VM_IP = '10.0.0.1';
 
@@ -35,6 +40,8 @@ export function fixtureCatalog(): Catalog {
     service(API, [servicePort('https', 443, 'TLS')], { resolution: 'DNS', location: 'MESH_EXTERNAL' }),
     service(LEGACY, [servicePort('http', 80, 'HTTP')], { resolution: 'DNS' }),
     service(ORIGINAL, [servicePort('tcp', 9000, 'TCP')], { resolution: 'NONE' }),
+    service(REVIEWS, [servicePort('http', 9080, 'HTTP')]),
+    service(LEDGER, [servicePort('tcp', 7000, 'TCP')], { addresses: ['240.0.0.30'] }),
   ];
   const endpoints = new Map<string, Endpoint[]>([
     [WEB, [endpoint(VM_IP, { http: 8080 }), endpoint('10.0.0.2', { http: 8080 })]],
@@ -44,11 +51,17 @@ export function fixtureCatalog(): Catalog {
     [CACHE, [endpoint('10.0.0.6', { redis: 6379 })]],
     [API, []],
     [LEGACY, [endpoint('old-1.dns.internal', { http: 80 }), endpoint('old-2.dns.internal', { http: 80 })]],
+    [REVIEWS, [endpoint('10.0.0.7', { http: 9080 }, { labels: { version: 'v1' } })]],
+    [LEDGER, [endpoint('10.0.0.8', { tcp: 7000 })]],
   ]);
   return buildCatalog(services, endpoints);
 }
 
-function resource<K extends 'Gateway' | 'VirtualService', T>(kind: K, name: string, spec: T) {
+function resource<K extends 'Gateway' | 'VirtualService' | 'DestinationRule', T>(
+  kind: K,
+  name: string,
+  spec: T,
+) {
   return {
     kind,
     apiVersion: 'networking.istio.io/v1',
@@ -67,7 +80,16 @@ export const INGRESS_LABELS = { istio: 'ingressgateway' };
 export function fixtureMeshConfig(): MeshConfig {
   return {
     generation: 1,
-    destinationRules: [],
+    destinationRules: [
+      resource<'DestinationRule', DestinationRuleSpec>('DestinationRule', 'reviews', {
+        host: REVIEWS,
+        trafficPolicy: { loadBalancer: { consistentHash: { httpCookie: { name: 'user', ttl: '10s' } } } },
+      }),
+      resource<'DestinationRule', DestinationRuleSpec>('DestinationRule', 'shop', {
+        host: SHOP,
+        trafficPolicy: { loadBalancer: { consistentHash: { httpHeaderName: 'x-user' } } },
+      }),
+    ],
     gateways: [
       resource<'Gateway', GatewaySpec>('Gateway', 'ingress', {
         selector: INGRESS_LABELS,
@@ -114,9 +136,70 @@ export function fixtureMeshConfig(): MeshConfig {
         hosts: [WEB],
         http: [{ route: [{ destination: { host: WEB } }] }],
       }),
+      resource<'VirtualService', VirtualServiceSpec>('VirtualService', 'reviews', REVIEWS_VS),
+      resource<'VirtualService', VirtualServiceSpec>('VirtualService', 'ledger', {
+        hosts: [LEDGER],
+        tcp: [
+          {
+            route: [
+              { destination: { host: LEDGER }, weight: 75 },
+              { destination: { host: DB, port: { number: 5432 } }, weight: 25 },
+            ],
+          },
+        ],
+      }),
     ],
   };
 }
+
+/** Every HTTP route feature Envoy renders, in one VirtualService. */
+export const REVIEWS_VS: VirtualServiceSpec = {
+  hosts: [REVIEWS],
+  http: [
+    {
+      name: 'canary',
+      match: [
+        { name: 'by-header', headers: { 'x-canary': { exact: 'yes' } }, uri: { prefix: '/api' } },
+        { name: 'by-query', queryParams: { canary: {} }, method: { exact: 'GET' } },
+        { name: 'by-regex', uri: { regex: '/v[0-9]+/.*' }, ignoreUriCase: true },
+        { name: 'without', withoutHeaders: { 'x-legacy': { prefix: 'old' } }, uri: { exact: '/exact' } },
+      ],
+      route: [
+        { destination: { host: REVIEWS }, weight: 90, headers: { request: { set: { 'x-split': 'a' } } } },
+        { destination: { host: SHOP, port: { number: 8080 } }, weight: 10 },
+      ],
+      timeout: '2s',
+      retries: { attempts: 3, perTryTimeout: '500ms', retryOn: '5xx,503,unavailable' },
+      fault: {
+        delay: { fixedDelay: '50ms', percentage: { value: 1.5 } },
+        abort: { httpStatus: 503, percentage: { value: 0.1 } },
+      },
+      mirror: { host: SHOP, port: { number: 8080 } },
+      mirrorPercentage: { value: 25 },
+      rewrite: { uri: '/new', authority: 'reviews.internal' },
+      headers: {
+        request: { set: { 'x-route': 'canary' }, add: { 'x-trace': '1' }, remove: ['x-drop'] },
+        response: { remove: ['server'] },
+      },
+    },
+    {
+      match: [{ uri: { prefix: '/old' } }],
+      redirect: { uri: '/new', authority: 'reviews.internal', redirectCode: 308 },
+    },
+    { match: [{ uri: { prefix: '/gone' } }], directResponse: { status: 410, body: { string: 'gone' } } },
+    {
+      match: [{ uri: { prefix: '/grpc' } }],
+      fault: { abort: { grpcStatus: 'UNAVAILABLE' } },
+      route: [{ destination: { host: REVIEWS } }],
+    },
+    {
+      match: [{ uri: { prefix: '/rx' } }],
+      rewrite: { uriRegexRewrite: { match: '^/rx/(.*)', rewrite: '/\\1' } },
+      route: [{ destination: { host: REVIEWS } }],
+    },
+    { route: [{ destination: { host: REVIEWS } }] },
+  ],
+};
 
 export function envoyProxy(id: string, metadata: Record<string, unknown> = {}): Proxy {
   return proxyFromNode({ id, cluster: 'test', user_agent_name: 'envoy', metadata });
@@ -132,7 +215,7 @@ export function fixtureProxies(): Record<string, Proxy> {
     }),
     explicit: envoyProxy('web-1', {
       INSTANCE_IPS: VM_IP,
-      PORTOLAN_UPSTREAMS: `${ECHO}:7070=17070,${DB}:5432=15432,${WEB}:8080=127.0.0.2:18080,missing.internal:80=19000`,
+      PORTOLAN_UPSTREAMS: `${ECHO}:7070=17070,${DB}:5432=15432,${WEB}:8080=127.0.0.2:18080,missing.internal:80=19000,${REVIEWS}:9080=19080,${LEDGER}:7000=17000`,
       PORTOLAN_APP_PORTS: '8080=18081',
     }),
     httpProxy: envoyProxy('web-2', { INSTANCE_IPS: '10.0.0.9', PORTOLAN_OUTBOUND: 'http-proxy' }),
