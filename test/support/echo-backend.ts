@@ -1,5 +1,7 @@
 // gRPC Echo backends for end-to-end tests: each answers with its own name, so a test sees which
-// backend a call reached.
+// backend a call reached. Two request metadata keys make a backend misbehave on purpose:
+// `x-delay-ms: N` answers after N ms; `x-flaky: 1` fails every other such call (the 1st, 3rd, ...)
+// with UNAVAILABLE, so retries can be seen.
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -26,6 +28,12 @@ export interface EchoClient extends grpc.Client {
     options: grpc.CallOptions,
     cb: (err: grpc.ServiceError | null, res?: EchoReply) => void,
   ): void;
+  Echo(
+    req: EchoRequest,
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+    cb: (err: grpc.ServiceError | null, res?: EchoReply) => void,
+  ): void;
 }
 
 function echoPackage(): { service: grpc.ServiceDefinition; Client: EchoClientCtor } {
@@ -41,15 +49,33 @@ export interface EchoBackend {
   readonly name: string;
   readonly address: string;
   readonly port: number;
+  /** Calls received, each retry attempt included. */
+  calls(): number;
   stop(): Promise<void>;
 }
 
 /** Starts a backend on `address:port` (port 0 picks one). */
 export async function startEchoBackend(name: string, address: string, port = 0): Promise<EchoBackend> {
   const server = new grpc.Server();
+  let calls = 0;
+  let flaky = 0;
+  const timers = new Set<NodeJS.Timeout>();
   server.addService(echoPackage().service, {
-    Echo: (call: grpc.ServerUnaryCall<EchoRequest, EchoReply>, cb: grpc.sendUnaryData<EchoReply>) =>
-      cb(null, { message: call.request.message, backend: name }),
+    Echo: (call: grpc.ServerUnaryCall<EchoRequest, EchoReply>, cb: grpc.sendUnaryData<EchoReply>) => {
+      calls += 1;
+      if (call.metadata.get('x-flaky').length > 0 && ++flaky % 2 === 1) {
+        cb({ code: grpc.status.UNAVAILABLE, details: `${name}: flaky` });
+        return;
+      }
+      const reply = (): void => cb(null, { message: call.request.message, backend: name });
+      const delay = Number(call.metadata.get('x-delay-ms')[0] ?? 0);
+      if (!(delay > 0)) return reply();
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        reply();
+      }, delay);
+      timers.add(timer);
+    },
   });
   const bound = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${address}:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
@@ -60,8 +86,10 @@ export async function startEchoBackend(name: string, address: string, port = 0):
     name,
     address,
     port: bound,
+    calls: () => calls,
     stop: () =>
       new Promise<void>((resolve) => {
+        for (const t of timers) clearTimeout(t);
         server.forceShutdown();
         resolve();
       }),
@@ -77,6 +105,21 @@ export function callEcho(client: EchoClient, timeoutMs = 5000): Promise<string> 
   return new Promise((resolve, reject) => {
     client.Echo({ message: 'hi' }, { deadline: Date.now() + timeoutMs }, (err, res) =>
       err ? reject(err) : resolve(res?.backend ?? ''),
+    );
+  });
+}
+
+/** One unary call with request metadata; resolves with the backend's name or the call's error. */
+export function callEchoWith(
+  client: EchoClient,
+  metadata: Readonly<Record<string, string>>,
+  timeoutMs = 5000,
+): Promise<{ backend: string } | { error: grpc.ServiceError }> {
+  const md = new grpc.Metadata();
+  for (const [k, v] of Object.entries(metadata)) md.set(k, v);
+  return new Promise((resolve) => {
+    client.Echo({ message: 'hi' }, md, { deadline: Date.now() + timeoutMs }, (err, res) =>
+      resolve(err ? { error: err } : { backend: res?.backend ?? '' }),
     );
   });
 }
