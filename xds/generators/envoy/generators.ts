@@ -107,8 +107,7 @@ function routes(): ResourceGenerator {
 }
 
 function routeConfig(ctx: GenerateContext, name: string) {
-  const { catalog, proxy } = ctx;
-  const node = envoyNode(proxy);
+  const node = envoyNode(ctx.proxy);
   if (node.role === 'router') {
     const m = /^http\.(\d{1,5})$/.exec(name);
     return m ? gatewayRoute(ctx, Number(m[1])) : undefined;
