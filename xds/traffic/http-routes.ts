@@ -55,7 +55,7 @@ export function virtualServiceRoutes(vs: VirtualServiceResource, ctx: RouteConte
     const matches: (HTTPMatchRequest | undefined)[] =
       r.match && r.match.length > 0 ? [...r.match] : [undefined];
     for (const m of matches) {
-      const match = routeMatch(m, ctx);
+      const match = routeMatch(m, ctx, vs.namespace);
       if (!match) continue;
       const name = [r.name ?? `${vs.namespace}/${vs.name}/http[${i}]`, m?.name].filter(Boolean).join('.');
       out.push({ name, match, ...routeBody(r, m, vs.namespace, ctx) });

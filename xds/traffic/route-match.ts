@@ -12,9 +12,13 @@ import type { RouteClient, RouteContext } from './route-context.js';
 const GRPC_METHOD = 'POST';
 
 /** The route match for `m`, or undefined when it can never match for this proxy and client. */
-export function routeMatch(m: HTTPMatchRequest | undefined, ctx: RouteContext): RouteMatch | undefined {
+export function routeMatch(
+  m: HTTPMatchRequest | undefined,
+  ctx: RouteContext,
+  vsNamespace: string,
+): RouteMatch | undefined {
   if (!m) return { prefix: '/' };
-  if (!appliesToProxy(m, ctx)) return undefined;
+  if (!appliesToProxy(m, ctx, vsNamespace)) return undefined;
   const grpc = ctx.client === 'grpc';
   // gRPC requests have no query string, scheme or authority header to match: such a match never applies.
   if (grpc && (m.queryParams || m.scheme || m.authority)) return undefined;
@@ -41,21 +45,22 @@ export function routeMatch(m: HTTPMatchRequest | undefined, ctx: RouteContext): 
   };
 }
 
-/** port, sourceLabels, sourceNamespace and gateways: does this match concern this proxy at all? */
+/**
+ * port, sourceLabels, sourceNamespace and gateways: does this match concern this proxy at all?
+ * `gateways` entries are `mesh`, `namespace/name`, or a name in the VirtualService's namespace.
+ */
 export function appliesToProxy(
   m: Pick<HTTPMatchRequest, 'port' | 'sourceLabels' | 'sourceNamespace' | 'gateways'>,
   ctx: RouteContext,
+  vsNamespace: string,
 ): boolean {
   if (m.port !== undefined && m.port !== ctx.port) return false;
   if (m.sourceNamespace !== undefined && m.sourceNamespace !== ctx.proxyNamespace) return false;
-  if (m.gateways && m.gateways.length > 0 && !m.gateways.some((g) => sameGateway(g, ctx.gateway)))
-    return false;
+  const gateways = (m.gateways ?? []).map((g) =>
+    g === 'mesh' || g.includes('/') ? g : `${vsNamespace}/${g}`,
+  );
+  if (gateways.length > 0 && !gateways.includes(ctx.gateway)) return false;
   return Object.entries(m.sourceLabels ?? {}).every(([k, v]) => ctx.proxyLabels[k] === v);
-}
-
-// A match's `gateways` entries are `mesh`, `namespace/name`, or a bare name (any namespace's, loosely).
-function sameGateway(entry: string, gateway: string): boolean {
-  return entry === gateway || (!entry.includes('/') && gateway.endsWith(`/${entry}`));
 }
 
 function pathSpecifier(uri: StringMatch | undefined): RouteMatch {

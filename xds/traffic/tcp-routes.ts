@@ -13,7 +13,7 @@ export type TcpTarget = Pick<TcpProxy, 'cluster' | 'weighted_clusters'>;
 export function tcpTargetForHost(ctx: RouteContext, host: string): TcpTarget {
   const vs = virtualServiceFor(ctx.config, host, ctx.proxyNamespace, ctx.gateway);
   const route = vs?.spec.tcp?.find(
-    (r) => !r.match || r.match.length === 0 || r.match.some((m) => appliesToProxy(m, ctx)),
+    (r) => !r.match || r.match.length === 0 || r.match.some((m) => appliesToProxy(m, ctx, vs.namespace)),
   );
   if (!vs || !route) return { cluster: clusterName('outbound', ctx.port, '', host) };
   const onlyOne = route.route.length === 1;

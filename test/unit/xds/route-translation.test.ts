@@ -467,6 +467,21 @@ test('a VirtualService bound to a named gateway does not route the mesh, and rou
   );
 });
 
+test('match.gateways: a bare name is a gateway in the VirtualService namespace', () => {
+  const http = [
+    route({
+      match: [{ gateways: ['ingress'] }],
+      route: [{ destination: { host: 'reviews', subset: 'v2' } }],
+    }),
+    route({ route: toReviews }),
+  ];
+  const clusters = (gateway: string): (string | undefined)[] =>
+    render(http, 'envoy', { gateway }).map((r) => r.route?.cluster);
+  assert.deepEqual(clusters('shop/ingress'), [`outbound|9080|v2|${REVIEWS}`, `outbound|9080||${REVIEWS}`]);
+  assert.deepEqual(clusters('other/ingress'), [`outbound|9080||${REVIEWS}`]);
+  assert.deepEqual(clusters('mesh'), [`outbound|9080||${REVIEWS}`]);
+});
+
 test('envoy tcp: the first applicable tcp route splits connections by weight', () => {
   const service = vs({
     hosts: ['ratings'],
