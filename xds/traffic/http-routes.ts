@@ -129,11 +129,9 @@ function routeAction(
           },
         };
   // One hash policy for the route: the destinations' when they all agree (Istio hashes per route).
-  const hashes = dests.map((d) => JSON.stringify(hashPolicyFor(ctx, d.host, d.port, d.subset)));
-  const hash =
-    first && hashes.every((h) => h === hashes[0])
-      ? hashPolicyFor(ctx, first.host, first.port, first.subset)
-      : [];
+  const policies = dests.map((d) => hashPolicyFor(ctx, d.host, d.port, d.subset));
+  const agreed = policies.every((p) => JSON.stringify(p) === JSON.stringify(policies[0]));
+  const hash = agreed ? (policies[0] ?? []) : [];
   const retry = retryPolicy(r.retries, ctx.client);
   const action: RouteAction = {
     ...target,

@@ -57,6 +57,8 @@ function assertReviewsRoutes(routes: unknown[]): void {
     ],
   );
   assert.equal(at(canary, 'route.retry_policy.num_retries.value'), 3);
+  // Its destinations' DestinationRules hash differently (cookie vs header): no hash policy.
+  assert.equal(at(canary, 'route.hash_policy'), undefined);
   assert.equal(at(redirect, 'redirect.response_code'), 'PERMANENT_REDIRECT');
   assert.equal(at(gone, 'direct_response.status'), 410);
   const fault = (at(canary, 'typed_per_filter_config') as Obj)['envoy.filters.http.fault'];
