@@ -8,6 +8,8 @@ import { after, before, test } from 'node:test';
 import { callEcho, startEchoBackend, type EchoBackend, type EchoClient } from '../support/echo-backend.js';
 import { eventually } from '../support/eventually.js';
 import { startPortolanProcess, type PortolanProcess } from '../support/portolan-process.js';
+import { decodedResources, RawAdsClient, resourceNames } from '../support/raw-ads-client.js';
+import { LISTENER, ROUTE } from '../../xds/type-urls.js';
 import { xdsEchoClient } from '../support/xds-client.js';
 
 const HOST = 'echo.e2e.internal';
@@ -210,6 +212,51 @@ test('/metrics exposes registry state and xDS counters for Prometheus', async ()
   assert.match(text, /^portolan_xds_connected_streams [1-9]\d*$/m);
   assert.match(text, /^portolan_xds_responses_total\{type="EDS"\} [1-9]\d*$/m);
   assert.match(text, /^portolan_xds_pushes_total\{kind="(eds|full)"\} [1-9]\d*$/m);
+});
+
+test('a Gateway written into the directory configures an Envoy gateway node', async (t) => {
+  writeFileSync(
+    join(dir, 'gateway.yaml'),
+    `apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: { name: edge, namespace: default }
+spec:
+  selector: { istio: ingressgateway }
+  servers: [{ port: { number: 8443, name: http, protocol: HTTP }, hosts: [echo.example.com] }]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: { name: edge, namespace: default }
+spec:
+  hosts: [echo.example.com]
+  gateways: [edge]
+  http: [{ route: [{ destination: { host: ${HOST} } }] }]
+`,
+  );
+  const node = {
+    id: 'router~127.0.0.9~edge-1~default.svc',
+    user_agent_name: 'envoy',
+    metadata: {
+      fields: { LABELS: { structValue: { fields: { istio: { stringValue: 'ingressgateway' } } } } },
+    },
+  };
+  const routes = await eventually(
+    async () => {
+      const client = new RawAdsClient(portolan.xdsAddress);
+      try {
+        client.send({ node, type_url: LISTENER, resource_names: [] });
+        const names = resourceNames(await client.next());
+        assert.deepEqual(names, ['0.0.0.0_8443']);
+        client.send({ type_url: ROUTE, resource_names: ['http.8443'] });
+        return JSON.stringify(decodedResources(await client.next()));
+      } finally {
+        client.close();
+      }
+    },
+    { timeoutMs: 10_000 },
+  );
+  assert.match(routes, new RegExp(`outbound\\|50051\\|\\|${HOST.replace(/\./g, '\\.')}`));
+  t.after(() => unlinkSync(join(dir, 'gateway.yaml')));
 });
 
 test('SIGTERM shuts down cleanly and exits 0 within the grace period', async () => {

@@ -23,6 +23,7 @@ test('examples/config loads with no errors or warnings', async (t) => {
   assert.deepEqual(
     state.files.map((f) => [f.path, f.status, f.errors, f.warnings]),
     [
+      ['gateways/ingress.yaml', 'ok', [], []],
       ['services/catalog.yaml', 'ok', [], []],
       ['services/echo.yaml', 'ok', [], []],
       ['traffic/echo-destination-rule.yaml', 'ok', [], []],
@@ -59,5 +60,9 @@ test('examples/config loads with no errors or warnings', async (t) => {
   assert.deepEqual(
     registry.meshConfig().destinationRules.map((dr) => [dr.spec.host, dr.spec.subsets?.map((s) => s.name)]),
     [['echo.example.internal', ['v1', 'v2']]],
+  );
+  assert.deepEqual(
+    registry.meshConfig().gateways.map((g) => [g.name, g.spec.servers.map((s) => s.port.number)]),
+    [['ingress', [8081]]],
   );
 });
