@@ -37,7 +37,12 @@ export function routeLimitations(config: MeshConfig): RouteLimitation[] {
           );
       });
     });
-    if (vs.spec.tls) add('spec.tls', ALL, 'tls (SNI) routes are not rendered for sidecars or gRPC clients');
+    if (vs.spec.tls)
+      add(
+        'spec.tls',
+        ALL,
+        'tls (SNI) routes are not rendered for sidecars or gRPC clients; a gateway TLS passthrough server forwards to the first destination of the first one',
+      );
   }
   for (const dr of config.destinationRules) {
     const resource = `DestinationRule/${dr.namespace}/${dr.name}`;

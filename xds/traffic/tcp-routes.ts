@@ -2,6 +2,7 @@
 // this proxy and port (Istio's order) sends the connection to its destination, or splits by weight.
 // Without one, the service's own cluster, as before.
 import type { TcpProxy } from '../generated/envoy/extensions/filters/network/tcp_proxy/v3/TcpProxy.js';
+import type { VirtualServiceResource } from '../../config-dir/types.js';
 import { clusterName } from '../names.js';
 import { destinationOf } from './http-routes.js';
 import type { RouteContext } from './route-context.js';
@@ -12,10 +13,15 @@ export type TcpTarget = Pick<TcpProxy, 'cluster' | 'weighted_clusters'>;
 
 export function tcpTargetForHost(ctx: RouteContext, host: string): TcpTarget {
   const vs = virtualServiceFor(ctx.config, host, ctx.proxyNamespace, ctx.gateway);
-  const route = vs?.spec.tcp?.find(
+  return (vs && tcpRouteTarget(vs, ctx)) ?? { cluster: clusterName('outbound', ctx.port, '', host) };
+}
+
+/** The target of the VirtualService's first tcp route that applies to this proxy and port. */
+export function tcpRouteTarget(vs: VirtualServiceResource, ctx: RouteContext): TcpTarget | undefined {
+  const route = vs.spec.tcp?.find(
     (r) => !r.match || r.match.length === 0 || r.match.some((m) => appliesToProxy(m, ctx, vs.namespace)),
   );
-  if (!vs || !route) return { cluster: clusterName('outbound', ctx.port, '', host) };
+  if (!route) return undefined;
   const onlyOne = route.route.length === 1;
   const dests = route.route
     .map((d) => ({

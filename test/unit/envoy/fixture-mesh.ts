@@ -105,6 +105,7 @@ export function fixtureMeshConfig(): MeshConfig {
             },
           },
           { port: { number: 5432, name: 'pg', protocol: 'TCP' }, hosts: ['*'] },
+          { port: { number: 7000, name: 'ledger', protocol: 'TCP' }, hosts: ['ledger.example.com'] },
         ],
       }),
       resource<'Gateway', GatewaySpec>('Gateway', 'other', {
@@ -137,6 +138,18 @@ export function fixtureMeshConfig(): MeshConfig {
         http: [{ route: [{ destination: { host: WEB } }] }],
       }),
       resource<'VirtualService', VirtualServiceSpec>('VirtualService', 'reviews', REVIEWS_VS),
+      resource<'VirtualService', VirtualServiceSpec>('VirtualService', 'ledger-gw', {
+        hosts: ['ledger.example.com'],
+        gateways: ['ingress'],
+        tcp: [
+          {
+            route: [
+              { destination: { host: LEDGER }, weight: 60 },
+              { destination: { host: DB }, weight: 40 },
+            ],
+          },
+        ],
+      }),
       resource<'VirtualService', VirtualServiceSpec>('VirtualService', 'ledger', {
         hosts: [LEDGER],
         tcp: [

@@ -179,6 +179,7 @@ test('gateway: listeners from the selected Gateway only, TLS from files, SNI per
   assert.deepEqual([...decodedByName(c, LISTENER).keys()].sort(), [
     '0.0.0.0_443',
     '0.0.0.0_5432',
+    '0.0.0.0_7000',
     '0.0.0.0_80',
   ]);
   const https = get(c, LISTENER, '0.0.0.0_443');

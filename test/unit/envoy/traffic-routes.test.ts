@@ -134,3 +134,13 @@ test('tcp routes: captured and explicit TCP listeners split connections as the V
   const db = get(of('transparent'), LISTENER, '240.0.0.20_5432');
   assert.equal(at(db, 'filter_chains[0].filters[0].typed_config.cluster'), `outbound|5432||${DB}`);
 });
+
+test('gateway TCP servers split connections by the bound VirtualService tcp route', () => {
+  const l = get(of('gateway'), LISTENER, '0.0.0.0_7000');
+  assert.deepEqual(at(l, 'filter_chains[0].filters[0].typed_config.weighted_clusters.clusters'), [
+    { name: `outbound|7000||${LEDGER}`, weight: 60 },
+    { name: `outbound|5432||${DB}`, weight: 40 },
+  ]);
+  const pg = get(of('gateway'), LISTENER, '0.0.0.0_5432');
+  assert.equal(at(pg, 'filter_chains[0].filters[0].typed_config.cluster'), `outbound|5432||${DB}`);
+});

@@ -1,6 +1,7 @@
 // Envoy gateways (`router` nodes): listeners from the Gateway resources whose selector matches the
 // node's LABELS, and routes from the VirtualServices bound to those gateways. Covered: servers by port
-// (HTTP, HTTPS/TLS terminated from cert files, TLS passthrough and TCP to the first tcp/tls route),
+// (HTTP, HTTPS/TLS terminated from cert files, TCP by the bound VirtualService's tcp routes, TLS
+// passthrough to the first tls route),
 // hosts, and per VirtualService host its http routes, rendered by the shared translator
 // (xds/traffic/http-routes.ts) for this gateway (`namespace/name`) and port.
 import type { FilterChain } from '../../generated/envoy/config/listener/v3/FilterChain.js';
@@ -23,6 +24,7 @@ import type { GenerateContext } from '../../generator.js';
 import { hostMatches } from '../../traffic/hosts.js';
 import { virtualServiceRoutes } from '../../traffic/http-routes.js';
 import { routeContext } from '../../traffic/route-context.js';
+import { tcpRouteTarget, tcpTargetName } from '../../traffic/tcp-routes.js';
 import {
   DOWNSTREAM_TLS_TYPE,
   httpConnectionManager,
@@ -54,11 +56,9 @@ function isHttpServer(server: GatewayServer): boolean {
   return HTTP_PROTOCOLS.has(p) && (p !== 'HTTPS' || terminates(server));
 }
 
-export function gatewayListeners(
-  config: GatewayConfig,
-  catalog: Catalog,
-  labels: Readonly<Record<string, string>>,
-): Map<string, Listener> {
+export function gatewayListeners(ctx: GenerateContext): Map<string, Listener> {
+  const { config } = ctx;
+  const labels = ctx.proxy.envoy?.labels ?? {};
   const byPort = new Map<number, { gateway: GatewayResource; server: GatewayServer }[]>();
   for (const gateway of selected(config, labels))
     for (const server of gateway.spec.servers) {
@@ -71,7 +71,7 @@ export function gatewayListeners(
     const chains: FilterChain[] = [];
     const seenSni = new Set<string>();
     for (const { gateway, server } of servers) {
-      const chain = serverChain(config, catalog, gateway, server, port);
+      const chain = serverChain(ctx, gateway, server, port);
       if (!chain) continue;
       // Envoy refuses two chains with the same match: the first server for a set of names wins.
       const sniKey = JSON.stringify(chain.filter_chain_match?.server_names ?? []);
@@ -94,12 +94,12 @@ export function gatewayListeners(
 }
 
 function serverChain(
-  config: GatewayConfig,
-  catalog: Catalog,
+  ctx: GenerateContext,
   gateway: GatewayResource,
   server: GatewayServer,
   port: number,
 ): FilterChain | undefined {
+  const { config, catalog } = ctx;
   const sni = server.tls ? server.hosts.filter((h) => h !== '*' && !h.includes('/')) : [];
   const match = sni.length > 0 ? { filter_chain_match: { server_names: sni } } : {};
   if (isHttpServer(server)) {
@@ -110,7 +110,15 @@ function serverChain(
       ...(terminates(server) && { transport_socket: tlsSocket(server.tls ?? {}) }),
     };
   }
-  // TCP, or TLS passed through: the first tcp/tls route of a bound VirtualService.
+  // TCP: the first bound VirtualService with a tcp route for this port, split by weight as it says.
+  if (!server.tls) {
+    const routing = routeContext(ctx, 'envoy', port, `${gateway.namespace}/${gateway.name}`);
+    for (const vs of boundServices(config, gateway, server.hosts)) {
+      const target = tcpRouteTarget(vs, routing);
+      if (target) return { ...match, filters: [tcpProxy(tcpTargetName(target), target)] };
+    }
+  }
+  // TLS passed through (or TCP with only tls routes): the first destination of the first route.
   const dest = boundServices(config, gateway, server.hosts)
     .flatMap((vs) => [...(vs.spec.tls ?? []), ...(vs.spec.tcp ?? [])])
     .flatMap((r) => r.route)[0];

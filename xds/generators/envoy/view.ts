@@ -40,8 +40,7 @@ export function listenersFor(ctx: GenerateContext): Map<string, Listener> {
   let listeners = byView.get(key);
   if (!listeners) {
     const node = envoyNode(proxy);
-    listeners =
-      node.role === 'router' ? gatewayListeners(config, catalog, node.labels) : sidecarListeners(ctx, node);
+    listeners = node.role === 'router' ? gatewayListeners(ctx) : sidecarListeners(ctx, node);
     byView.set(key, listeners);
   }
   return listeners;
