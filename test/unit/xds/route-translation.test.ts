@@ -20,7 +20,12 @@ import { decodeAny } from '../../../xds/protos.js';
 import { proxyFromNode } from '../../../xds/proxy.js';
 import { encodeResource } from '../../../xds/resource.js';
 import { routesForHost, virtualServiceRoutes } from '../../../xds/traffic/http-routes.js';
-import type { RouteClient, RouteContext } from '../../../xds/traffic/route-context.js';
+import {
+  proxyLabels,
+  routeViewKey,
+  type RouteClient,
+  type RouteContext,
+} from '../../../xds/traffic/route-context.js';
 import { routeLimitations } from '../../../xds/traffic/route-limitations.js';
 import { tcpTargetForHost } from '../../../xds/traffic/tcp-routes.js';
 import { CLUSTER, LISTENER, ROUTE, TYPE_URL_PREFIX } from '../../../xds/type-urls.js';
@@ -593,4 +598,36 @@ test('grpc generators: RDS follows the VirtualService; LDS gains the fault filte
     [LISTENER, grpcListenerGenerator.build(gen, `${REVIEWS}:9080`) ?? assert.fail()],
   ] as const)
     assert.deepEqual(validateEncoded(typeUrl.slice(TYPE_URL_PREFIX.length), r.value), []);
+});
+
+test('a gRPC client is matched on the LABELS of its node metadata; routes are cached per namespace and labels', () => {
+  const node = (labels: unknown) =>
+    proxyFromNode({ id: 'c', user_agent_name: 'gRPC Node', metadata: { NAMESPACE: 'shop', LABELS: labels } });
+  assert.deepEqual(proxyLabels(node({ app: 'canary', n: 3 })), { app: 'canary' });
+  assert.deepEqual(proxyLabels(node('app=canary')), {});
+  assert.notEqual(routeViewKey(node({ app: 'canary' })), routeViewKey(node({ app: 'stable' })));
+  const service = vs({
+    hosts: ['reviews'],
+    http: [
+      {
+        match: [{ sourceLabels: { app: 'canary' } }],
+        route: [{ destination: { host: 'reviews', subset: 'v2' } }],
+      },
+      { route: toReviews },
+    ],
+  });
+  const gen = (labels: unknown) => ({
+    proxy: node(labels),
+    catalog,
+    config: mesh({ virtualServices: [service] }),
+  });
+  const first = (labels: unknown): unknown => {
+    const rds = grpcRouteGenerator.build(gen(labels), `${REVIEWS}:9080`) ?? assert.fail('rds');
+    const decoded = decodeAny(rds.typeUrl, rds.value) as {
+      virtual_hosts: { routes: { route: { cluster: string } }[] }[];
+    };
+    return decoded.virtual_hosts[0]?.routes[0]?.route.cluster;
+  };
+  assert.equal(first({ app: 'canary' }), `outbound|9080|v2|${REVIEWS}`);
+  assert.equal(first({ app: 'stable' }), `outbound|9080||${REVIEWS}`);
 });
