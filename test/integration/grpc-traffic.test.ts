@@ -93,7 +93,7 @@ test('with the DestinationRule alone, calls use the default route over both vers
   });
 });
 
-test('canary: an 80/20 split lands within ±5 points over 1,000 calls', async () => {
+test('canary: an 80/20 split lands within ±5 points over 1,000 calls', async (t) => {
   await applyVirtualService(example('canary.yaml'));
   const counts = new Map<string, number>();
   for (let batch = 0; batch < 20; batch++) {
@@ -103,6 +103,7 @@ test('canary: an 80/20 split lands within ±5 points over 1,000 calls', async ()
   const v1 = counts.get('v1') ?? 0;
   const v2 = counts.get('v2') ?? 0;
   assert.equal(v1 + v2, 1000);
+  t.diagnostic(`v1 ${v1}, v2 ${v2} of 1000 calls`);
   assert.ok(Math.abs(v1 / 10 - 80) <= 5, `v1 got ${v1 / 10}%`);
   assert.ok(Math.abs(v2 / 10 - 20) <= 5, `v2 got ${v2 / 10}%`);
 });
