@@ -10,7 +10,6 @@ import { ConfigDirRegistry } from '../config-dir/config-registry.js';
 import type { Logger } from '../log/logger.js';
 import { AdsServer } from '../xds/ads-server.js';
 import { protoRoot } from '../xds/protos.js';
-import { routeLimitations } from '../xds/traffic/route-limitations.js';
 import { PortolanMetrics } from '../metrics/metrics.js';
 import { RegistryPersistence } from '../store/registry-persistence.js';
 import { Store } from '../store/store.js';
@@ -95,11 +94,10 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     ? await startCa(options.ca, store, ads, logger.child({ component: 'ca' }))
     : undefined;
 
-  const configRegistry = config;
   const admin = new AdminServer({
     discovery,
     ads,
-    ...(configRegistry && { configState: () => configz(configRegistry) }),
+    ...(config && { configState: () => config?.debugState() }),
     ...(mock && { mock }),
     metrics,
     store,
@@ -146,9 +144,4 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
       store.close();
     },
   };
-}
-
-/** /debug/configz: the config directory's state, and what each kind of client cannot render of it. */
-function configz(config: ConfigDirRegistry): object {
-  return { ...config.debugState(), limitations: routeLimitations(config.meshConfig()) };
 }

@@ -10,6 +10,8 @@ import { resourcesOf, type ConfigDebugState, type FileDebugState } from './debug
 import { formatIssue, loadConfigFile, type FileLoad } from './load-file.js';
 import { comparePaths, mergeFiles, type ConfigConflict, type MergedConfig } from './merge.js';
 import { buildSnapshot, REGISTRY_NAME, type CrossResourceWarning } from './service-entry.js';
+import { clusterLimitations } from '../xds/traffic/cluster-limitations.js';
+import { routeLimitations } from '../xds/traffic/route-limitations.js';
 import { EMPTY_MESH_CONFIG, nextMeshConfig, type MeshConfig, type MeshConfigSource } from './mesh-config.js';
 import { resourceKey, type ConfigIssue } from './types.js';
 import { DirWatcher } from './watcher.js';
@@ -59,6 +61,7 @@ const EMPTY_MERGED: MergedConfig = {
   virtualServices: [],
   destinationRules: [],
   gateways: [],
+  sidecars: [],
   conflicts: [],
 };
 
@@ -132,6 +135,8 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       files,
       conflicts: this.conflicts,
       warnings: this.crossWarnings,
+      // One list for both: what routes (VirtualService) and clusters (DestinationRule) cannot render.
+      limitations: [...routeLimitations(this.mesh), ...clusterLimitations(this.mesh)],
       resources: resourcesOf(this.merged),
     };
   }

@@ -7,6 +7,7 @@ import {
   type DestinationRuleResource,
   type GatewayResource,
   type ServiceEntryResource,
+  type SidecarResource,
   type VirtualServiceResource,
   type WorkloadEntryResource,
 } from './types.js';
@@ -32,6 +33,7 @@ export interface MergedConfig {
   readonly virtualServices: readonly VirtualServiceResource[];
   readonly destinationRules: readonly DestinationRuleResource[];
   readonly gateways: readonly GatewayResource[];
+  readonly sidecars: readonly SidecarResource[];
   readonly conflicts: readonly ConfigConflict[];
 }
 
@@ -68,6 +70,7 @@ export function mergeFiles(files: Iterable<FileLoad>): MergedConfig {
     virtualServices: all.filter((r): r is VirtualServiceResource => r.kind === 'VirtualService'),
     destinationRules: all.filter((r): r is DestinationRuleResource => r.kind === 'DestinationRule'),
     gateways: all.filter((r): r is GatewayResource => r.kind === 'Gateway'),
+    sidecars: all.filter((r): r is SidecarResource => r.kind === 'Sidecar'),
     conflicts,
   };
 }

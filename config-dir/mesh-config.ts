@@ -1,14 +1,21 @@
 // The traffic config the xDS generators read besides the service catalog: one frozen value per
-// change of the config directory's VirtualServices, DestinationRules and Gateways. Its generation
+// change of the config directory's VirtualServices, DestinationRules, Gateways and Sidecars. Its generation
 // tells caches that something changed without comparing the contents.
 import type { MergedConfig } from './merge.js';
-import type { DestinationRuleResource, GatewayResource, VirtualServiceResource } from './types.js';
+import type {
+  DestinationRuleResource,
+  GatewayResource,
+  SidecarResource,
+  VirtualServiceResource,
+} from './types.js';
 
 export interface MeshConfig {
   readonly generation: number;
   readonly virtualServices: readonly VirtualServiceResource[];
   readonly destinationRules: readonly DestinationRuleResource[];
   readonly gateways: readonly GatewayResource[];
+  /** Sidecar scoping: which services each Envoy proxy is sent (xds/traffic/sidecar-scope.ts). */
+  readonly sidecars: readonly SidecarResource[];
 }
 
 export const EMPTY_MESH_CONFIG: MeshConfig = Object.freeze({
@@ -16,6 +23,7 @@ export const EMPTY_MESH_CONFIG: MeshConfig = Object.freeze({
   virtualServices: [],
   destinationRules: [],
   gateways: [],
+  sidecars: [],
 });
 
 /** Where the ADS server reads the mesh config, and learns that it changed. */
@@ -39,6 +47,7 @@ export function nextMeshConfig(previous: MeshConfig, merged: MergedConfig): Mesh
     virtualServices: merged.virtualServices,
     destinationRules: merged.destinationRules,
     gateways: merged.gateways,
+    sidecars: merged.sidecars,
   };
   const changed = contentKey(next) !== contentKey(previous);
   return Object.freeze({ generation: previous.generation + (changed ? 1 : 0), ...next });
@@ -47,7 +56,7 @@ export function nextMeshConfig(previous: MeshConfig, merged: MergedConfig): Mesh
 // Compared without file/line, so moving a resource within or between files is no change.
 function contentKey(config: Omit<MeshConfig, 'generation'>): string {
   return JSON.stringify(
-    [config.virtualServices, config.destinationRules, config.gateways].map((list) =>
+    [config.virtualServices, config.destinationRules, config.gateways, config.sidecars].map((list) =>
       list.map((r) => [r.kind, r.apiVersion, r.namespace, r.name, r.labels, r.annotations, r.spec]),
     ),
   );

@@ -9,7 +9,8 @@ export const SUPPORTED_API_VERSIONS = [
   'networking.istio.io/v1alpha3',
 ] as const;
 
-export type ConfigKind = 'ServiceEntry' | 'WorkloadEntry' | 'VirtualService' | 'DestinationRule' | 'Gateway';
+export type ConfigKind =
+  'ServiceEntry' | 'WorkloadEntry' | 'VirtualService' | 'DestinationRule' | 'Gateway' | 'Sidecar';
 
 /** One validated resource, with where it came from (path relative to the watched directory, 1-based line). */
 export interface ConfigResource<T, K extends ConfigKind = ConfigKind> {
@@ -29,12 +30,14 @@ export type WorkloadEntryResource = ConfigResource<WorkloadEntrySpec, 'WorkloadE
 export type VirtualServiceResource = ConfigResource<VirtualServiceSpec, 'VirtualService'>;
 export type DestinationRuleResource = ConfigResource<DestinationRuleSpec, 'DestinationRule'>;
 export type GatewayResource = ConfigResource<GatewaySpec, 'Gateway'>;
+export type SidecarResource = ConfigResource<SidecarSpec, 'Sidecar'>;
 export type AnyConfigResource =
   | ServiceEntryResource
   | WorkloadEntryResource
   | VirtualServiceResource
   | DestinationRuleResource
-  | GatewayResource;
+  | GatewayResource
+  | SidecarResource;
 
 /** `Kind/namespace/name`: the identity of a resource across files. */
 export function resourceKey(r: { kind: string; namespace: string; name: string }): string {
@@ -397,4 +400,22 @@ export interface GatewaySpec {
   /** Which gateway proxies (by their LABELS) serve these servers; all of them when absent. */
   readonly selector?: Readonly<Record<string, string>>;
   readonly servers: readonly GatewayServer[];
+}
+
+// ---- Sidecar ----------------------------------------------------------------------------------
+
+export interface IstioEgressListener {
+  /** `namespace/host`: namespace `.` (the Sidecar's own), `*` (any) or a name; host `*`, `*.suffix` or a name. */
+  readonly hosts: readonly string[];
+  /** When set, the entry applies to services' ports with this number only. */
+  readonly port?: { readonly number: number; readonly protocol?: string; readonly name?: string };
+  readonly bind?: string;
+  readonly captureMode?: 'DEFAULT' | 'IPTABLES' | 'NONE';
+}
+
+export interface SidecarSpec {
+  /** The proxies (by their labels, in the Sidecar's namespace) it applies to; all of the namespace when absent. */
+  readonly workloadSelector?: { readonly labels: Readonly<Record<string, string>> };
+  readonly egress?: readonly IstioEgressListener[];
+  readonly outboundTrafficPolicy?: { readonly mode: 'ALLOW_ANY' | 'REGISTRY_ONLY' };
 }

@@ -1,11 +1,28 @@
 // DestinationRule: validated and kept for the traffic-management work (host, subsets, traffic policy).
 import type { DestinationRuleSpec, TrafficPolicy } from '../types.js';
-import { duration, hostOrWildcard, portSelector, stringMap } from './common.js';
+import { duration, hostOrWildcard, parseDuration, portSelector, stringMap } from './common.js';
 import { arrayOf, atMostOne, bool, int, mapOf, obj, oneOf, str, type Check } from './schema.js';
 
 const INT32 = 2_147_483_647;
 const UINT32 = 4_294_967_295;
 const count = int(0, INT32);
+/** Envoy's and gRPC's upper bound for a hash ring. */
+export const MAX_RING_SIZE = 8_388_608;
+
+/** A duration of at least `minMs` (Envoy refuses a zero connect timeout or ejection interval). */
+function durationAtLeast(minMs: number, what: string): Check<string> {
+  return (value, path, problems) => {
+    const text = duration(value, path, problems);
+    if (text === undefined) return undefined;
+    if ((parseDuration(text) ?? 0) < minMs) {
+      problems.error(path, `must be at least ${what}, got ${JSON.stringify(text)}`);
+      return undefined;
+    }
+    return text;
+  };
+}
+const positiveDuration = durationAtLeast(1, '1ms');
+const wholeSeconds = durationAtLeast(1000, '1s (TCP keepalive counts in seconds)');
 
 const consistentHash = obj(
   {
@@ -13,7 +30,7 @@ const consistentHash = obj(
     httpCookie: obj({ name: str({ nonEmpty: true }), path: str(), ttl: duration }, { required: ['name'] }),
     useSourceIp: bool,
     httpQueryParameterName: str({ nonEmpty: true }),
-    minimumRingSize: int(0, Number.MAX_SAFE_INTEGER),
+    minimumRingSize: int(0, MAX_RING_SIZE),
   },
   {
     refine: (h, path, problems) => {
@@ -45,8 +62,8 @@ const loadBalancer = obj(
 const connectionPool = obj({
   tcp: obj({
     maxConnections: count,
-    connectTimeout: duration,
-    tcpKeepalive: obj({ probes: int(0, UINT32), time: duration, interval: duration }),
+    connectTimeout: positiveDuration,
+    tcpKeepalive: obj({ probes: int(0, UINT32), time: wholeSeconds, interval: wholeSeconds }),
     maxConnectionDuration: duration,
     idleTimeout: duration,
   }),
@@ -68,8 +85,8 @@ const outlierDetection = obj({
   consecutiveGatewayErrors: int(0, UINT32),
   consecutiveLocalOriginFailures: int(0, UINT32),
   splitExternalLocalOriginErrors: bool,
-  interval: duration,
-  baseEjectionTime: duration,
+  interval: positiveDuration,
+  baseEjectionTime: positiveDuration,
   maxEjectionPercent: int(0, 100),
   minHealthPercent: int(0, 100),
 });
@@ -129,7 +146,22 @@ const subsetName = str({
       : `must be a DNS-1123 label, got ${JSON.stringify(s)}`,
 });
 
-const subset = obj({ name: subsetName, labels: stringMap, trafficPolicy }, { required: ['name'] });
+const subset = obj(
+  { name: subsetName, labels: stringMap, trafficPolicy },
+  {
+    required: ['name'],
+    refine: (s, path, problems) => {
+      // A subset without labels would be every endpoint: almost certainly a mistake, as in Istio's docs.
+      if (s.labels !== undefined && Object.keys(s.labels).length === 0)
+        problems.error(
+          [...path, 'labels'],
+          'must name at least one label (a subset selects endpoints by label)',
+        );
+      else if (s.labels === undefined)
+        problems.error([...path, 'labels'], 'is required: a subset selects endpoints by label');
+    },
+  },
+);
 
 export const destinationRuleSpec: Check<DestinationRuleSpec> = obj(
   {

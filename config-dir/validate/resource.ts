@@ -7,6 +7,7 @@ import { destinationRuleSpec } from './destination-rule.js';
 import { gatewaySpec } from './gateway.js';
 import { isRecord, obj, str, type Check, type Problems } from './schema.js';
 import { serviceEntrySpec } from './service-entry.js';
+import { sidecarSpec } from './sidecar.js';
 import { virtualServiceSpec } from './virtual-service.js';
 import { checkHealthAnnotation, workloadEntrySpec } from './workload-entry.js';
 
@@ -16,6 +17,7 @@ const SPECS: Record<ConfigKind, Check<unknown>> = {
   VirtualService: virtualServiceSpec,
   DestinationRule: destinationRuleSpec,
   Gateway: gatewaySpec,
+  Sidecar: sidecarSpec,
 };
 
 // Fields `kubectl get -o yaml` adds; accepted silently so exported manifests load as they are.

@@ -54,8 +54,16 @@ export interface EchoBackend {
   stop(): Promise<void>;
 }
 
-/** Starts a backend on `address:port` (port 0 picks one). */
-export async function startEchoBackend(name: string, address: string, port = 0): Promise<EchoBackend> {
+/**
+ * Starts a backend on `address:port` (port 0 picks one). `before`, when given, runs before each
+ * answer (a test holds calls open with it).
+ */
+export async function startEchoBackend(
+  name: string,
+  address: string,
+  port = 0,
+  before?: (message: string) => Promise<void>,
+): Promise<EchoBackend> {
   const server = new grpc.Server();
   let calls = 0;
   let flaky = 0;
@@ -67,7 +75,11 @@ export async function startEchoBackend(name: string, address: string, port = 0):
         cb({ code: grpc.status.UNAVAILABLE, details: `${name}: flaky` });
         return;
       }
-      const reply = (): void => cb(null, { message: call.request.message, backend: name });
+      const answer = (): void => cb(null, { message: call.request.message, backend: name });
+      const reply = (): void => {
+        if (before) void before(call.request.message).then(answer);
+        else answer();
+      };
       const delay = Number(call.metadata.get('x-delay-ms')[0] ?? 0);
       if (!(delay > 0)) return reply();
       const timer = setTimeout(() => {

@@ -243,6 +243,22 @@ test('VirtualServices and DestinationRules are exposed, and onConfigChange fires
   assert.equal(fired, 1);
 });
 
+test('a Sidecar is mesh config: its edits fire onConfigChange; limitations show in the debug state', async (t) => {
+  const sidecar = (hosts: string) =>
+    `apiVersion: networking.istio.io/v1\nkind: Sidecar\nmetadata: {name: default, namespace: shop}\nspec:\n  egress: [{hosts: [${hosts}]}]\n`;
+  const { registry, write } = await started(t, { 'sidecar.yaml': sidecar('"./*"') });
+  assert.deepEqual(registry.meshConfig().sidecars[0]?.spec.egress?.[0]?.hosts, ['./*']);
+  let fired = 0;
+  registry.onConfigChange(() => fired++);
+  await write('sidecar.yaml', sidecar('"./*", "istio-system/*"'));
+  await eventually(() => fired === 1, 5000, 'config change');
+  assert.deepEqual(registry.meshConfig().sidecars[0]?.spec.egress?.[0]?.hosts, ['./*', 'istio-system/*']);
+  assert.deepEqual(
+    registry.debugState().limitations.map((l) => [l.resource, l.field, l.clients]),
+    [['Sidecar/shop/default', 'spec.egress', ['grpc']]],
+  );
+});
+
 test('settled() resolves once a burst of writes has been applied as one reload', async (t) => {
   const { registry, write, events } = await started(t, { 'echo.yaml': ECHO_SE });
   for (let i = 1; i <= 5; i++) await write(`vm-${i}.yaml`, vm(`vm-${i}`, `10.0.0.${i}`));

@@ -142,7 +142,7 @@ test('unknown kinds and apiVersions are warnings; the rest of the file still loa
     'metadata: {name: x}',
     '---',
     'apiVersion: networking.istio.io/v1',
-    'kind: Sidecar',
+    'kind: EnvoyFilter',
     'metadata: {name: gw}',
     '---',
     'apiVersion: networking.istio.io/v2',
@@ -165,7 +165,7 @@ test('unknown kinds and apiVersions are warnings; the rest of the file still loa
     load.warnings.map((w) => formatIssue('mixed.yaml', w)),
     [
       'mixed.yaml:1 apiVersion: v1 ConfigMap is not supported, ignored',
-      'mixed.yaml:6 kind: kind Sidecar is not supported, ignored',
+      'mixed.yaml:6 kind: kind EnvoyFilter is not supported, ignored',
       'mixed.yaml:9 apiVersion: networking.istio.io/v2 ServiceEntry is not supported, ignored',
       'mixed.yaml:16 spec.colour: unknown field, ignored',
     ],
@@ -255,6 +255,83 @@ test('DestinationRule: host required, unique subset names, enum and duration che
     'dr.yaml:4 spec.host: is required',
     'dr.yaml:6 spec.trafficPolicy.loadBalancer.simple: must be one of UNSPECIFIED, LEAST_CONN, RANDOM, PASSTHROUGH, ROUND_ROBIN, LEAST_REQUEST',
     'dr.yaml:7 spec.trafficPolicy.connectionPool.tcp.connectTimeout: must be a duration such as 1.5s or 100ms, got "soon"',
+    'dr.yaml:9 spec.subsets[0].labels: is required: a subset selects endpoints by label',
+  ]);
+});
+
+test('DestinationRule: one of simple and consistentHash, labelled subsets, usable durations and ring sizes', () => {
+  const text = [
+    'apiVersion: networking.istio.io/v1', // 1
+    'kind: DestinationRule', // 2
+    'metadata: {name: echo}', // 3
+    'spec:', // 4
+    '  host: echo.example.internal', // 5
+    '  trafficPolicy:', // 6
+    '    loadBalancer:', // 7
+    '      simple: RANDOM', // 8
+    '      consistentHash: {httpHeaderName: x-user, minimumRingSize: 9000000}', // 9
+    '    connectionPool:', // 10
+    '      tcp: {connectTimeout: 0s, tcpKeepalive: {time: 500ms}}', // 11
+    '    outlierDetection: {interval: 0ms, baseEjectionTime: 30s}', // 12
+    '    portLevelSettings:', // 13
+    '      - port: {number: 80}', // 14
+    '        loadBalancer: {consistentHash: {useSourceIp: true, httpCookie: {name: c}}}', // 15
+    '  subsets:', // 16
+    '    - name: v1', // 17
+    '      labels: {}', // 18
+    '',
+  ].join('\n');
+  assert.deepEqual(errorsOf(text, 'dr.yaml').sort(), [
+    'dr.yaml:11 spec.trafficPolicy.connectionPool.tcp.connectTimeout: must be at least 1ms, got "0s"',
+    'dr.yaml:11 spec.trafficPolicy.connectionPool.tcp.tcpKeepalive.time: must be at least 1s (TCP keepalive counts in seconds), got "500ms"',
+    'dr.yaml:12 spec.trafficPolicy.outlierDetection.interval: must be at least 1ms, got "0ms"',
+    'dr.yaml:15 spec.trafficPolicy.portLevelSettings[0].loadBalancer.consistentHash: only one of httpCookie, useSourceIp may be set',
+    'dr.yaml:18 spec.subsets[0].labels: must name at least one label (a subset selects endpoints by label)',
+    'dr.yaml:7 spec.trafficPolicy.loadBalancer: only one of simple, consistentHash may be set',
+    'dr.yaml:9 spec.trafficPolicy.loadBalancer.consistentHash.minimumRingSize: must be an integer in 0..8388608',
+  ]);
+});
+
+test('Sidecar: egress hosts in namespace/host form, one portless entry, known outbound policy', () => {
+  const text = [
+    'apiVersion: networking.istio.io/v1', // 1
+    'kind: Sidecar', // 2
+    'metadata: {name: default, namespace: shop}', // 3
+    'spec:', // 4
+    '  workloadSelector: {labels: {app: web}}', // 5
+    '  egress:', // 6
+    '    - hosts: ["./*", "istio-system/*", "*/*.example.com"]', // 7
+    '    - hosts: [echo.example.internal, "Bad/x.example.com", "./bad host"]', // 8
+    '    - port: {number: 8080, protocol: HTTP}', // 9
+    '      hosts: ["*/*"]', // 10
+    '    - port: {number: 8080}', // 11
+    '      hosts: ["*/*"]', // 12
+    '  outboundTrafficPolicy: {mode: SOMETIMES}', // 13
+    '',
+  ].join('\n');
+  assert.deepEqual(errorsOf(text, 'sc.yaml').sort(), [
+    'sc.yaml:11 spec.egress[3].port.number: duplicate port 8080',
+    'sc.yaml:13 spec.outboundTrafficPolicy.mode: must be one of ALLOW_ANY, REGISTRY_ONLY',
+    'sc.yaml:8 spec.egress[1].hosts[0]: must be namespace/host (e.g. "./*", "*/*", "istio-system/*"), got "echo.example.internal"',
+    'sc.yaml:8 spec.egress[1].hosts[1]: namespace part must be ".", "*", "~" or a namespace name, got "Bad"',
+    'sc.yaml:8 spec.egress[1].hosts[2]: host part must be a hostname or wildcard, got "bad host"',
+    'sc.yaml:8 spec.egress[1]: only one egress entry may omit port; egress[0] already does',
+  ]);
+  const good = loadConfigFile(
+    'sc.yaml',
+    text.split('\n').slice(0, 7).join('\n') + '\n  ingress: [{port: {number: 80}}]\n',
+  );
+  assert.deepEqual(good.errors, []);
+  assert.deepEqual(
+    good.warnings.map((w) => formatIssue('sc.yaml', w)),
+    ['sc.yaml:8 spec.ingress: unknown field, ignored'],
+  );
+  const sidecar = good.resources[0];
+  assert.equal(sidecar?.kind, 'Sidecar');
+  assert.deepEqual(sidecar.kind === 'Sidecar' && sidecar.spec.egress?.[0]?.hosts, [
+    './*',
+    'istio-system/*',
+    '*/*.example.com',
   ]);
 });
 

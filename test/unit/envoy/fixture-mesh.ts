@@ -1,12 +1,20 @@
 // A rich mesh for the Envoy generator tests: HTTP, gRPC and TCP services, DNS and NONE resolution,
-// sidecars in every outbound mode, a gateway with a bound VirtualService, and VirtualServices and
-// DestinationRules using every route feature Envoy renders (so validity.test.ts checks them all). `collect` plays an
+// sidecars in every outbound mode, a gateway with a bound VirtualService, DestinationRules with
+// every cluster-side policy and subsets, a Sidecar scoping one namespace's proxies, and
+// VirtualServices using every route feature Envoy renders, routing to subsets (so validity.test.ts
+// checks them all). `collect` plays an
 // Envoy's ADS session: LDS and CDS wildcard, then the RDS and EDS names they reference.
 import { buildCatalog, type Catalog } from '../../../model/catalog.js';
 import type { Endpoint } from '../../../model/endpoint.js';
 import type { Service } from '../../../model/service.js';
 import type { MeshConfig } from '../../../config-dir/mesh-config.js';
-import type { DestinationRuleSpec, GatewaySpec, VirtualServiceSpec } from '../../../config-dir/types.js';
+import type {
+  ConfigKind,
+  DestinationRuleSpec,
+  GatewaySpec,
+  SidecarSpec,
+  VirtualServiceSpec,
+} from '../../../config-dir/types.js';
 import type { GenerateContext, ResourceGenerator } from '../../../xds/generator.js';
 import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
 import { decodeAny } from '../../../xds/protos.js';
@@ -46,27 +54,41 @@ export function fixtureCatalog(): Catalog {
   const endpoints = new Map<string, Endpoint[]>([
     [WEB, [endpoint(VM_IP, { http: 8080 }), endpoint('10.0.0.2', { http: 8080 })]],
     [SHOP, [endpoint('10.0.0.3', { http: 8081, admin: 9901 })]],
-    [ECHO, [endpoint(VM_IP, { grpc: 7070 }), endpoint('10.0.0.4', { grpc: 7070 }, { weight: 3 })]],
+    [
+      ECHO,
+      [
+        endpoint(VM_IP, { grpc: 7070 }, { labels: { version: 'v1' } }),
+        endpoint('10.0.0.4', { grpc: 7070 }, { weight: 3, labels: { version: 'v2' } }),
+      ],
+    ],
     [DB, [endpoint('10.0.0.5', { pg: 5432 })]],
     [CACHE, [endpoint('10.0.0.6', { redis: 6379 })]],
     [API, []],
-    [LEGACY, [endpoint('old-1.dns.internal', { http: 80 }), endpoint('old-2.dns.internal', { http: 80 })]],
-    [REVIEWS, [endpoint('10.0.0.7', { http: 9080 }, { labels: { version: 'v1' } })]],
+    [
+      LEGACY,
+      [
+        endpoint('old-1.dns.internal', { http: 80 }, { labels: { rack: 'a' } }),
+        endpoint('old-2.dns.internal', { http: 80 }, { labels: { rack: 'b' } }),
+      ],
+    ],
+    [
+      REVIEWS,
+      [
+        endpoint('10.0.0.11', { http: 9080 }, { labels: { version: 'v1' } }),
+        endpoint('10.0.0.12', { http: 9080 }, { labels: { version: 'v2' } }),
+      ],
+    ],
     [LEDGER, [endpoint('10.0.0.8', { tcp: 7000 })]],
   ]);
   return buildCatalog(services, endpoints);
 }
 
-function resource<K extends 'Gateway' | 'VirtualService' | 'DestinationRule', T>(
-  kind: K,
-  name: string,
-  spec: T,
-) {
+function resource<K extends ConfigKind, T>(kind: K, name: string, spec: T, namespace = 'default') {
   return {
     kind,
     apiVersion: 'networking.istio.io/v1',
     name,
-    namespace: 'default',
+    namespace,
     labels: {},
     annotations: {},
     spec,
@@ -81,14 +103,30 @@ export function fixtureMeshConfig(): MeshConfig {
   return {
     generation: 1,
     destinationRules: [
+      ...fixtureDestinationRules(),
       resource<'DestinationRule', DestinationRuleSpec>('DestinationRule', 'reviews', {
         host: REVIEWS,
         trafficPolicy: { loadBalancer: { consistentHash: { httpCookie: { name: 'user', ttl: '10s' } } } },
+        subsets: [
+          { name: 'v1', labels: { version: 'v1' } },
+          { name: 'v2', labels: { version: 'v2' } },
+        ],
       }),
       resource<'DestinationRule', DestinationRuleSpec>('DestinationRule', 'shop', {
         host: SHOP,
         trafficPolicy: { loadBalancer: { consistentHash: { httpHeaderName: 'x-user' } } },
       }),
+    ],
+    sidecars: [
+      resource<'Sidecar', SidecarSpec>(
+        'Sidecar',
+        'default',
+        {
+          egress: [{ hosts: ['./*', `default/${ECHO}`, `default/${WEB}`, 'default/*.dns.internal'] }],
+          outboundTrafficPolicy: { mode: 'REGISTRY_ONLY' },
+        },
+        SCOPED_NAMESPACE,
+      ),
     ],
     gateways: [
       resource<'Gateway', GatewaySpec>('Gateway', 'ingress', {
@@ -124,6 +162,10 @@ export function fixtureMeshConfig(): MeshConfig {
               { destination: { host: ECHO }, weight: 80 },
               { destination: { host: WEB, port: { number: 8080 } }, weight: 20 },
             ],
+          },
+          {
+            match: [{ headers: { 'x-echo-version': { exact: 'v2' } } }],
+            route: [{ destination: { host: ECHO, subset: 'v2' } }],
           },
           { route: [{ destination: { host: SHOP, port: { number: 8080 } } }] },
         ],
@@ -178,7 +220,11 @@ export const REVIEWS_VS: VirtualServiceSpec = {
         { name: 'without', withoutHeaders: { 'x-legacy': { prefix: 'old' } }, uri: { exact: '/exact' } },
       ],
       route: [
-        { destination: { host: REVIEWS }, weight: 90, headers: { request: { set: { 'x-split': 'a' } } } },
+        {
+          destination: { host: REVIEWS, subset: 'v1' },
+          weight: 90,
+          headers: { request: { set: { 'x-split': 'a' } } },
+        },
         { destination: { host: SHOP, port: { number: 8080 } }, weight: 10 },
       ],
       timeout: '2s',
@@ -187,7 +233,7 @@ export const REVIEWS_VS: VirtualServiceSpec = {
         delay: { fixedDelay: '50ms', percentage: { value: 1.5 } },
         abort: { httpStatus: 503, percentage: { value: 0.1 } },
       },
-      mirror: { host: SHOP, port: { number: 8080 } },
+      mirror: { host: REVIEWS, subset: 'v2' },
       mirrorPercentage: { value: 25 },
       rewrite: { uri: '/new', authority: 'reviews.internal' },
       headers: {
@@ -203,7 +249,7 @@ export const REVIEWS_VS: VirtualServiceSpec = {
     {
       match: [{ uri: { prefix: '/grpc' } }],
       fault: { abort: { grpcStatus: 'UNAVAILABLE' } },
-      route: [{ destination: { host: REVIEWS } }],
+      route: [{ destination: { host: REVIEWS, subset: 'v2' } }],
     },
     {
       match: [{ uri: { prefix: '/rx' } }],
@@ -213,6 +259,82 @@ export const REVIEWS_VS: VirtualServiceSpec = {
     { route: [{ destination: { host: REVIEWS } }] },
   ],
 };
+
+/** The namespace whose Sidecar admits only ECHO, WEB and the *.dns.internal services of `default`. */
+export const SCOPED_NAMESPACE = 'scoped';
+
+/** Every cluster-side field of a DestinationRule, on the fixture's services. */
+export function fixtureDestinationRules() {
+  const dr = (name: string, spec: DestinationRuleSpec) =>
+    resource<'DestinationRule', DestinationRuleSpec>('DestinationRule', name, spec);
+  return [
+    dr('echo', {
+      host: ECHO,
+      trafficPolicy: {
+        loadBalancer: { consistentHash: { httpHeaderName: 'x-user', minimumRingSize: 2048 } },
+        connectionPool: {
+          tcp: {
+            maxConnections: 100,
+            connectTimeout: '250ms',
+            tcpKeepalive: { probes: 3, time: '60s', interval: '10s' },
+          },
+          http: {
+            http2MaxRequests: 500,
+            maxRequestsPerConnection: 10,
+            maxConcurrentStreams: 50,
+            maxRetries: 2,
+          },
+        },
+        outlierDetection: {
+          consecutive5xxErrors: 3,
+          consecutiveGatewayErrors: 2,
+          interval: '5s',
+          baseEjectionTime: '1m',
+          maxEjectionPercent: 50,
+          minHealthPercent: 20,
+        },
+      },
+      subsets: [
+        { name: 'v1', labels: { version: 'v1' } },
+        {
+          name: 'v2',
+          labels: { version: 'v2' },
+          trafficPolicy: { loadBalancer: { simple: 'LEAST_REQUEST' } },
+        },
+      ],
+    }),
+    dr('web', {
+      host: WEB,
+      trafficPolicy: {
+        loadBalancer: { simple: 'RANDOM' },
+        portLevelSettings: [
+          {
+            port: { number: 8080 },
+            connectionPool: {
+              http: { h2UpgradePolicy: 'UPGRADE', http1MaxPendingRequests: 10, idleTimeout: '30s' },
+            },
+          },
+        ],
+      },
+    }),
+    dr('legacy', {
+      host: LEGACY,
+      trafficPolicy: {
+        connectionPool: {
+          tcp: { maxConnectionDuration: '1h' },
+          http: { useClientProtocol: true, maxConcurrentStreams: 8 },
+        },
+        outlierDetection: {
+          consecutiveErrors: 6,
+          consecutiveLocalOriginFailures: 4,
+          splitExternalLocalOriginErrors: true,
+        },
+      },
+      subsets: [{ name: 'rack-a', labels: { rack: 'a' } }],
+    }),
+    dr('cache', { host: CACHE, trafficPolicy: { loadBalancer: { simple: 'PASSTHROUGH' } } }),
+  ];
+}
 
 export function envoyProxy(id: string, metadata: Record<string, unknown> = {}): Proxy {
   return proxyFromNode({ id, cluster: 'test', user_agent_name: 'envoy', metadata });
@@ -238,6 +360,11 @@ export function fixtureProxies(): Record<string, Proxy> {
       PORTOLAN_HTTP_PROXY_PORT: '15081',
     }),
     gateway: envoyProxy('router~10.0.1.1~ingress-1~default.svc', { LABELS: INGRESS_LABELS }),
+    scoped: envoyProxy('sidecar~10.0.0.7~scoped-1~scoped.svc', {
+      NAMESPACE: SCOPED_NAMESPACE,
+      PORTOLAN_OUTBOUND: 'transparent,explicit,http-proxy',
+      PORTOLAN_UPSTREAMS: `${ECHO}:7070=17070,${DB}:5432=15432`,
+    }),
   };
 }
 

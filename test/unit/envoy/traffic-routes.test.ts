@@ -52,10 +52,12 @@ function assertReviewsRoutes(routes: unknown[]): void {
   assert.deepEqual(
     list(canary, 'route.weighted_clusters.clusters').map((w) => [at(w, 'name'), at(w, 'weight.value')]),
     [
-      [`outbound|9080||${REVIEWS}`, 90],
+      [`outbound|9080|v1|${REVIEWS}`, 90],
       [`outbound|8080||${SHOP}`, 10],
     ],
   );
+  assert.equal(at(canary, 'route.request_mirror_policies[0].cluster'), `outbound|9080|v2|${REVIEWS}`);
+  assert.equal(at(grpcFault, 'route.cluster'), `outbound|9080|v2|${REVIEWS}`);
   assert.equal(at(canary, 'route.retry_policy.num_retries.value'), 3);
   // Its destinations' DestinationRules hash differently (cookie vs header): no hash policy.
   assert.equal(at(canary, 'route.hash_policy'), undefined);

@@ -1,12 +1,18 @@
-// Envoy clusters. Outbound `outbound|PORT||HOST` by resolution: EDS over ADS (STATIC), STRICT_DNS over
-// the endpoint addresses (DNS; LOGICAL_DNS on the hostname when there are none), ORIGINAL_DST (NONE).
-// Inbound `inbound|PORT||` points at the local application. Defaults (docs/envoy.md): 10 s connect
-// timeout and circuit breakers opened wide as Istio does, since Envoy's own 1024 bites busy VMs.
+// Envoy clusters. Outbound `outbound|PORT|SUBSET|HOST` by resolution: EDS over ADS (STATIC), STRICT_DNS
+// over the endpoint addresses (DNS; LOGICAL_DNS on the hostname when there are none), ORIGINAL_DST
+// (NONE); a subset cluster for each subset of the DestinationRule the proxy sees, whose traffic
+// policy (cluster-policy.ts) applies over the defaults. Inbound `inbound|PORT||` points at the local
+// application. Defaults (docs/envoy.md): 10 s connect timeout and circuit breakers opened wide as
+// Istio does, since Envoy's own 1024 bites busy VMs.
 import type { Cluster } from '../../generated/envoy/config/cluster/v3/Cluster.js';
 import type { CircuitBreakers } from '../../generated/envoy/config/cluster/v3/CircuitBreakers.js';
 import type { HttpProtocolOptions } from '../../generated/envoy/extensions/upstreams/http/v3/HttpProtocolOptions.js';
+import type { MeshConfig } from '../../../config-dir/mesh-config.js';
 import type { Catalog } from '../../../model/catalog.js';
 import { findPort, type Service, type ServicePort } from '../../../model/service.js';
+import { destinationRuleFor } from '../../traffic/destination-rules.js';
+import { findSubset, subsetEndpoints } from '../../traffic/subsets.js';
+import { clusterPolicy } from '../../traffic/traffic-policy.js';
 import {
   BLACKHOLE_CLUSTER,
   clusterName,
@@ -15,6 +21,7 @@ import {
   PASSTHROUGH_CLUSTER,
 } from '../../names.js';
 import { toAny } from '../../resource.js';
+import { applyClusterPolicy } from './cluster-policy.js';
 import { ADS_CONFIG_SOURCE, HTTP_PROTOCOL_OPTIONS_TYPE, socketAddress } from './filters.js';
 
 export const CONNECT_TIMEOUT = { seconds: 10 };
@@ -33,17 +40,68 @@ export const CIRCUIT_BREAKERS: CircuitBreakers = {
   ],
 };
 
-/** Every outbound cluster of the catalog, for CDS wildcard subscriptions. */
-export function outboundClusterNames(catalog: Catalog): string[] {
-  return catalog
-    .services()
-    .flatMap((s) => s.ports.map((p) => clusterName('outbound', p.number, '', s.hostname)));
+/**
+ * Every outbound cluster the proxy may be sent, for CDS wildcard subscriptions: each port of the
+ * services in scope (the Sidecar's), and each subset of the DestinationRule the proxy's namespace
+ * sees for it.
+ */
+export function outboundClusterNames(
+  catalog: Catalog,
+  config: MeshConfig,
+  proxyNamespace: string,
+  inScope: (service: Service) => boolean = () => true,
+): string[] {
+  return catalog.services().flatMap((s) => {
+    if (!inScope(s)) return [];
+    const subsets = destinationRuleFor(config, s.hostname, proxyNamespace, s.namespace)?.spec.subsets ?? [];
+    return s.ports.flatMap((p) => [
+      clusterName('outbound', p.number, '', s.hostname),
+      ...subsets.map((sub) => clusterName('outbound', p.number, sub.name, s.hostname)),
+    ]);
+  });
 }
 
-export function outboundCluster(catalog: Catalog, service: Service, portNumber: number): Cluster | undefined {
+/** What an outbound cluster is built from besides the catalog. */
+export interface OutboundClusterOptions {
+  readonly config: MeshConfig;
+  readonly proxyNamespace: string;
+  /** '' for the service's own cluster. */
+  readonly subset: string;
+}
+
+/** Undefined when the port does not exist, or the subset is not defined by the rule the proxy sees. */
+export function outboundCluster(
+  catalog: Catalog,
+  service: Service,
+  portNumber: number,
+  options?: OutboundClusterOptions,
+): Cluster | undefined {
   const port = findPort(service, portNumber);
   if (!port) return undefined;
-  const name = clusterName('outbound', port.number, '', service.hostname);
+  const subset = options?.subset ?? '';
+  const source =
+    options &&
+    clusterPolicy(
+      options.config,
+      service.hostname,
+      port.number,
+      subset,
+      options.proxyNamespace,
+      service.namespace,
+    );
+  if (subset !== '' && !source) return undefined;
+  const cluster = baseCluster(catalog, service, port, subset, options);
+  return source ? applyClusterPolicy(cluster, source.policy, port) : cluster;
+}
+
+function baseCluster(
+  catalog: Catalog,
+  service: Service,
+  port: ServicePort,
+  subset: string,
+  options: OutboundClusterOptions | undefined,
+): Cluster {
+  const name = clusterName('outbound', port.number, subset, service.hostname);
   const base: Cluster = {
     name,
     connect_timeout: CONNECT_TIMEOUT,
@@ -61,15 +119,21 @@ export function outboundCluster(catalog: Catalog, service: Service, portNumber: 
     case 'NONE':
       return { ...base, type: 'ORIGINAL_DST', lb_policy: 'CLUSTER_PROVIDED' };
     case 'DNS': {
-      const endpoints = catalog.endpoints(service.hostname, port.number);
+      let endpoints = catalog.endpoints(service.hostname, port.number);
+      const sub =
+        options && subset !== ''
+          ? findSubset(options.config, catalog, service.hostname, subset, options.proxyNamespace)
+          : undefined;
+      if (sub) endpoints = subsetEndpoints(endpoints, sub);
+      // A subset names labelled endpoints; the bare hostname stands in only for the whole service.
       const targets =
-        endpoints.length > 0
+        endpoints.length > 0 || sub
           ? endpoints.map((pe) => ({ address: pe.endpoint.address, port: pe.port }))
           : [{ address: service.hostname, port: port.number }];
       return {
         ...base,
-        // LOGICAL_DNS takes exactly one address; several DNS names need STRICT_DNS.
-        type: targets.length > 1 ? 'STRICT_DNS' : 'LOGICAL_DNS',
+        // LOGICAL_DNS takes exactly one address; several DNS names (or none) need STRICT_DNS.
+        type: targets.length === 1 ? 'LOGICAL_DNS' : 'STRICT_DNS',
         dns_lookup_family: 'V4_ONLY',
         lb_policy: 'ROUND_ROBIN',
         load_assignment: {

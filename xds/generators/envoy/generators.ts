@@ -25,7 +25,7 @@ import {
 import { gatewayRoute } from './gateway.js';
 import { inboundPorts } from './sidecar-listeners.js';
 import { httpProxyRoute, portRoute } from './sidecar-routes.js';
-import { envoyNode, listenersFor, listenerViewKey } from './view.js';
+import { effectiveNode, envoyNode, listenersFor, listenerViewKey, proxyScope, scopeViewKey } from './view.js';
 import { routeViewKey } from '../../traffic/route-context.js';
 
 export function envoyGenerators(): ResourceGenerator[] {
@@ -36,10 +36,12 @@ function clusters(): ResourceGenerator {
   return {
     typeUrl: CLUSTER,
     proxyKind: 'envoy',
-    // Outbound clusters depend on the catalog alone; inbound ones on where the app listens.
-    viewKey: (proxy) => JSON.stringify(envoyNode(proxy).appPorts),
+    // Outbound clusters depend on the DestinationRules and Sidecar the proxy sees (by namespace
+    // and labels; gateways are not scoped); inbound ones on where the app listens.
+    viewKey: (proxy) =>
+      `${envoyNode(proxy).role} ${scopeViewKey(proxy)} ${JSON.stringify(envoyNode(proxy).appPorts)}`,
     wildcardNames: (ctx) => [
-      ...outboundClusterNames(ctx.catalog),
+      ...outboundClusterNames(ctx.catalog, ctx.config, ctx.proxy.namespace, proxyScope(ctx).clusters),
       PASSTHROUGH_CLUSTER,
       BLACKHOLE_CLUSTER,
       ...(isSidecar(ctx.proxy)
@@ -64,9 +66,14 @@ function buildCluster(ctx: GenerateContext, name: string): ReturnType<typeof pas
   if (inboundPort !== undefined)
     return inboundCluster(inboundPort, envoyNode(ctx.proxy).appPorts[inboundPort] ?? inboundPort);
   const key = parseClusterName(name);
-  if (!key || key.direction !== 'outbound' || key.subset !== '') return undefined;
+  if (!key || key.direction !== 'outbound') return undefined;
   const service = ctx.catalog.service(key.hostname);
-  return service && outboundCluster(ctx.catalog, service, key.port);
+  if (!service || !proxyScope(ctx).clusters(service)) return undefined;
+  return outboundCluster(ctx.catalog, service, key.port, {
+    config: ctx.config,
+    proxyNamespace: ctx.proxy.namespace,
+    subset: key.subset,
+  });
 }
 
 function endpoints(): ResourceGenerator {
@@ -96,7 +103,8 @@ function routes(): ResourceGenerator {
   return {
     typeUrl: ROUTE,
     proxyKind: 'envoy',
-    // Routes depend on the role, the outbound policy, and (VirtualServices) the namespace and labels.
+    // Routes depend on the role, the outbound policy (metadata or Sidecar), and the namespace and
+    // labels: VirtualService selection, sourceLabels matches and the Sidecar scope.
     viewKey: (proxy) => `${envoyNode(proxy).role} ${envoyNode(proxy).outboundPolicy} ${routeViewKey(proxy)}`,
     wildcardNames: () => [],
     build(ctx, name) {
@@ -107,13 +115,14 @@ function routes(): ResourceGenerator {
 }
 
 function routeConfig(ctx: GenerateContext, name: string) {
-  const node = envoyNode(ctx.proxy);
+  const node = effectiveNode(ctx);
   if (node.role === 'router') {
     const m = /^http\.(\d{1,5})$/.exec(name);
     return m ? gatewayRoute(ctx, Number(m[1])) : undefined;
   }
-  if (name === HTTP_PROXY_ROUTE) return httpProxyRoute(ctx);
-  return /^\d{1,5}$/.test(name) ? portRoute(ctx, Number(name), node.outboundPolicy) : undefined;
+  const scope = proxyScope(ctx).listeners;
+  if (name === HTTP_PROXY_ROUTE) return httpProxyRoute(ctx, scope);
+  return /^\d{1,5}$/.test(name) ? portRoute(ctx, Number(name), node.outboundPolicy, scope) : undefined;
 }
 
 function isSidecar(proxy: Proxy): boolean {

@@ -16,6 +16,7 @@ import type { GenerateContext } from '../../generator.js';
 import { routesForHost } from '../../traffic/http-routes.js';
 import { routeContext } from '../../traffic/route-context.js';
 import { tcpTargetForHost, tcpTargetName } from '../../traffic/tcp-routes.js';
+import { ALL_SERVICES, type ServiceScope } from '../../traffic/sidecar-scope.js';
 import {
   BLACKHOLE_CLUSTER,
   clusterName,
@@ -63,7 +64,12 @@ export function inboundPorts(catalog: Catalog, ips: readonly string[]): InboundP
 
 const OUTBOUND_HCM: HcmOptions = { fault: true };
 
-export function sidecarListeners(ctx: GenerateContext, node: EnvoyNode): Map<string, Listener> {
+/** Outbound listeners are only for service ports in `scope` (the Sidecar resource's egress). */
+export function sidecarListeners(
+  ctx: GenerateContext,
+  node: EnvoyNode,
+  scope: ServiceScope = ALL_SERVICES,
+): Map<string, Listener> {
   const { catalog } = ctx;
   const ips = ctx.proxy.ips;
   const out = new Map<string, Listener>();
@@ -80,11 +86,12 @@ export function sidecarListeners(ctx: GenerateContext, node: EnvoyNode): Map<str
   const inbound = inboundPorts(catalog, ips);
   if (transparent) add(virtualInbound(inbound, node), true);
   else for (const p of inbound) add(inboundListener(p), true);
-  if (node.outboundModes.includes('explicit')) for (const l of upstreamListeners(ctx, node)) add(l, true);
+  if (node.outboundModes.includes('explicit'))
+    for (const l of upstreamListeners(ctx, node, scope)) add(l, true);
   if (node.outboundModes.includes('http-proxy')) add(httpProxyListener(node.httpProxyPort), true);
   if (transparent) {
     add(virtualOutbound(node), true);
-    for (const l of capturedOutboundListeners(ctx)) add(l, false);
+    for (const l of capturedOutboundListeners(ctx, scope)) add(l, false);
   }
   return out;
 }
@@ -147,13 +154,13 @@ function virtualOutbound(node: EnvoyNode): Listener {
  * `0.0.0.0_PORT` with RDS named by port; a TCP service gets `VIP_PORT` per virtual IP, or
  * `0.0.0.0_PORT` when it has none and no HTTP service or earlier TCP service holds that port.
  */
-function capturedOutboundListeners(ctx: GenerateContext): Listener[] {
+function capturedOutboundListeners(ctx: GenerateContext, scope: ServiceScope): Listener[] {
   const { catalog } = ctx;
   const listeners = new Map<string, Listener>();
   const byPort = new Map<number, { http: boolean; tcp: Service[] }>();
   for (const s of catalog.services()) {
     for (const p of s.ports) {
-      if (p.protocol === 'UDP') continue;
+      if (p.protocol === 'UDP' || !scope(s, p.number)) continue;
       const entry = byPort.get(p.number) ?? { http: false, tcp: [] };
       if (isHttpProtocol(p.protocol)) entry.http = true;
       else entry.tcp.push(s);
@@ -199,14 +206,17 @@ function captured(
   };
 }
 
-/** One loopback listener per declared upstream whose service exists (NONE services cannot be: no destination). */
-function upstreamListeners(ctx: GenerateContext, node: EnvoyNode): Listener[] {
+/**
+ * One loopback listener per declared upstream whose service exists and is in scope (NONE services
+ * cannot be: no destination).
+ */
+function upstreamListeners(ctx: GenerateContext, node: EnvoyNode, scope: ServiceScope): Listener[] {
   const { catalog } = ctx;
   const out: Listener[] = [];
   for (const u of node.upstreams) {
     const service = catalog.service(u.hostname);
     const port = service?.ports.find((p) => p.number === u.port);
-    if (!service || !port || service.resolution === 'NONE') continue;
+    if (!service || !port || service.resolution === 'NONE' || !scope(service, port.number)) continue;
     const cluster = clusterName('outbound', port.number, '', service.hostname);
     const routing = routeContext(ctx, 'envoy', port.number);
     const name = socketListenerName(u.bind, u.localPort);

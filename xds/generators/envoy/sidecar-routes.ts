@@ -1,7 +1,8 @@
 // Route configurations of Envoy sidecars. `PORT` (for the captured `0.0.0.0_PORT` listener): one
 // virtual host per HTTP service on that port, matched by HOST, HOST:PORT and its virtual IPs, then
-// a catch-all per the outbound policy. `http_proxy`: every HTTP service port by HOST:PORT. A virtual
-// host's routes are the service's VirtualService (xds/traffic/http-routes.ts) or its default route.
+// a catch-all per the outbound policy. `http_proxy`: every HTTP service port by HOST:PORT. Both hold
+// only the services in the proxy's Sidecar scope. A virtual host's routes are the service's
+// VirtualService (xds/traffic/http-routes.ts) or its default route.
 import { isIP } from 'node:net';
 import type { RouteConfiguration } from '../../generated/envoy/config/route/v3/RouteConfiguration.js';
 import type { VirtualHost } from '../../generated/envoy/config/route/v3/VirtualHost.js';
@@ -11,15 +12,17 @@ import type { GenerateContext } from '../../generator.js';
 import { HTTP_PROXY_ROUTE, PASSTHROUGH_CLUSTER, portRouteName } from '../../names.js';
 import { routesForHost } from '../../traffic/http-routes.js';
 import { routeContext } from '../../traffic/route-context.js';
+import { ALL_SERVICES, type ServiceScope } from '../../traffic/sidecar-scope.js';
 
 export function portRoute(
   ctx: GenerateContext,
   port: number,
   policy: OutboundPolicy,
+  scope: ServiceScope = ALL_SERVICES,
 ): RouteConfiguration | undefined {
   const services = ctx.catalog
     .services()
-    .filter((s) => s.ports.some((p) => p.number === port && isHttpProtocol(p.protocol)));
+    .filter((s) => s.ports.some((p) => p.number === port && isHttpProtocol(p.protocol)) && scope(s, port));
   if (services.length === 0) return undefined;
   const used = new Set<string>();
   const hosts: VirtualHost[] = [];
@@ -34,13 +37,13 @@ export function portRoute(
   };
 }
 
-export function httpProxyRoute(ctx: GenerateContext): RouteConfiguration {
+export function httpProxyRoute(ctx: GenerateContext, scope: ServiceScope = ALL_SERVICES): RouteConfiguration {
   const used = new Set<string>();
   const hosts: VirtualHost[] = [];
   for (const s of ctx.catalog.services()) {
     if (s.resolution === 'NONE') continue; // nowhere to send it: a forward proxy has no original destination
     for (const p of s.ports) {
-      if (!isHttpProtocol(p.protocol)) continue;
+      if (!isHttpProtocol(p.protocol) || !scope(s, p.number)) continue;
       const domains = [`${s.hostname}:${p.number}`, ...(p.number === 80 ? [s.hostname] : [])];
       const unique = uniqueDomains(used, domains);
       if (unique.length > 0) hosts.push(serviceHost(ctx, s, p.number, unique));

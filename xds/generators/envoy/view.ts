@@ -4,6 +4,8 @@ import type { Listener } from '../../generated/envoy/config/listener/v3/Listener
 import type { EnvoyNode } from '../../envoy-node.js';
 import type { GenerateContext } from '../../generator.js';
 import type { Proxy } from '../../proxy.js';
+import { withRouteDestinations } from '../../traffic/scope-destinations.js';
+import { scopeFor, sidecarOutboundPolicy, UNSCOPED, type ProxyScope } from '../../traffic/sidecar-scope.js';
 import { gatewayListeners } from './gateway.js';
 import { sidecarListeners } from './sidecar-listeners.js';
 
@@ -23,6 +25,32 @@ export function envoyNode(proxy: Proxy): EnvoyNode {
   return proxy.envoy ?? NO_NODE;
 }
 
+/**
+ * The services a sidecar is sent, per the Sidecar resource that selects it (gateways are not
+ * scoped, as in Istio), its clusters widened to where the VirtualServices of those services route,
+ * so that every route names a cluster the proxy has. Depends on the proxy's namespace and labels:
+ * see `scopeViewKey`.
+ */
+export function proxyScope(ctx: GenerateContext): ProxyScope {
+  const node = envoyNode(ctx.proxy);
+  if (node.role !== 'sidecar') return UNSCOPED;
+  const scope = scopeFor(ctx.config, ctx.proxy.namespace, node.labels);
+  return withRouteDestinations(scope, ctx.config, ctx.catalog, ctx.proxy.namespace);
+}
+
+/** The node as the config has it: a selecting Sidecar's outboundTrafficPolicy overrides the metadata's. */
+export function effectiveNode(ctx: GenerateContext): EnvoyNode {
+  const node = envoyNode(ctx.proxy);
+  if (node.role !== 'sidecar') return node;
+  const mode = sidecarOutboundPolicy(ctx.config, ctx.proxy.namespace, node.labels);
+  return mode && mode !== node.outboundPolicy ? { ...node, outboundPolicy: mode } : node;
+}
+
+/** What Sidecar selection reads of a proxy: its namespace and labels. */
+export function scopeViewKey(proxy: Proxy): string {
+  return JSON.stringify([proxy.namespace, envoyNode(proxy).labels]);
+}
+
 /** Everything about the proxy its listeners depend on: proxies with equal keys share them. */
 export function listenerViewKey(proxy: Proxy): string {
   const node = envoyNode(proxy);
@@ -39,8 +67,9 @@ export function listenersFor(ctx: GenerateContext): Map<string, Listener> {
   if (!byView) listenerMemo.set(catalog, (byView = new Map<string, Map<string, Listener>>()));
   let listeners = byView.get(key);
   if (!listeners) {
-    const node = envoyNode(proxy);
-    listeners = node.role === 'router' ? gatewayListeners(ctx) : sidecarListeners(ctx, node);
+    const node = effectiveNode(ctx);
+    listeners =
+      node.role === 'router' ? gatewayListeners(ctx) : sidecarListeners(ctx, node, proxyScope(ctx).listeners);
     byView.set(key, listeners);
   }
   return listeners;

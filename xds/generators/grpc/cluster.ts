@@ -1,71 +1,118 @@
-// CDS for proxyless gRPC (gRFCs A27, A37): `outbound|PORT||HOST` as an EDS cluster over ADS, or a
-// LOGICAL_DNS cluster for DNS-resolved services. NONE-resolution services have no gRPC form. A subset
-// cluster `outbound|PORT|SUBSET|HOST` (asked for by a route) is an EDS cluster like the default one,
-// served when a DestinationRule the client's namespace sees defines the subset.
+// CDS for proxyless gRPC (gRFCs A27, A37): `outbound|PORT|SUBSET|HOST` as an EDS cluster over ADS, or
+// a LOGICAL_DNS cluster for DNS-resolved services. NONE-resolution services have no gRPC form. A
+// DestinationRule's policy is rendered as far as gRPC honours it: ROUND_ROBIN, or RING_HASH for
+// consistentHash (A42), and http2MaxRequests as the circuit breaker's max_requests (A32). The rest
+// is accepted and listed as a gRPC limitation (xds/traffic/cluster-limitations.ts). Sidecar scoping
+// does not apply: a gRPC client is sent only the names it asks for (docs/traffic.md).
 import type { Cluster } from '../../generated/envoy/config/cluster/v3/Cluster.js';
-import type { ResourceGenerator } from '../../generator.js';
+import type { GenerateContext, ResourceGenerator } from '../../generator.js';
 import { clusterName, parseClusterName } from '../../names.js';
 import { encodeResource } from '../../resource.js';
 import { CLUSTER } from '../../type-urls.js';
-import { findPort } from '../../../model/service.js';
-import { findSubset } from '../../traffic/subsets.js';
-import { loadAssignmentViewKey } from '../endpoints.js';
+import { findPort, type Service, type ServicePort } from '../../../model/service.js';
+import { destinationRuleFor } from '../../traffic/destination-rules.js';
+import { findSubset, subsetEndpoints } from '../../traffic/subsets.js';
+import { clusterPolicy, type ClusterPolicy } from '../../traffic/traffic-policy.js';
+
+/** gRPC's default ring size (A42) when `minimumRingSize` is not set, the same as Envoy's. */
+const DEFAULT_MIN_RING_SIZE = 1024;
 
 export const grpcClusterGenerator: ResourceGenerator = {
   typeUrl: CLUSTER,
   proxyKind: 'grpc',
-  // Which subsets exist depends on the DestinationRules the client's namespace sees.
-  viewKey: loadAssignmentViewKey,
+  // DestinationRules (policies and subsets) are seen by namespace.
+  viewKey: (proxy) => proxy.namespace,
   wildcardNames: (ctx) =>
     ctx.catalog
       .services()
       .filter((s) => s.resolution !== 'NONE')
-      .flatMap((s) => s.ports.map((p) => clusterName('outbound', p.number, '', s.hostname))),
+      .flatMap((s) => {
+        const rule = destinationRuleFor(ctx.config, s.hostname, ctx.proxy.namespace, s.namespace);
+        const subsets = rule?.spec.subsets ?? [];
+        return s.ports.flatMap((p) => [
+          clusterName('outbound', p.number, '', s.hostname),
+          ...subsets.map((sub) => clusterName('outbound', p.number, sub.name, s.hostname)),
+        ]);
+      }),
   build(ctx, name) {
     const key = parseClusterName(name);
     if (!key || key.direction !== 'outbound') return undefined;
     const service = ctx.catalog.service(key.hostname);
     const port = service && findPort(service, key.port);
     if (!service || !port || service.resolution === 'NONE') return undefined;
-    if (key.subset !== '') {
-      if (service.resolution !== 'STATIC') return undefined;
-      if (!findSubset(ctx.config, ctx.catalog, service.hostname, key.subset, ctx.proxy.namespace))
-        return undefined;
-    }
-    if (service.resolution === 'DNS') {
-      const first = ctx.catalog.endpoints(service.hostname, port.number)[0];
-      const cluster: Cluster = {
-        name,
-        type: 'LOGICAL_DNS',
-        lb_policy: 'ROUND_ROBIN',
-        load_assignment: {
-          cluster_name: name,
-          endpoints: [
-            {
-              lb_endpoints: [
-                {
-                  endpoint: {
-                    address: {
-                      socket_address: {
-                        address: first?.endpoint.address ?? service.hostname,
-                        port_value: first?.port ?? port.number,
-                      },
-                    },
-                  },
-                },
-              ],
-            },
-          ],
-        },
-      };
-      return encodeResource(CLUSTER, name, cluster);
-    }
-    const cluster: Cluster = {
+    const source = clusterPolicy(
+      ctx.config,
+      service.hostname,
+      port.number,
+      key.subset,
+      ctx.proxy.namespace,
+      service.namespace,
+    );
+    if (key.subset !== '' && !source) return undefined;
+    const cluster = baseCluster(ctx, service, port, key.subset, name);
+    return cluster && encodeResource(CLUSTER, name, source ? applyPolicy(cluster, source.policy) : cluster);
+  },
+};
+
+function baseCluster(
+  ctx: GenerateContext,
+  service: Service,
+  port: ServicePort,
+  subset: string,
+  name: string,
+): Cluster | undefined {
+  if (service.resolution !== 'DNS')
+    return {
       name,
       type: 'EDS',
       eds_cluster_config: { service_name: name, eds_config: { ads: {}, resource_api_version: 'V3' } },
       lb_policy: 'ROUND_ROBIN',
     };
-    return encodeResource(CLUSTER, name, cluster);
-  },
-};
+  let endpoints = ctx.catalog.endpoints(service.hostname, port.number);
+  if (subset !== '') {
+    const sub = findSubset(ctx.config, ctx.catalog, service.hostname, subset, ctx.proxy.namespace);
+    endpoints = sub ? subsetEndpoints(endpoints, sub) : [];
+    // gRPC's LOGICAL_DNS takes exactly one address: a subset matching none has no gRPC form.
+    if (endpoints.length === 0) return undefined;
+  }
+  const first = endpoints[0];
+  return {
+    name,
+    type: 'LOGICAL_DNS',
+    lb_policy: 'ROUND_ROBIN',
+    load_assignment: {
+      cluster_name: name,
+      endpoints: [
+        {
+          lb_endpoints: [
+            {
+              endpoint: {
+                address: {
+                  socket_address: {
+                    address: first?.endpoint.address ?? service.hostname,
+                    port_value: first?.port ?? port.number,
+                  },
+                },
+              },
+            },
+          ],
+        },
+      ],
+    },
+  };
+}
+
+function applyPolicy(cluster: Cluster, policy: ClusterPolicy): Cluster {
+  const out: Cluster = { ...cluster };
+  const hash = policy.loadBalancer?.consistentHash;
+  if (hash) {
+    out.lb_policy = 'RING_HASH';
+    out.ring_hash_lb_config = {
+      minimum_ring_size: { value: hash.minimumRingSize || DEFAULT_MIN_RING_SIZE },
+    };
+  }
+  const maxRequests = policy.connectionPool?.http?.http2MaxRequests;
+  if (maxRequests !== undefined)
+    out.circuit_breakers = { thresholds: [{ priority: 'DEFAULT', max_requests: { value: maxRequests } }] };
+  return out;
+}
