@@ -106,9 +106,12 @@ export class CertificateAuthority {
     return this.plugin ? [...this.plugin.chain, ...this.plugin.roots] : this.trustedRoots(now);
   }
 
-  /** Something that changes when the roots do (rotation by `portolan ca rotate` in another process). */
-  version(): string {
-    return this.roots?.fingerprint() ?? 'plugin';
+  /**
+   * Something that changes when the roots do: a rotation by `portolan ca rotate` in another process,
+   * the new root's switch to signing, and the old root's retirement from the bundle.
+   */
+  version(now = new Date()): string {
+    return this.roots?.state(now) ?? 'plugin';
   }
 
   /** Signs a workload CSR; returns the chain leaf first, root last. */

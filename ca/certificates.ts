@@ -26,9 +26,11 @@ export async function createRoot(
   now = new Date(),
 ): Promise<RootMaterial> {
   const keys = await generateKeyPair(algorithm);
+  const serialNumber = randomSerial();
+  // Two roots coexist during a rotation: distinct subjects keep chain building unambiguous.
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: randomSerial(),
-    name: `O=${trustDomain}, CN=Portolan root CA ${now.toISOString().slice(0, 10)}`,
+    serialNumber,
+    name: `O=${trustDomain}, CN=Portolan root CA ${now.toISOString().slice(0, 10)} ${serialNumber.slice(0, 8)}`,
     notBefore: new Date(now.getTime() - 3600_000),
     notAfter: new Date(now.getTime() + lifetimeDays * DAY_MS),
     keys,

@@ -37,6 +37,18 @@ export class RootStore {
     return this.material.get(MATERIAL)?.toString('utf8') ?? '';
   }
 
+  /**
+   * Changes whenever what the CA does changes: a rotation (another process may write it), the new
+   * root's switch to signing, and an old root's retirement. The stored list only grows or shrinks by
+   * a write, and for a given list the signing count only grows and the trusted count only shrinks.
+   */
+  state(now = new Date()): string {
+    const roots = this.list();
+    const signing = roots.filter((r) => new Date(r.signingFrom) <= now).length;
+    const trusted = roots.filter((r) => !r.retireAt || new Date(r.retireAt) > now).length;
+    return `${this.fingerprint()}|${signing}|${trusted}`;
+  }
+
   /** Creates the first root if there is none. */
   async ensure(trustDomain: string, algorithm: KeyAlgorithm, now = new Date()): Promise<void> {
     if (this.list().length > 0) return;

@@ -25,6 +25,8 @@ export interface SecurePortOptions {
   readonly logger: Logger;
   /** How often the server certificate and trust bundle are checked (default 30 s). */
   readonly refreshMs?: number;
+  /** Lifetime of the server certificate (default: the CA's default TTL). */
+  readonly serverCertTtlSeconds?: number;
 }
 
 export class SecurePort {
@@ -74,10 +76,15 @@ export class SecurePort {
 
   /** Re-issues the server certificate when 80% of its life has passed or the roots changed. */
   async refresh(now = new Date()): Promise<void> {
-    const version = this.options.ca.version();
+    const version = this.options.ca.version(now);
     if (version === this.caVersion && now.getTime() < this.renewAt) return;
     const { dnsNames, ips } = splitSans(this.options.serverSans);
-    const issued = await this.options.ca.issueServerCertificate(dnsNames, ips);
+    const issued = await this.options.ca.issueServerCertificate(
+      dnsNames,
+      ips,
+      this.options.serverCertTtlSeconds,
+      now,
+    );
     const lifetime = issued.notAfter.getTime() - now.getTime();
     this.renewAt = now.getTime() + lifetime * 0.8;
     this.caVersion = version;

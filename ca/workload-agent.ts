@@ -1,10 +1,12 @@
 // The workload side (`portolan cert`): a key made locally (it never leaves the VM), a first
 // certificate with a join token, then renewals at 80% of the lifetime with the current certificate.
 // cert-chain.pem, key.pem and root-cert.pem are replaced atomically (write, then rename), so Envoy's
-// file-based SDS and gRPC's file_watcher provider never read half a file.
+// file-based SDS and gRPC's file_watcher provider never read half a file; the two SDS files Envoy
+// reads them through (xds/workload-certs.ts) are written beside them.
 import { existsSync, readFileSync, renameSync, writeFileSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Logger } from '../log/logger.js';
+import { CERT_CHAIN_FILE, KEY_FILE, ROOT_CERT_FILE, sdsFiles } from '../xds/workload-certs.js';
 import { requestCertificate } from './ca-client.js';
 import { createCsr, sanEntries } from './certificates.js';
 import { generateKeyPair, privateKeyPem, type KeyAlgorithm } from './keys.js';
@@ -12,9 +14,7 @@ import { tokenIdentity } from './join-tokens.js';
 import { splitPem } from './plugin-ca.js';
 import { x509 } from './x509.js';
 
-export const CERT_CHAIN_FILE = 'cert-chain.pem';
-export const KEY_FILE = 'key.pem';
-export const ROOT_CERT_FILE = 'root-cert.pem';
+export { CERT_CHAIN_FILE, KEY_FILE, ROOT_CERT_FILE };
 
 export interface AgentOptions {
   readonly caAddress: string;
@@ -65,6 +65,7 @@ export async function obtainCertificate(options: AgentOptions, now = new Date())
   writeAtomically(join(options.outDir, KEY_FILE), await privateKeyPem(keys.privateKey), 0o600);
   writeAtomically(join(options.outDir, CERT_CHAIN_FILE), [leafPem, ...rest.slice(0, -1)].join('\n'), 0o644);
   writeAtomically(bundleFile, result.trustBundle ?? rootOfChain, 0o644);
+  writeSdsFiles(options.outDir);
   const issuedAt = Math.max(now.getTime(), leaf.notBefore.getTime());
   const renewAt = new Date(issuedAt + (leaf.notAfter.getTime() - issuedAt) * 0.8);
   options.logger.info(
@@ -120,6 +121,15 @@ function readCurrent(outDir: string, now: Date): Current | undefined {
   const uri = sanEntries(leaf.extensions).find((s) => s.startsWith('url:'));
   if (!uri) return undefined;
   return { identity: uri.slice(4), chainPem, keyPem: readFileSync(keyFile, 'utf8') };
+}
+
+/** Envoy's file-based SDS files naming the PEM files by absolute path; rewritten only when they differ. */
+function writeSdsFiles(outDir: string): void {
+  for (const [name, content] of Object.entries(sdsFiles(resolve(outDir)))) {
+    const path = join(outDir, name);
+    const text = `${JSON.stringify(content, null, 2)}\n`;
+    if (!existsSync(path) || readFileSync(path, 'utf8') !== text) writeAtomically(path, text, 0o644);
+  }
 }
 
 function writeAtomically(path: string, content: string, mode: number): void {

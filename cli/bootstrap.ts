@@ -3,12 +3,15 @@
 // cert/key/CA files), stats and an overload limit on downstream connections. The result is checked
 // with the same (validate.rules) validator as every pushed resource before it is printed.
 import { isIP } from 'node:net';
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { stringify } from 'yaml';
 import { META, parseEnvoyNode } from '../xds/envoy-node.js';
 import { NodeError } from '../xds/node-error.js';
 import { fromProtoJson } from '../xds/validate/proto-json.js';
 import { validateObject } from '../xds/validate/pgv-validator.js';
+import { CERT_SECRET, ROOT_SECRET, sdsSecretConfig } from '../xds/workload-certs.js';
+import { buildGrpcBootstrap } from './grpc-bootstrap.js';
 import { OptionError, parseAddress, parsePositiveInt, type HostAndPort } from './options.js';
 
 export interface BootstrapOptions {
@@ -19,6 +22,10 @@ export interface BootstrapOptions {
   readonly adminAddr: HostAndPort;
   readonly metadata: Readonly<Record<string, unknown>>;
   readonly tls?: { readonly cert: string; readonly key: string; readonly ca: string };
+  /** `portolan cert --out`, absolute: workload mTLS, and with `xdsTls` the xDS connection too. */
+  readonly certDir?: string;
+  readonly xdsTls?: boolean;
+  readonly kind: 'envoy' | 'grpc';
   readonly maxConnections: number;
   readonly locality?: { readonly region: string; readonly zone: string; readonly subzone: string };
 }
@@ -81,18 +88,24 @@ export function buildBootstrap(o: BootstrapOptions): Record<string, unknown> {
               },
             },
           },
-          ...(o.tls && {
+          ...((o.tls || (o.xdsTls && o.certDir)) && {
             transport_socket: {
               name: 'envoy.transport_sockets.tls',
               typed_config: {
                 '@type': UPSTREAM_TLS,
                 sni: isIP(xdsHost) ? undefined : xdsHost,
-                common_tls_context: {
-                  tls_certificates: [
-                    { certificate_chain: { filename: o.tls.cert }, private_key: { filename: o.tls.key } },
-                  ],
-                  validation_context: { trusted_ca: { filename: o.tls.ca } },
-                },
+                common_tls_context: o.tls
+                  ? {
+                      tls_certificates: [
+                        { certificate_chain: { filename: o.tls.cert }, private_key: { filename: o.tls.key } },
+                      ],
+                      validation_context: { trusted_ca: { filename: o.tls.ca } },
+                    }
+                  : {
+                      // File-based SDS: renewed certificates are picked up without a restart.
+                      tls_certificate_sds_secret_configs: [sdsSecretConfig(o.certDir ?? '', CERT_SECRET)],
+                      validation_context_sds_secret_config: sdsSecretConfig(o.certDir ?? '', ROOT_SECRET),
+                    },
               },
             },
           }),
@@ -141,6 +154,9 @@ interface RawBootstrapOptions {
   xdsCert?: string;
   xdsKey?: string;
   xdsCa?: string;
+  certDir?: string;
+  xdsTls?: boolean;
+  kind: string;
   maxConnections: string;
 }
 
@@ -155,6 +171,8 @@ export function compileBootstrapOptions(raw: RawBootstrapOptions): BootstrapOpti
   if (raw.interceptionMode) metadata.INTERCEPTION_MODE = raw.interceptionMode;
   if (raw.instanceIps) metadata.INSTANCE_IPS = raw.instanceIps;
   if (raw.serviceAccount) metadata.SERVICE_ACCOUNT = raw.serviceAccount;
+  const certDir = raw.certDir === undefined ? undefined : resolve(raw.certDir);
+  if (certDir) metadata[META.certDir] = certDir;
   if (raw.label.length > 0) {
     const labels: Record<string, string> = {};
     for (const l of raw.label) {
@@ -175,6 +193,11 @@ export function compileBootstrapOptions(raw: RawBootstrapOptions): BootstrapOpti
   const tlsFiles = [raw.xdsCert, raw.xdsKey, raw.xdsCa].filter((f) => f !== undefined);
   if (tlsFiles.length !== 0 && tlsFiles.length !== 3)
     throw new OptionError('--xds-cert, --xds-key and --xds-ca go together');
+  if (raw.xdsTls && !certDir)
+    throw new OptionError('--xds-tls uses the files in --cert-dir: give --cert-dir');
+  if (raw.xdsTls && tlsFiles.length > 0)
+    throw new OptionError('--xds-tls and --xds-cert/--xds-key/--xds-ca are alternatives');
+  if (raw.kind !== 'envoy' && raw.kind !== 'grpc') throw new OptionError('--kind must be envoy or grpc');
   if (raw.format !== 'json' && raw.format !== 'yaml') throw new OptionError('--format must be json or yaml');
   const [region = '', zone = '', subzone = ''] = (raw.locality ?? '').split('/');
   return {
@@ -189,6 +212,9 @@ export function compileBootstrapOptions(raw: RawBootstrapOptions): BootstrapOpti
       raw.xdsCa && { tls: { cert: raw.xdsCert, key: raw.xdsKey, ca: raw.xdsCa } }),
     maxConnections: parsePositiveInt(raw.maxConnections, '--max-connections'),
     ...(raw.locality && { locality: { region, zone, subzone } }),
+    ...(certDir && { certDir }),
+    ...(raw.xdsTls && { xdsTls: true }),
+    kind: raw.kind,
   };
 }
 
@@ -197,7 +223,9 @@ const collect = (value: string, previous: string[]): string[] => [...previous, v
 export function addBootstrapCommand(program: Command): void {
   program
     .command('bootstrap')
-    .description('Print an Envoy v3 bootstrap (JSON or YAML) that points Envoy at Portolan over ADS.')
+    .description(
+      'Print an Envoy v3 bootstrap (JSON or YAML) that points Envoy at Portolan over ADS, or with --kind grpc a proxyless gRPC bootstrap (JSON).',
+    )
     .option('--node-id <id>', 'node id: Istio form sidecar~IP~NAME~DOMAIN / router~IP~NAME~DOMAIN, or any id')
     .option('--cluster <name>', 'node cluster (service-cluster); default: the NAME part of the id, or the id')
     .option('--namespace <ns>', 'NAMESPACE metadata', 'default')
@@ -227,10 +255,21 @@ export function addBootstrapCommand(program: Command): void {
     .option('--xds-cert <file>', 'client certificate for TLS to the xDS server (with --xds-key, --xds-ca)')
     .option('--xds-key <file>', 'client private key')
     .option('--xds-ca <file>', 'root certificate(s) that sign the xDS server')
+    .option(
+      '--cert-dir <dir>',
+      'the workload certificate directory (`portolan cert --out`): Envoy SDS files / gRPC file_watcher provider',
+    )
+    .option('--xds-tls', 'mTLS to the xDS server (the secure port) with the files in --cert-dir')
+    .option('--kind <kind>', 'envoy, or grpc for a proxyless gRPC bootstrap', 'envoy')
     .option('--max-connections <n>', 'overload limit on downstream connections', '50000')
     .action((raw: RawBootstrapOptions) => {
       try {
         const options = compileBootstrapOptions(raw);
+        if (options.kind === 'grpc') {
+          if (raw.format !== 'json') throw new OptionError('a gRPC bootstrap is JSON: drop --format');
+          process.stdout.write(`${JSON.stringify(buildGrpcBootstrap(options), null, 2)}\n`);
+          return;
+        }
         const bootstrap = dropUndefined(buildBootstrap(options));
         const problems = validateBootstrap(bootstrap);
         if (problems.length > 0)

@@ -76,6 +76,7 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     pushWindowMs: options.pushWindowMs,
     metrics,
     connectionLog: store.proxies,
+    ...(options.ca && { trustDomain: options.ca.trustDomain }),
   });
   metrics.watchStreams(() => ads.connectionList().length);
 

@@ -12,6 +12,7 @@ import { comparePaths, mergeFiles, type ConfigConflict, type MergedConfig } from
 import { buildSnapshot, REGISTRY_NAME, type CrossResourceWarning } from './service-entry.js';
 import { clusterLimitations } from '../xds/traffic/cluster-limitations.js';
 import { routeLimitations } from '../xds/traffic/route-limitations.js';
+import { tlsLimitations } from '../xds/traffic/tls-limitations.js';
 import { EMPTY_MESH_CONFIG, nextMeshConfig, type MeshConfig, type MeshConfigSource } from './mesh-config.js';
 import { resourceKey, type ConfigIssue } from './types.js';
 import { DirWatcher } from './watcher.js';
@@ -62,6 +63,7 @@ const EMPTY_MERGED: MergedConfig = {
   destinationRules: [],
   gateways: [],
   sidecars: [],
+  peerAuthentications: [],
   conflicts: [],
 };
 
@@ -135,8 +137,12 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       files,
       conflicts: this.conflicts,
       warnings: this.crossWarnings,
-      // One list for both: what routes (VirtualService) and clusters (DestinationRule) cannot render.
-      limitations: [...routeLimitations(this.mesh), ...clusterLimitations(this.mesh)],
+      // One list: what routes (VirtualService), clusters (DestinationRule) and TLS cannot render.
+      limitations: [
+        ...routeLimitations(this.mesh),
+        ...clusterLimitations(this.mesh),
+        ...tlsLimitations(this.mesh),
+      ],
       resources: resourcesOf(this.merged),
     };
   }

@@ -6,6 +6,7 @@ import {
   type AnyConfigResource,
   type DestinationRuleResource,
   type GatewayResource,
+  type PeerAuthenticationResource,
   type ServiceEntryResource,
   type SidecarResource,
   type VirtualServiceResource,
@@ -34,6 +35,7 @@ export interface MergedConfig {
   readonly destinationRules: readonly DestinationRuleResource[];
   readonly gateways: readonly GatewayResource[];
   readonly sidecars: readonly SidecarResource[];
+  readonly peerAuthentications: readonly PeerAuthenticationResource[];
   readonly conflicts: readonly ConfigConflict[];
 }
 
@@ -71,6 +73,7 @@ export function mergeFiles(files: Iterable<FileLoad>): MergedConfig {
     destinationRules: all.filter((r): r is DestinationRuleResource => r.kind === 'DestinationRule'),
     gateways: all.filter((r): r is GatewayResource => r.kind === 'Gateway'),
     sidecars: all.filter((r): r is SidecarResource => r.kind === 'Sidecar'),
+    peerAuthentications: all.filter((r): r is PeerAuthenticationResource => r.kind === 'PeerAuthentication'),
     conflicts,
   };
 }

@@ -1,11 +1,13 @@
 // The traffic config the xDS generators read besides the service catalog: one frozen value per
-// change of the config directory's VirtualServices, DestinationRules, Gateways and Sidecars. Its generation
-// tells caches that something changed without comparing the contents.
+// change of the config directory's VirtualServices, DestinationRules, Gateways, Sidecars and
+// PeerAuthentications. Its generation tells caches that something changed without comparing the
+// contents.
 import type { MergedConfig } from './merge.js';
 import type {
   DestinationRuleResource,
   GatewayResource,
   SidecarResource,
+  PeerAuthenticationResource,
   VirtualServiceResource,
 } from './types.js';
 
@@ -16,6 +18,8 @@ export interface MeshConfig {
   readonly gateways: readonly GatewayResource[];
   /** Sidecar scoping: which services each Envoy proxy is sent (xds/traffic/sidecar-scope.ts). */
   readonly sidecars: readonly SidecarResource[];
+  /** Absent is none (optional so that configs built elsewhere, e.g. in tests, need not name it). */
+  readonly peerAuthentications?: readonly PeerAuthenticationResource[];
 }
 
 export const EMPTY_MESH_CONFIG: MeshConfig = Object.freeze({
@@ -24,6 +28,7 @@ export const EMPTY_MESH_CONFIG: MeshConfig = Object.freeze({
   destinationRules: [],
   gateways: [],
   sidecars: [],
+  peerAuthentications: [],
 });
 
 /** Where the ADS server reads the mesh config, and learns that it changed. */
@@ -48,6 +53,7 @@ export function nextMeshConfig(previous: MeshConfig, merged: MergedConfig): Mesh
     destinationRules: merged.destinationRules,
     gateways: merged.gateways,
     sidecars: merged.sidecars,
+    peerAuthentications: merged.peerAuthentications,
   };
   const changed = contentKey(next) !== contentKey(previous);
   return Object.freeze({ generation: previous.generation + (changed ? 1 : 0), ...next });
@@ -56,7 +62,13 @@ export function nextMeshConfig(previous: MeshConfig, merged: MergedConfig): Mesh
 // Compared without file/line, so moving a resource within or between files is no change.
 function contentKey(config: Omit<MeshConfig, 'generation'>): string {
   return JSON.stringify(
-    [config.virtualServices, config.destinationRules, config.gateways, config.sidecars].map((list) =>
+    [
+      config.virtualServices,
+      config.destinationRules,
+      config.gateways,
+      config.sidecars,
+      config.peerAuthentications ?? [],
+    ].map((list) =>
       list.map((r) => [r.kind, r.apiVersion, r.namespace, r.name, r.labels, r.annotations, r.spec]),
     ),
   );

@@ -9,8 +9,17 @@ export const SUPPORTED_API_VERSIONS = [
   'networking.istio.io/v1alpha3',
 ] as const;
 
+/** security.istio.io versions, for PeerAuthentication. */
+export const SECURITY_API_VERSIONS = ['security.istio.io/v1', 'security.istio.io/v1beta1'] as const;
+
 export type ConfigKind =
-  'ServiceEntry' | 'WorkloadEntry' | 'VirtualService' | 'DestinationRule' | 'Gateway' | 'Sidecar';
+  | 'ServiceEntry'
+  | 'WorkloadEntry'
+  | 'VirtualService'
+  | 'DestinationRule'
+  | 'Gateway'
+  | 'Sidecar'
+  | 'PeerAuthentication';
 
 /** One validated resource, with where it came from (path relative to the watched directory, 1-based line). */
 export interface ConfigResource<T, K extends ConfigKind = ConfigKind> {
@@ -31,13 +40,15 @@ export type VirtualServiceResource = ConfigResource<VirtualServiceSpec, 'Virtual
 export type DestinationRuleResource = ConfigResource<DestinationRuleSpec, 'DestinationRule'>;
 export type GatewayResource = ConfigResource<GatewaySpec, 'Gateway'>;
 export type SidecarResource = ConfigResource<SidecarSpec, 'Sidecar'>;
+export type PeerAuthenticationResource = ConfigResource<PeerAuthenticationSpec, 'PeerAuthentication'>;
 export type AnyConfigResource =
   | ServiceEntryResource
   | WorkloadEntryResource
   | VirtualServiceResource
   | DestinationRuleResource
   | GatewayResource
-  | SidecarResource;
+  | SidecarResource
+  | PeerAuthenticationResource;
 
 /** `Kind/namespace/name`: the identity of a resource across files. */
 export function resourceKey(r: { kind: string; namespace: string; name: string }): string {
@@ -418,4 +429,16 @@ export interface SidecarSpec {
   readonly workloadSelector?: { readonly labels: Readonly<Record<string, string>> };
   readonly egress?: readonly IstioEgressListener[];
   readonly outboundTrafficPolicy?: { readonly mode: 'ALLOW_ANY' | 'REGISTRY_ONLY' };
+}
+
+// ---- PeerAuthentication (security.istio.io) ---------------------------------------------------
+
+export type MtlsMode = 'UNSET' | 'DISABLE' | 'PERMISSIVE' | 'STRICT';
+
+export interface PeerAuthenticationSpec {
+  /** Which workloads (by their labels) in the namespace; the whole namespace when absent. */
+  readonly selector?: { readonly matchLabels: Readonly<Record<string, string>> };
+  readonly mtls?: { readonly mode?: MtlsMode };
+  /** By workload port (the port the workload listens on); needs a selector, as in Istio. */
+  readonly portLevelMtls?: Readonly<Record<string, { readonly mode?: MtlsMode }>>;
 }

@@ -20,6 +20,7 @@ export interface ServingView {
   readonly generation: number;
   readonly catalog: Catalog;
   readonly config: MeshConfig;
+  readonly trustDomain?: string;
 }
 
 export interface ConnectionDeps {
@@ -107,7 +108,12 @@ export class AdsConnection {
     const subscription = this.state.subscription(typeUrl);
     if (!proxy || !subscription) return;
     const view = this.deps.view();
-    const ctx = { proxy, catalog: view.catalog, config: view.config };
+    const ctx = {
+      proxy,
+      catalog: view.catalog,
+      config: view.config,
+      ...(view.trustDomain && { trustDomain: view.trustDomain }),
+    };
     const generator = this.deps.generators.find(proxy.kind, typeUrl);
     const resources: EncodedResource[] = [];
     if (generator) {

@@ -42,6 +42,8 @@ export interface AdsServerOptions {
   readonly metrics?: PortolanMetrics;
   /** Where connections are recorded for the history (the store). */
   readonly connectionLog?: ConnectionLog;
+  /** The SPIFFE trust domain, for the peer identities TLS contexts match. */
+  readonly trustDomain?: string;
 }
 
 /** Decides, from the first request's node and the call (its TLS peer), whether a stream may proceed. */
@@ -74,6 +76,7 @@ export class AdsServer {
       generation: 0,
       catalog: options.discovery.catalog(),
       config: this.meshConfig.meshConfig(),
+      ...(this.options.trustDomain && { trustDomain: this.options.trustDomain }),
     };
     this.debouncer = new PushDebouncer(options.pushWindowMs ?? 100, (e) => this.pushAll(e));
     this.unsubscribe = [
@@ -121,6 +124,7 @@ export class AdsServer {
       generation: this.view.generation + 1,
       catalog: this.options.discovery.catalog(),
       config: this.meshConfig.meshConfig(),
+      ...(this.options.trustDomain && { trustDomain: this.options.trustDomain }),
     };
     this.pushes += 1;
     this.options.metrics?.pushes.inc({ kind: event.endpointsOnly ? 'eds' : 'full' });

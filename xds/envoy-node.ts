@@ -3,6 +3,7 @@
 // Anything malformed is a NodeError: the stream is refused with INVALID_ARGUMENT, nothing else is hurt.
 import { isIP } from 'node:net';
 import { NodeError } from './node-error.js';
+import { CERT_DIR_META, DEFAULT_CERT_DIR } from './workload-certs.js';
 
 /** How the proxy's own outbound traffic reaches it. Several may be on at once. */
 export type OutboundMode = 'transparent' | 'explicit' | 'http-proxy';
@@ -31,6 +32,8 @@ export interface EnvoyNode {
   readonly httpProxyPort: number;
   /** Where the local application listens for an endpoint port (default: 127.0.0.1, same port). */
   readonly appPorts: Readonly<Record<number, number>>;
+  /** Where `portolan cert` keeps this node's certificate files (for workload mTLS). */
+  readonly certDir: string;
 }
 
 export const DEFAULT_HTTP_PROXY_PORT = 15080;
@@ -42,6 +45,7 @@ export const META = {
   upstreams: 'PORTOLAN_UPSTREAMS',
   httpProxyPort: 'PORTOLAN_HTTP_PROXY_PORT',
   appPorts: 'PORTOLAN_APP_PORTS',
+  certDir: CERT_DIR_META,
 } as const;
 
 export function parseEnvoyNode(idType: string | undefined, metadata: Record<string, unknown>): EnvoyNode {
@@ -70,7 +74,16 @@ export function parseEnvoyNode(idType: string | undefined, metadata: Record<stri
         ? DEFAULT_HTTP_PROXY_PORT
         : parsePort(metadata[META.httpProxyPort], META.httpProxyPort),
     appPorts: parseAppPorts(metadata[META.appPorts]),
+    certDir: parseCertDir(metadata[META.certDir]),
   };
+}
+
+// Absolute: Envoy resolves SDS file paths against its own working directory.
+function parseCertDir(value: unknown): string {
+  const dir = optionalString(value, META.certDir);
+  if (dir === '') return DEFAULT_CERT_DIR;
+  if (!dir.startsWith('/')) throw new NodeError(`${META.certDir}: "${dir}" is not an absolute path`);
+  return dir.length > 1 ? dir.replace(/\/+$/, '') : dir;
 }
 
 // Default: iptables capture if the node says it is intercepted (Istio's INTERCEPTION_MODE), else

@@ -9,6 +9,8 @@ export interface GenerateContext {
   readonly catalog: Catalog;
   /** The traffic config (VirtualServices, DestinationRules, Gateways) of this serving generation. */
   readonly config: MeshConfig;
+  /** The SPIFFE trust domain of workload identities (`--trust-domain`); default cluster.local. */
+  readonly trustDomain?: string;
 }
 
 export interface ResourceGenerator {

@@ -1,10 +1,16 @@
 // One document → one typed resource: the Kubernetes-style envelope (apiVersion, kind, metadata),
 // then the spec by kind. Kinds and apiVersions we do not serve are ignored with a warning.
 import type { FieldPath } from '../parse.js';
-import { SUPPORTED_API_VERSIONS, type AnyConfigResource, type ConfigKind } from '../types.js';
+import {
+  SECURITY_API_VERSIONS,
+  SUPPORTED_API_VERSIONS,
+  type AnyConfigResource,
+  type ConfigKind,
+} from '../types.js';
 import { stringMap } from './common.js';
 import { destinationRuleSpec } from './destination-rule.js';
 import { gatewaySpec } from './gateway.js';
+import { peerAuthenticationSpec } from './peer-authentication.js';
 import { isRecord, obj, str, type Check, type Problems } from './schema.js';
 import { serviceEntrySpec } from './service-entry.js';
 import { sidecarSpec } from './sidecar.js';
@@ -18,7 +24,13 @@ const SPECS: Record<ConfigKind, Check<unknown>> = {
   DestinationRule: destinationRuleSpec,
   Gateway: gatewaySpec,
   Sidecar: sidecarSpec,
+  PeerAuthentication: peerAuthenticationSpec,
 };
+
+/** The API groups a kind is read from. */
+function apiVersionsOf(kind: string): readonly string[] {
+  return kind === 'PeerAuthentication' ? SECURITY_API_VERSIONS : SUPPORTED_API_VERSIONS;
+}
 
 // Fields `kubectl get -o yaml` adds; accepted silently so exported manifests load as they are.
 const SERVER_METADATA = [
@@ -73,7 +85,7 @@ export function validateResource(
   const apiVersion = requiredField(value, 'apiVersion', path, str({ nonEmpty: true }), problems);
   const kind = requiredField(value, 'kind', path, str({ nonEmpty: true }), problems);
   if (apiVersion === undefined || kind === undefined) return undefined;
-  if (!(SUPPORTED_API_VERSIONS as readonly string[]).includes(apiVersion)) {
+  if (!apiVersionsOf(kind).includes(apiVersion)) {
     problems.warn([...path, 'apiVersion'], `${apiVersion} ${kind} is not supported, ignored`);
     return undefined;
   }

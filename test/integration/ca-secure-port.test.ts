@@ -17,6 +17,7 @@ import { createJoinToken } from '../../ca/join-tokens.js';
 import { generateKeyPair, privateKeyPem } from '../../ca/keys.js';
 import { SecurePort } from '../../ca/secure-server.js';
 import { CERT_CHAIN_FILE, ROOT_CERT_FILE, runAgent } from '../../ca/workload-agent.js';
+import { SDS_CERT_FILE, sdsFiles } from '../../xds/workload-certs.js';
 import { silentLogger } from '../../log/logger.js';
 import { Store } from '../../store/store.js';
 import { eventually } from '../support/eventually.js';
@@ -214,6 +215,9 @@ test('the workload agent renews a short-lived certificate before it expires, wit
     );
     assert.ok(Date.now() < firstNotAfter, 'renewed before the first certificate expired');
     assert.equal(readFileSync(join(out, ROOT_CERT_FILE), 'utf8').trim(), rootPem.trim());
+    // Envoy's file-based SDS files sit beside the PEM files and name them by absolute path.
+    const sds = JSON.parse(readFileSync(join(out, SDS_CERT_FILE), 'utf8')) as unknown;
+    assert.deepEqual(sds, sdsFiles(out)[SDS_CERT_FILE]);
   } finally {
     abort.abort();
     await agent;

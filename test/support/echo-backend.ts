@@ -56,15 +56,50 @@ export interface EchoBackend {
 
 /**
  * Starts a backend on `address:port` (port 0 picks one). `before`, when given, runs before each
- * answer (a test holds calls open with it).
+ * answer (a test holds calls open with it); plaintext unless `credentials` say otherwise.
  */
 export async function startEchoBackend(
   name: string,
   address: string,
   port = 0,
   before?: (message: string) => Promise<void>,
+  credentials = grpc.ServerCredentials.createInsecure(),
 ): Promise<EchoBackend> {
   const server = new grpc.Server();
+  const service = addEchoService(server, name, before);
+  const bound = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`${address}:${port}`, credentials, (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  return {
+    name,
+    address,
+    port: bound,
+    calls: () => service.calls(),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        service.stop();
+        server.forceShutdown();
+        resolve();
+      }),
+  };
+}
+
+/** The Echo service on a server: calls received, and `stop` cancels delayed answers. */
+export interface EchoService {
+  /** Calls received, each retry attempt included. */
+  calls(): number;
+  stop(): void;
+}
+
+/**
+ * Adds the Echo service answering as `name` to any server (e.g. an XdsServer), with the
+ * `x-delay-ms` and `x-flaky` behaviours and the `before` hook described above.
+ */
+export function addEchoService(
+  server: grpc.Server,
+  name: string,
+  before?: (message: string) => Promise<void>,
+): EchoService {
   let calls = 0;
   let flaky = 0;
   const timers = new Set<NodeJS.Timeout>();
@@ -89,22 +124,12 @@ export async function startEchoBackend(
       timers.add(timer);
     },
   });
-  const bound = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${address}:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
-  );
   return {
-    name,
-    address,
-    port: bound,
     calls: () => calls,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        for (const t of timers) clearTimeout(t);
-        server.forceShutdown();
-        resolve();
-      }),
+    stop: () => {
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+    },
   };
 }
 

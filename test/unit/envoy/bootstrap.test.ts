@@ -19,6 +19,7 @@ const BASE = {
   appPort: [] as string[],
   label: [] as string[],
   maxConnections: '50000',
+  kind: 'envoy',
 };
 
 const VARIANTS = {

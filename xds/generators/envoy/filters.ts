@@ -20,6 +20,8 @@ export const TLS_INSPECTOR_TYPE =
   'type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector';
 export const DOWNSTREAM_TLS_TYPE =
   'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext';
+export const UPSTREAM_TLS_TYPE =
+  'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext';
 export const HTTP_PROTOCOL_OPTIONS_TYPE =
   'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions';
 

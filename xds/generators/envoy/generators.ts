@@ -25,6 +25,7 @@ import {
 import { gatewayRoute } from './gateway.js';
 import { inboundPorts } from './sidecar-listeners.js';
 import { httpProxyRoute, portRoute } from './sidecar-routes.js';
+import { withUpstreamTls } from './upstream-tls.js';
 import { effectiveNode, envoyNode, listenersFor, listenerViewKey, proxyScope, scopeViewKey } from './view.js';
 import { routeViewKey } from '../../traffic/route-context.js';
 
@@ -37,9 +38,10 @@ function clusters(): ResourceGenerator {
     typeUrl: CLUSTER,
     proxyKind: 'envoy',
     // Outbound clusters depend on the DestinationRules and Sidecar the proxy sees (by namespace
-    // and labels; gateways are not scoped); inbound ones on where the app listens.
+    // and labels; gateways are not scoped) and, for TLS, on the certificate directory; inbound ones
+    // on where the app listens.
     viewKey: (proxy) =>
-      `${envoyNode(proxy).role} ${scopeViewKey(proxy)} ${JSON.stringify(envoyNode(proxy).appPorts)}`,
+      `${envoyNode(proxy).role} ${scopeViewKey(proxy)} ${JSON.stringify([envoyNode(proxy).appPorts, envoyNode(proxy).certDir])}`,
     wildcardNames: (ctx) => [
       ...outboundClusterNames(ctx.catalog, ctx.config, ctx.proxy.namespace, proxyScope(ctx).clusters),
       PASSTHROUGH_CLUSTER,
@@ -69,11 +71,12 @@ function buildCluster(ctx: GenerateContext, name: string): ReturnType<typeof pas
   if (!key || key.direction !== 'outbound') return undefined;
   const service = ctx.catalog.service(key.hostname);
   if (!service || !proxyScope(ctx).clusters(service)) return undefined;
-  return outboundCluster(ctx.catalog, service, key.port, {
+  const cluster = outboundCluster(ctx.catalog, service, key.port, {
     config: ctx.config,
     proxyNamespace: ctx.proxy.namespace,
     subset: key.subset,
   });
+  return cluster && withUpstreamTls(ctx, service, key.port, cluster, key.subset);
 }
 
 function endpoints(): ResourceGenerator {

@@ -37,6 +37,7 @@ import {
   socketAddress,
   tcpProxy,
 } from './filters.js';
+import { PLAINTEXT_INBOUND, type InboundSecurity } from './inbound-tls.js';
 
 export const VIRTUAL_OUTBOUND_PORT = 15001;
 export const VIRTUAL_INBOUND_PORT = 15006;
@@ -69,6 +70,7 @@ export function sidecarListeners(
   ctx: GenerateContext,
   node: EnvoyNode,
   scope: ServiceScope = ALL_SERVICES,
+  security: InboundSecurity = PLAINTEXT_INBOUND,
 ): Map<string, Listener> {
   const { catalog } = ctx;
   const ips = ctx.proxy.ips;
@@ -84,8 +86,8 @@ export function sidecarListeners(
   };
   const transparent = node.outboundModes.includes('transparent');
   const inbound = inboundPorts(catalog, ips);
-  if (transparent) add(virtualInbound(inbound, node), true);
-  else for (const p of inbound) add(inboundListener(p), true);
+  if (transparent) add(virtualInbound(inbound, node, security), true);
+  else for (const p of inbound) add(inboundListener(p, security), true);
   if (node.outboundModes.includes('explicit'))
     for (const l of upstreamListeners(ctx, node, scope)) add(l, true);
   if (node.outboundModes.includes('http-proxy')) add(httpProxyListener(node.httpProxyPort), true);
@@ -109,26 +111,31 @@ function inboundChain(p: InboundPort): FilterChain {
 }
 
 /** Without capture, Envoy listens on the endpoint's own address and port, the app on loopback. */
-function inboundListener(p: InboundPort): Listener {
+function inboundListener(p: InboundPort, security: InboundSecurity): Listener {
+  const listenerFilters = security.listenerFilters([p.port]);
   return {
     name: socketListenerName(p.address, p.port),
     address: socketAddress(p.address, p.port),
     traffic_direction: 'INBOUND',
-    filter_chains: [inboundChain(p)],
+    ...(listenerFilters.length > 0 && { listener_filters: listenerFilters }),
+    filter_chains: security.chains(inboundChain(p), p.port, p.http),
   };
 }
 
-function virtualInbound(ports: readonly InboundPort[], node: EnvoyNode): Listener {
+function virtualInbound(ports: readonly InboundPort[], node: EnvoyNode, security: InboundSecurity): Listener {
   return {
     name: VIRTUAL_INBOUND,
     address: socketAddress('0.0.0.0', VIRTUAL_INBOUND_PORT),
     traffic_direction: 'INBOUND',
-    listener_filters: [originalDstFilter()],
+    listener_filters: [originalDstFilter(), ...security.listenerFilters(ports.map((p) => p.port))],
     ...(node.interceptionMode === 'TPROXY' && { transparent: { value: true } }),
-    filter_chains: ports.map((p) => ({
-      ...inboundChain(p),
-      filter_chain_match: { destination_port: { value: p.port } },
-    })),
+    filter_chains: ports.flatMap((p) =>
+      security.chains(
+        { ...inboundChain(p), filter_chain_match: { destination_port: { value: p.port } } },
+        p.port,
+        p.http,
+      ),
+    ),
     default_filter_chain: {
       name: INBOUND_PASSTHROUGH_CLUSTER,
       filters: [tcpProxy(INBOUND_PASSTHROUGH_CLUSTER, INBOUND_PASSTHROUGH_CLUSTER)],

@@ -6,7 +6,9 @@ import type { GenerateContext } from '../../generator.js';
 import type { Proxy } from '../../proxy.js';
 import { withRouteDestinations } from '../../traffic/scope-destinations.js';
 import { scopeFor, sidecarOutboundPolicy, UNSCOPED, type ProxyScope } from '../../traffic/sidecar-scope.js';
+import { DEFAULT_CERT_DIR } from '../../workload-certs.js';
 import { gatewayListeners } from './gateway.js';
+import { inboundSecurity, type InboundSecurity } from './inbound-tls.js';
 import { sidecarListeners } from './sidecar-listeners.js';
 
 const NO_NODE: EnvoyNode = {
@@ -19,6 +21,7 @@ const NO_NODE: EnvoyNode = {
   upstreams: [],
   httpProxyPort: 15080,
   appPorts: {},
+  certDir: DEFAULT_CERT_DIR,
 };
 
 export function envoyNode(proxy: Proxy): EnvoyNode {
@@ -69,8 +72,21 @@ export function listenersFor(ctx: GenerateContext): Map<string, Listener> {
   if (!listeners) {
     const node = effectiveNode(ctx);
     listeners =
-      node.role === 'router' ? gatewayListeners(ctx) : sidecarListeners(ctx, node, proxyScope(ctx).listeners);
+      node.role === 'router'
+        ? gatewayListeners(ctx)
+        : sidecarListeners(ctx, node, proxyScope(ctx).listeners, inboundSecurityFor(ctx));
     byView.set(key, listeners);
   }
   return listeners;
+}
+
+/** PeerAuthentication for this proxy's workload (its namespace and LABELS). */
+function inboundSecurityFor(ctx: GenerateContext): InboundSecurity {
+  const node = envoyNode(ctx.proxy);
+  return inboundSecurity({
+    config: ctx.config,
+    workload: { namespace: ctx.proxy.namespace, labels: node.labels },
+    certDir: node.certDir,
+    ...(ctx.trustDomain && { trustDomain: ctx.trustDomain }),
+  });
 }

@@ -18,6 +18,7 @@ import { clusterPolicy, type ClusterPolicy } from '../../traffic/traffic-policy.
 
 /** gRPC's default ring size (A42) when `minimumRingSize` is not set, the same as Envoy's. */
 const DEFAULT_MIN_RING_SIZE = 1024;
+import { withGrpcClientTls } from './cluster-security.js';
 
 export const grpcClusterGenerator: ResourceGenerator = {
   typeUrl: CLUSTER,
@@ -52,7 +53,16 @@ export const grpcClusterGenerator: ResourceGenerator = {
     );
     if (key.subset !== '' && !source) return undefined;
     const cluster = baseCluster(ctx, service, port, key.subset, name);
-    return cluster && encodeResource(CLUSTER, name, source ? applyPolicy(cluster, source.policy) : cluster);
+    const secured =
+      cluster &&
+      withGrpcClientTls(
+        ctx,
+        service,
+        port.number,
+        source ? applyPolicy(cluster, source.policy) : cluster,
+        key.subset,
+      );
+    return secured && encodeResource(CLUSTER, name, secured);
   },
 };
 

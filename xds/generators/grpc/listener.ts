@@ -9,6 +9,7 @@ import { encodeResource, toAny } from '../../resource.js';
 import { faultHttpFilter } from '../../traffic/fault.js';
 import { configHasFaults } from '../../traffic/route-context.js';
 import { LISTENER } from '../../type-urls.js';
+import { grpcLabels, grpcServerListener, isGrpcServerListenerName } from './server-listener.js';
 import { allHostPorts, resolveServicePort } from './service-port.js';
 
 const HCM_TYPE =
@@ -18,9 +19,11 @@ const ROUTER_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.router.v3
 export const grpcListenerGenerator: ResourceGenerator = {
   typeUrl: LISTENER,
   proxyKind: 'grpc',
-  viewKey: () => '',
+  // Server listeners (A36) depend on the server's namespace and labels (PeerAuthentication).
+  viewKey: (proxy) => JSON.stringify([proxy.namespace, grpcLabels(proxy)]),
   wildcardNames: (ctx: GenerateContext) => allHostPorts(ctx.catalog),
   build(ctx, name) {
+    if (isGrpcServerListenerName(name)) return grpcServerListener(ctx, name);
     const resolved = resolveServicePort(ctx.catalog, name);
     if (!resolved || resolved.service.resolution === 'NONE') return undefined;
     const routeName = grpcListenerName(resolved.service.hostname, resolved.port.number);

@@ -1,0 +1,38 @@
+// Which client TLS settings apply to traffic for a service port (DestinationRule `trafficPolicy.tls`,
+// overridden by `portLevelSettings[].tls`, and by a subset's own policy), and which SPIFFE identities
+// the service's endpoints run as — what an ISTIO_MUTUAL client checks the server's certificate against.
+import type { ClientTLSSettings, TrafficPolicy } from '../../config-dir/types.js';
+import type { Catalog } from '../../model/catalog.js';
+import type { Service } from '../../model/service.js';
+import type { GenerateContext } from '../generator.js';
+import { destinationRuleFor, subsetOf } from './destination-rules.js';
+
+export function clientTlsFor(
+  ctx: Pick<GenerateContext, 'config' | 'proxy'>,
+  service: Service,
+  port: number,
+  subset = '',
+): ClientTLSSettings | undefined {
+  const rule = destinationRuleFor(ctx.config, service.hostname, ctx.proxy.namespace, service.namespace);
+  const fromPolicy = (policy: TrafficPolicy | undefined): ClientTLSSettings | undefined =>
+    policy?.portLevelSettings?.find((s) => s.port.number === port)?.tls ?? policy?.tls;
+  return (
+    (subset && fromPolicy(subsetOf(rule, subset)?.trafficPolicy)) || fromPolicy(rule?.spec.trafficPolicy)
+  );
+}
+
+/** `spiffe://TD/ns/NS/sa/SA` of the endpoints serving the port, sorted; empty when none is known. */
+export function serviceIdentities(
+  catalog: Catalog,
+  service: Service,
+  port: number,
+  trustDomain: string,
+): string[] {
+  const ids = new Set<string>();
+  for (const pe of catalog.endpoints(service.hostname, port)) {
+    const sa = pe.endpoint.serviceAccount;
+    if (!sa) continue;
+    ids.add(sa.startsWith('spiffe://') ? sa : `spiffe://${trustDomain}/ns/${service.namespace}/sa/${sa}`);
+  }
+  return [...ids].sort();
+}
