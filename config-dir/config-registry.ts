@@ -11,10 +11,13 @@ import { formatIssue, loadConfigFile, type FileLoad } from './load-file.js';
 import { comparePaths, mergeFiles, type ConfigConflict, type MergedConfig } from './merge.js';
 import { buildSnapshot, REGISTRY_NAME, type CrossResourceWarning } from './service-entry.js';
 import { clusterLimitations } from '../xds/traffic/cluster-limitations.js';
+import { routeLimitations } from '../xds/traffic/route-limitations.js';
 import { tlsLimitations } from '../xds/traffic/tls-limitations.js';
 import { EMPTY_MESH_CONFIG, nextMeshConfig, type MeshConfig, type MeshConfigSource } from './mesh-config.js';
 import { resourceKey, type ConfigIssue } from './types.js';
 import { DirWatcher } from './watcher.js';
+import { unknownSubsetWarnings } from './validate/virtual-service.js';
+import { resolveHost } from '../xds/traffic/hosts.js';
 
 export type { ConfigDebugState } from './debug-state.js';
 export type { MeshConfig } from './mesh-config.js';
@@ -134,7 +137,12 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       files,
       conflicts: this.conflicts,
       warnings: this.crossWarnings,
-      limitations: [...clusterLimitations(this.mesh), ...tlsLimitations(this.mesh)],
+      // One list: what routes (VirtualService), clusters (DestinationRule) and TLS cannot render.
+      limitations: [
+        ...routeLimitations(this.mesh),
+        ...clusterLimitations(this.mesh),
+        ...tlsLimitations(this.mesh),
+      ],
       resources: resourcesOf(this.merged),
     };
   }
@@ -241,14 +249,18 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       { kept: c.kept, ignored: c.ignored },
       `${c.type === 'duplicate-host' ? 'host' : 'resource'} ${c.subject} defined twice; ignoring ${c.ignored.file}:${c.ignored.line}, keeping ${c.kept.file}:${c.kept.line}`,
     ]);
-    this.logNew(conversion.warnings, this.crossWarnings, (w) => [{ resource: w.resource }, w.message]);
+    const warnings = [
+      ...conversion.warnings,
+      ...unknownSubsetWarnings(merged.virtualServices, merged.destinationRules, resolveHost),
+    ];
+    this.logNew(warnings, this.crossWarnings, (w) => [{ resource: w.resource }, w.message]);
 
     const previousMesh = this.mesh;
     // Everything readable is updated before any listener runs.
     this.merged = merged;
     this.mesh = nextMeshConfig(previousMesh, merged);
     this.conflicts = conflicts;
-    this.crossWarnings = conversion.warnings;
+    this.crossWarnings = warnings;
     this.state.replace(conversion.snapshot);
     const broken = [...this.files.entries()].filter(([, f]) => f.errors.length > 0);
     const first = broken[0];

@@ -24,7 +24,10 @@ export interface ConfigDebugState {
   readonly files: readonly FileDebugState[];
   readonly conflicts: readonly ConfigConflict[];
   readonly warnings: readonly CrossResourceWarning[];
-  /** Fields accepted but not rendered for a kind of client (xds/traffic/cluster-limitations.ts). */
+  /**
+   * Fields accepted but not rendered for a kind of client: xds/traffic/route-limitations.ts
+   * (VirtualService) then xds/traffic/cluster-limitations.ts (DestinationRule).
+   */
   readonly limitations: readonly TrafficLimitation[];
   /** Every resource kind in force, as validated. */
   readonly resources: Omit<MergedConfig, 'conflicts'>;

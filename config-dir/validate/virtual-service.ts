@@ -1,10 +1,28 @@
-// VirtualService: validated and kept for the traffic-management work; the essentials are checked
-// (hosts, destinations, weights, durations, one-of fields), the rest is type-checked only.
+// VirtualService validation: hosts, destinations, weights (several must sum to 100), durations,
+// one-of fields, regexes (RE2 syntax, as Envoy and gRPC compile them), retry conditions, fault
+// statuses, and matches that can never be reached (after a catch-all, or identical to an earlier
+// one). Any of these is an error: the file is rejected and its last good version stays in force.
+// A route naming a subset no DestinationRule defines is a cross-resource warning only
+// (`unknownSubsetWarnings`): the rule may be in another file, or arrive later (Istio: an analyzer
+// warning, IST0101), and until then the subset's cluster has no endpoints.
 import type { FieldPath } from '../parse.js';
-import type { HTTPRoute, RouteDestination, StringMatch, VirtualServiceSpec } from '../types.js';
+import type {
+  DestinationRuleResource,
+  HTTPMatchRequest,
+  HTTPRoute,
+  L4MatchAttributes,
+  RouteDestination,
+  StringMatch,
+  VirtualServiceResource,
+  VirtualServiceSpec,
+} from '../types.js';
+import type { ResourceRef } from '../merge.js';
+import { grpcStatusCode } from '../../model/grpc-status.js';
+import { re2Error } from './re2.js';
 import {
   duration,
   hostname,
+  parseDuration,
   hostOrWildcard,
   ipOrCidr,
   percent,
@@ -26,21 +44,31 @@ import {
 } from './schema.js';
 
 const MATCH_KINDS = ['exact', 'prefix', 'regex'] as const;
+const REDIRECT_CODES: readonly number[] = [301, 302, 303, 307, 308];
+
+/** A regex in RE2 syntax (Envoy's and gRPC's safe_regex). */
+const regex: Check<string> = str({
+  test: (s) => {
+    const reason = re2Error(s);
+    return reason === undefined ? undefined : `not a valid RE2 regex (${reason})`;
+  },
+});
 
 /** A StringMatch for uri/method/...: exactly one of exact, prefix, regex. */
 const stringMatch: Check<StringMatch> = obj(
-  { exact: str(), prefix: str(), regex: str() },
+  { exact: str(), prefix: str(), regex },
   {
     refine: (m, path, problems) => {
       const set = MATCH_KINDS.filter((k) => m[k] !== undefined);
-      if (set.length !== 1) problems.error(path, `exactly one of ${MATCH_KINDS.join(', ')} must be set`);
+      if (set.length !== 1 && !hasErrorsUnder(problems, path))
+        problems.error(path, `exactly one of ${MATCH_KINDS.join(', ')} must be set`);
     },
   },
 );
 
 /** In header and query maps an empty match means "present", so at most one kind. */
 const presenceMatch: Check<StringMatch> = obj(
-  { exact: str(), prefix: str(), regex: str() },
+  { exact: str(), prefix: str(), regex },
   { refine: (m, path, problems) => atMostOne(m, MATCH_KINDS, path, problems) },
 );
 
@@ -77,7 +105,11 @@ const redirect = obj(
     port: portNumber,
     derivePort: oneOf(['FROM_PROTOCOL_DEFAULT', 'FROM_REQUEST_PORT']),
     scheme: str(),
-    redirectCode: int(300, 399),
+    redirectCode: (value, path, problems) => {
+      if (typeof value === 'number' && REDIRECT_CODES.includes(value)) return value;
+      problems.error(path, `must be one of ${REDIRECT_CODES.join(', ')} (the redirects Envoy can send)`);
+      return undefined;
+    },
   },
   { refine: (r, path, problems) => atMostOne(r, ['port', 'derivePort'], path, problems) },
 );
@@ -97,26 +129,76 @@ const rewrite = obj(
   {
     uri: str(),
     authority: str(),
-    uriRegexRewrite: obj({ match: str(), rewrite: str() }, { required: ['match', 'rewrite'] }),
+    uriRegexRewrite: obj({ match: regex, rewrite: str() }, { required: ['match', 'rewrite'] }),
   },
   { refine: (r, path, problems) => atMostOne(r, ['uri', 'uriRegexRewrite'], path, problems) },
 );
 
+/** Istio's retryOn conditions (Envoy's x-envoy-retry-on and x-envoy-retry-grpc-on values). */
+export const RETRY_ON = [
+  '5xx',
+  'gateway-error',
+  'reset',
+  'reset-before-request',
+  'connect-failure',
+  'envoy-ratelimited',
+  'retriable-4xx',
+  'refused-stream',
+  'retriable-status-codes',
+  'retriable-headers',
+  'http3-post-connect-failure',
+  'cancelled',
+  'deadline-exceeded',
+  'internal',
+  'resource-exhausted',
+  'unavailable',
+] as const;
+
+const retryOn: Check<string> = str({
+  test: (s) => {
+    const bad = s
+      .split(',')
+      .map((t) => t.trim())
+      .filter((t) => !(RETRY_ON as readonly string[]).includes(t) && !/^[1-5]\d\d$/.test(t));
+    return bad.length === 0
+      ? undefined
+      : `unknown retry condition ${bad.map((b) => JSON.stringify(b)).join(', ')}: use ${RETRY_ON.join(', ')} or an HTTP status code`;
+  },
+});
+
+/** A duration of at least 1 ms (Istio's rule for per-try timeouts and fault delays). */
+const positiveDuration: Check<string> = (value, path, problems) => {
+  const checked = duration(value, path, problems);
+  if (checked === undefined) return undefined;
+  if ((parseDuration(checked) ?? 0) < 1) {
+    problems.error(path, `must be at least 1ms, got ${JSON.stringify(checked)}`);
+    return undefined;
+  }
+  return checked;
+};
+
 const retries = obj({
   attempts: int(0, 2_147_483_647),
-  perTryTimeout: duration,
-  retryOn: str(),
+  perTryTimeout: positiveDuration,
+  retryOn,
   retryRemoteLocalities: bool,
+});
+
+const grpcStatus: Check<string> = str({
+  test: (s) =>
+    grpcStatusCode(s) === undefined
+      ? `must be a gRPC status name such as UNAVAILABLE (or its number 0..16), got ${JSON.stringify(s)}`
+      : undefined,
 });
 
 const fault = obj(
   {
-    delay: obj({ fixedDelay: duration, percentage: percent }, { required: ['fixedDelay'] }),
+    delay: obj({ fixedDelay: positiveDuration, percentage: percent }, { required: ['fixedDelay'] }),
     abort: obj(
-      { httpStatus: int(200, 599), grpcStatus: str({ nonEmpty: true }), percentage: percent },
+      { httpStatus: int(200, 599), grpcStatus, percentage: percent },
       {
         refine: (a, path, problems) => {
-          if (a.httpStatus === undefined && a.grpcStatus === undefined)
+          if (a.httpStatus === undefined && a.grpcStatus === undefined && !hasErrorsUnder(problems, path))
             problems.error(path, 'one of httpStatus, grpcStatus is required');
           atMostOne(a, ['httpStatus', 'grpcStatus'], path, problems);
         },
@@ -215,9 +297,19 @@ export const virtualServiceSpec: Check<VirtualServiceSpec> = obj(
     refine: (vs, path, problems) => {
       const routes = (vs.http?.length ?? 0) + (vs.tls?.length ?? 0) + (vs.tcp?.length ?? 0);
       if (routes === 0) problems.error(path, 'at least one http, tls or tcp route is required');
+      // Judged only on routes that validated: a match missing a broken field is not what was written.
+      if (!hasErrorsUnder(problems, [...path, 'http']))
+        checkReachable(vs.http ?? [], [...path, 'http'], isHttpCatchAll, problems);
+      if (!hasErrorsUnder(problems, [...path, 'tcp']))
+        checkReachable(vs.tcp ?? [], [...path, 'tcp'], isL4CatchAll, problems);
     },
   },
 );
+
+/** Whether an error was already recorded at or below `path` (so a follow-on complaint would mislead). */
+function hasErrorsUnder(problems: Problems, path: FieldPath): boolean {
+  return problems.errors.some((e) => path.every((segment, i) => e.path[i] === segment));
+}
 
 /** One destination may omit its weight (it takes everything); several must split exactly 100. */
 function checkWeights(
@@ -229,4 +321,121 @@ function checkWeights(
   const sum = routes.reduce((total, r) => total + (r.weight ?? 0), 0);
   if (sum !== 100)
     problems.error(path, `weights must sum to 100 when there are several destinations, got ${sum}`);
+}
+
+// ---- unreachable matches ------------------------------------------------------------------------
+//
+// Routes are tried in order and the first match wins, so a route can be dead code. Two cases are
+// errors, decided on the config alone:
+// - a route after a catch-all route: a catch-all has no `match`, or a match entry with no condition
+//   at all (a uri prefix "/" counts as none). Conditions on the proxy (port, sourceLabels,
+//   sourceNamespace, gateways) count: such a route catches all only for some proxies, so what
+//   follows it is still reachable for others.
+// - a match entry identical (ignoring its `name`) to an earlier entry, in this or an earlier route.
+// Overlaps short of these (a prefix /a before a prefix /ab) are legitimate ordering, not errors.
+
+interface Matchable<M> {
+  readonly match?: readonly M[];
+}
+
+function checkReachable<M extends object>(
+  routes: readonly Matchable<M>[],
+  path: FieldPath,
+  isCatchAll: (m: M) => boolean,
+  problems: Problems,
+): void {
+  let catchAll: number | undefined;
+  const seen = new Map<string, string>();
+  routes.forEach((route, i) => {
+    if (catchAll !== undefined) {
+      problems.error(
+        [...path, i],
+        `can never match: ${path.at(-1) as string}[${catchAll}] before it matches every request`,
+      );
+      return;
+    }
+    const matches = route.match ?? [];
+    matches.forEach((m, j) => {
+      const key = canonical(m);
+      const first = seen.get(key);
+      if (first !== undefined)
+        problems.error(
+          [...path, i, 'match', j],
+          `identical to ${first}, which comes first: it can never match`,
+        );
+      else seen.set(key, `${path.at(-1) as string}[${i}].match[${j}]`);
+    });
+    if (matches.length === 0 || matches.some(isCatchAll)) catchAll = i;
+  });
+}
+
+// Key order and the match's own name do not change what it matches.
+function canonical(m: object): string {
+  const sorted = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(sorted);
+    if (v === null || typeof v !== 'object') return v;
+    return Object.fromEntries(
+      Object.entries(v)
+        .filter(([k]) => k !== 'name')
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([k, x]) => [k, sorted(x)]),
+    );
+  };
+  return JSON.stringify(sorted(m));
+}
+
+function isHttpCatchAll(m: HTTPMatchRequest): boolean {
+  const { name: _name, uri, ignoreUriCase: _case, ...rest } = m;
+  const everyPath = uri === undefined || uri.prefix === '/' || uri.prefix === '';
+  return everyPath && Object.values(rest).every((v) => v === undefined);
+}
+
+function isL4CatchAll(m: L4MatchAttributes): boolean {
+  return Object.values(m).every((v) => v === undefined);
+}
+
+// ---- unknown subsets (cross-resource) -----------------------------------------------------------
+
+export interface UnknownSubsetWarning {
+  readonly resource: ResourceRef;
+  readonly message: string;
+}
+
+/**
+ * Destinations naming a subset that no DestinationRule for that host defines (in any namespace).
+ * A warning, not an error: see the top of this file.
+ */
+export function unknownSubsetWarnings(
+  virtualServices: readonly VirtualServiceResource[],
+  destinationRules: readonly DestinationRuleResource[],
+  resolveHost: (host: string, namespace: string) => string,
+): UnknownSubsetWarning[] {
+  const defined = new Set<string>();
+  for (const dr of destinationRules)
+    for (const s of dr.spec.subsets ?? [])
+      defined.add(`${resolveHost(dr.spec.host, dr.namespace)}|${s.name}`);
+  const out: UnknownSubsetWarning[] = [];
+  for (const vs of virtualServices) {
+    const resource = { resource: `VirtualService/${vs.namespace}/${vs.name}`, file: vs.file, line: vs.line };
+    const check = (d: { host: string; subset?: string } | undefined, where: string): void => {
+      if (d?.subset === undefined) return;
+      const host = resolveHost(d.host, vs.namespace);
+      if (!defined.has(`${host}|${d.subset}`))
+        out.push({
+          resource,
+          message: `${where}.subset: no DestinationRule for ${host} defines subset "${d.subset}"; its cluster has no endpoints until one does`,
+        });
+    };
+    (vs.spec.http ?? []).forEach((r, i) => {
+      (r.route ?? []).forEach((d, j) => check(d.destination, `spec.http[${i}].route[${j}].destination`));
+      if (r.mirror) check(r.mirror, `spec.http[${i}].mirror`);
+    });
+    (vs.spec.tcp ?? []).forEach((r, i) =>
+      r.route.forEach((d, j) => check(d.destination, `spec.tcp[${i}].route[${j}].destination`)),
+    );
+    (vs.spec.tls ?? []).forEach((r, i) =>
+      r.route.forEach((d, j) => check(d.destination, `spec.tls[${i}].route[${j}].destination`)),
+    );
+  }
+  return out;
 }

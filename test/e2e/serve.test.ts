@@ -149,6 +149,45 @@ test('deleting a file removes its endpoints', async () => {
   await eventually(async () => assert.deepEqual(await backendsReached(), ['b1', 'b4']));
 });
 
+test('/debug/configz lists what gRPC clients cannot render, and unknown subsets, while routing goes on', async () => {
+  writeFileSync(
+    join(dir, 'echo-vs.yaml'),
+    `apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: { name: echo, namespace: default }
+spec:
+  hosts: [${HOST}]
+  http:
+    - route: [{ destination: { host: ${HOST} } }]
+      mirror: { host: ${HOST}, subset: shadow }
+`,
+  );
+  const body = await eventually(async () => {
+    const { body } = await getJson('/debug/configz');
+    const state = body as {
+      limitations?: { resource: string; field: string; clients: string[] }[];
+      warnings: { resource: { resource: string }; message: string }[];
+    };
+    assert.deepEqual(
+      state.limitations?.map((l) => [l.resource, l.field, l.clients]),
+      [['VirtualService/default/echo', 'spec.http[0].mirror', ['grpc']]],
+    );
+    return state;
+  });
+  assert.ok(
+    body.warnings.some(
+      (w) => w.resource.resource === 'VirtualService/default/echo' && /subset "shadow"/.test(w.message),
+    ),
+    JSON.stringify(body.warnings),
+  );
+  assert.deepEqual(await backendsReached(), ['b1', 'b4']);
+  unlinkSync(join(dir, 'echo-vs.yaml'));
+  await eventually(async () => {
+    const { body } = await getJson('/debug/configz');
+    assert.deepEqual((body as { limitations: unknown[] }).limitations, []);
+  });
+});
+
 test('the admin views show the client and what it was sent', async () => {
   const { body } = await getJson('/debug/adsz');
   const clients = (

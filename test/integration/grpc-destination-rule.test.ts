@@ -1,6 +1,7 @@
 // DestinationRules from the config directory, end to end with the real @grpc/grpc-js-xds client:
 // circuit breaking (http2MaxRequests) drops the call over the limit and follows a live edit of the
-// file; consistentHash is accepted as RING_HASH; subset clusters and their endpoints reach an ADS
+// file; consistentHash (RING_HASH cluster + the route's header hash policy) keeps one header value on
+// one backend; subset clusters and their endpoints reach an ADS
 // client; what gRPC cannot take shows in the config directory's debug state.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -8,13 +9,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type * as grpc from '@grpc/grpc-js';
-import { startEchoBackend, type EchoBackend, type EchoClient } from '../support/echo-backend.js';
+import {
+  callEchoWith,
+  startEchoBackend,
+  type EchoBackend,
+  type EchoClient,
+} from '../support/echo-backend.js';
 import { eventually } from '../support/eventually.js';
 import { endpoint, mockService, servicePort } from '../support/model-fixtures.js';
 import { startInProcessPlane, type InProcessPlane } from '../support/in-process.js';
 import { decodedResources, grpcNode, RawAdsClient, resourceNames } from '../support/raw-ads-client.js';
 import { xdsEchoClient } from '../support/xds-client.js';
-import { CLUSTER, ENDPOINT } from '../../xds/type-urls.js';
+import { CLUSTER, ENDPOINT, ROUTE } from '../../xds/type-urls.js';
 
 const HOST = 'echo.dr.internal';
 
@@ -124,21 +130,40 @@ test('http2MaxRequests: the call over the limit is dropped; editing the file lif
   }
 });
 
-test('consistentHash: the client takes the RING_HASH cluster (no NACK) and reaches the backends', async () => {
+test('consistentHash end to end: one x-user value sticks to one backend, different values spread', async () => {
   await writeRule('loadBalancer: {consistentHash: {httpHeaderName: x-user, minimumRingSize: 64}}');
   const client = xdsEchoClient(`xds:///${HOST}:7070`, plane.address, 'grpc-dr-hash');
   try {
-    // No route hash policy is rendered here (routes are another change), so each call hashes at
-    // random (gRFC A42) and both backends answer; the point is that gRPC accepted the ring.
+    // The cluster is RING_HASH (this DestinationRule) and the route hashes on the x-user header
+    // (the same rule, rendered as the route's hash_policy, gRFC A42). A call without the header
+    // hashes at random, so those reach both backends.
     const seen = new Set<string>();
     await eventually(async () => {
       seen.add(await call(client, 'hi'));
       assert.deepEqual([...seen].sort(), ['b1', 'b2']);
     });
+    const byUser = new Map<string, Set<string>>();
+    for (let round = 0; round < 3; round++)
+      for (let u = 0; u < 32; u++) {
+        const user = `user-${u}`;
+        const res = await callEchoWith(client, { 'x-user': user });
+        assert.ok('backend' in res, `call for ${user} failed: ${'error' in res ? res.error.message : ''}`);
+        byUser.set(user, (byUser.get(user) ?? new Set()).add(res.backend));
+      }
+    for (const [user, backendsOfUser] of byUser)
+      assert.equal(
+        backendsOfUser.size,
+        1,
+        `${user}'s calls all land on one backend: ${[...backendsOfUser].join(', ')}`,
+      );
+    const used = new Set([...byUser.values()].flatMap((b) => [...b]));
+    assert.deepEqual([...used].sort(), ['b1', 'b2'], 'different users spread over both backends');
+
     const conn = plane.ads.connectionList().find((c) => c.proxy?.id === 'grpc-dr-hash');
     const cds = conn?.state.typeState(CLUSTER);
     assert.equal(cds?.nack, undefined, `no NACK: ${cds?.nack?.message ?? ''}`);
     assert.equal(cds?.ackedVersion, cds?.sent?.version);
+    assert.equal(conn?.state.typeState(ROUTE)?.nack, undefined, 'no NACK of the routes');
   } finally {
     client.close();
   }

@@ -259,6 +259,23 @@ test('a Sidecar is mesh config: its edits fire onConfigChange; limitations show 
   );
 });
 
+test('one limitations list holds the route (VirtualService) and cluster (DestinationRule) limitations', async (t) => {
+  const vs =
+    'apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: echo}\nspec:\n  hosts: [echo.example.internal]\n' +
+    '  http: [{route: [{destination: {host: echo.example.internal}}], mirror: {host: echo.example.internal}}]\n';
+  const dr =
+    'apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: echo}\nspec:\n  host: echo.example.internal\n' +
+    '  trafficPolicy: {outlierDetection: {consecutive5xxErrors: 3}}\n';
+  const { registry } = await started(t, { 'vs.yaml': vs, 'dr.yaml': dr });
+  assert.deepEqual(
+    registry.debugState().limitations.map((l) => [l.resource, l.field, l.clients]),
+    [
+      ['VirtualService/default/echo', 'spec.http[0].mirror', ['grpc']],
+      ['DestinationRule/default/echo', 'spec.trafficPolicy.outlierDetection', ['grpc']],
+    ],
+  );
+});
+
 test('settled() resolves once a burst of writes has been applied as one reload', async (t) => {
   const { registry, write, events } = await started(t, { 'echo.yaml': ECHO_SE });
   for (let i = 1; i <= 5; i++) await write(`vm-${i}.yaml`, vm(`vm-${i}`, `10.0.0.${i}`));

@@ -19,6 +19,7 @@ import {
   fixtureMeshConfig,
   fixtureProxies,
   LEGACY,
+  LEDGER,
   SHOP,
   VM_IP,
   WEB,
@@ -234,7 +235,8 @@ test('mergePolicy: rule, then rule port-level, then subset, then subset port-lev
 });
 
 test('no DestinationRule: today’s defaults (ROUND_ROBIN, 10 s connect timeout, circuit breakers wide open)', () => {
-  const shop = get(collect(sidecar, catalog), CLUSTER, `outbound|8080||${SHOP}`);
+  // The ledger service has no DestinationRule in the fixture (shop has the routes' hashing rule).
+  const shop = get(collect(sidecar, catalog), CLUSTER, `outbound|7000||${LEDGER}`);
   assert.equal(at(shop, 'lb_policy'), 'ROUND_ROBIN');
   assert.equal(at(shop, 'connect_timeout.seconds'), '10');
   const t = at(shop, 'circuit_breakers.thresholds[0]');

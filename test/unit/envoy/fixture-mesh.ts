@@ -1,6 +1,8 @@
 // A rich mesh for the Envoy generator tests: HTTP, gRPC and TCP services, DNS and NONE resolution,
 // sidecars in every outbound mode, a gateway with a bound VirtualService, DestinationRules with
-// every cluster-side policy and subsets, and a Sidecar scoping one namespace's proxies. `collect` plays an
+// every cluster-side policy and subsets, a Sidecar scoping one namespace's proxies, and
+// VirtualServices using every route feature Envoy renders, routing to subsets (so validity.test.ts
+// checks them all). `collect` plays an
 // Envoy's ADS session: LDS and CDS wildcard, then the RDS and EDS names they reference.
 import { buildCatalog, type Catalog } from '../../../model/catalog.js';
 import type { Endpoint } from '../../../model/endpoint.js';
@@ -29,6 +31,10 @@ export const CACHE = 'cache.mesh.internal';
 export const API = 'api.example.com';
 export const LEGACY = 'legacy.dns.internal';
 export const ORIGINAL = 'original.none.internal';
+/** HTTP service routed by a VirtualService using every HTTP route feature. */
+export const REVIEWS = 'reviews.mesh.internal';
+/** TCP service whose VirtualService splits connections by weight. */
+export const LEDGER = 'ledger.mesh.internal';
 /** The VM the sidecars run on: it hosts a WEB endpoint and an ECHO endpoint. */
 export const VM_IP = '10.0.0.1';
 
@@ -42,6 +48,8 @@ export function fixtureCatalog(): Catalog {
     service(API, [servicePort('https', 443, 'TLS')], { resolution: 'DNS', location: 'MESH_EXTERNAL' }),
     service(LEGACY, [servicePort('http', 80, 'HTTP')], { resolution: 'DNS' }),
     service(ORIGINAL, [servicePort('tcp', 9000, 'TCP')], { resolution: 'NONE' }),
+    service(REVIEWS, [servicePort('http', 9080, 'HTTP')]),
+    service(LEDGER, [servicePort('tcp', 7000, 'TCP')], { addresses: ['240.0.0.30'] }),
   ];
   const endpoints = new Map<string, Endpoint[]>([
     [WEB, [endpoint(VM_IP, { http: 8080 }), endpoint('10.0.0.2', { http: 8080 })]],
@@ -63,6 +71,14 @@ export function fixtureCatalog(): Catalog {
         endpoint('old-2.dns.internal', { http: 80 }, { labels: { rack: 'b' } }),
       ],
     ],
+    [
+      REVIEWS,
+      [
+        endpoint('10.0.0.11', { http: 9080 }, { labels: { version: 'v1' } }),
+        endpoint('10.0.0.12', { http: 9080 }, { labels: { version: 'v2' } }),
+      ],
+    ],
+    [LEDGER, [endpoint('10.0.0.8', { tcp: 7000 })]],
   ]);
   return buildCatalog(services, endpoints);
 }
@@ -86,7 +102,21 @@ export const INGRESS_LABELS = { istio: 'ingressgateway' };
 export function fixtureMeshConfig(): MeshConfig {
   return {
     generation: 1,
-    destinationRules: fixtureDestinationRules(),
+    destinationRules: [
+      ...fixtureDestinationRules(),
+      resource<'DestinationRule', DestinationRuleSpec>('DestinationRule', 'reviews', {
+        host: REVIEWS,
+        trafficPolicy: { loadBalancer: { consistentHash: { httpCookie: { name: 'user', ttl: '10s' } } } },
+        subsets: [
+          { name: 'v1', labels: { version: 'v1' } },
+          { name: 'v2', labels: { version: 'v2' } },
+        ],
+      }),
+      resource<'DestinationRule', DestinationRuleSpec>('DestinationRule', 'shop', {
+        host: SHOP,
+        trafficPolicy: { loadBalancer: { consistentHash: { httpHeaderName: 'x-user' } } },
+      }),
+    ],
     sidecars: [
       resource<'Sidecar', SidecarSpec>(
         'Sidecar',
@@ -113,6 +143,7 @@ export function fixtureMeshConfig(): MeshConfig {
             },
           },
           { port: { number: 5432, name: 'pg', protocol: 'TCP' }, hosts: ['*'] },
+          { port: { number: 7000, name: 'ledger', protocol: 'TCP' }, hosts: ['ledger.example.com'] },
         ],
       }),
       resource<'Gateway', GatewaySpec>('Gateway', 'other', {
@@ -132,6 +163,10 @@ export function fixtureMeshConfig(): MeshConfig {
               { destination: { host: WEB, port: { number: 8080 } }, weight: 20 },
             ],
           },
+          {
+            match: [{ headers: { 'x-echo-version': { exact: 'v2' } } }],
+            route: [{ destination: { host: ECHO, subset: 'v2' } }],
+          },
           { route: [{ destination: { host: SHOP, port: { number: 8080 } } }] },
         ],
       }),
@@ -144,9 +179,86 @@ export function fixtureMeshConfig(): MeshConfig {
         hosts: [WEB],
         http: [{ route: [{ destination: { host: WEB } }] }],
       }),
+      resource<'VirtualService', VirtualServiceSpec>('VirtualService', 'reviews', REVIEWS_VS),
+      resource<'VirtualService', VirtualServiceSpec>('VirtualService', 'ledger-gw', {
+        hosts: ['ledger.example.com'],
+        gateways: ['ingress'],
+        tcp: [
+          {
+            route: [
+              { destination: { host: LEDGER }, weight: 60 },
+              { destination: { host: DB }, weight: 40 },
+            ],
+          },
+        ],
+      }),
+      resource<'VirtualService', VirtualServiceSpec>('VirtualService', 'ledger', {
+        hosts: [LEDGER],
+        tcp: [
+          {
+            route: [
+              { destination: { host: LEDGER }, weight: 75 },
+              { destination: { host: DB, port: { number: 5432 } }, weight: 25 },
+            ],
+          },
+        ],
+      }),
     ],
   };
 }
+
+/** Every HTTP route feature Envoy renders, in one VirtualService. */
+export const REVIEWS_VS: VirtualServiceSpec = {
+  hosts: [REVIEWS],
+  http: [
+    {
+      name: 'canary',
+      match: [
+        { name: 'by-header', headers: { 'x-canary': { exact: 'yes' } }, uri: { prefix: '/api' } },
+        { name: 'by-query', queryParams: { canary: {} }, method: { exact: 'GET' } },
+        { name: 'by-regex', uri: { regex: '/v[0-9]+/.*' }, ignoreUriCase: true },
+        { name: 'without', withoutHeaders: { 'x-legacy': { prefix: 'old' } }, uri: { exact: '/exact' } },
+      ],
+      route: [
+        {
+          destination: { host: REVIEWS, subset: 'v1' },
+          weight: 90,
+          headers: { request: { set: { 'x-split': 'a' } } },
+        },
+        { destination: { host: SHOP, port: { number: 8080 } }, weight: 10 },
+      ],
+      timeout: '2s',
+      retries: { attempts: 3, perTryTimeout: '500ms', retryOn: '5xx,503,unavailable' },
+      fault: {
+        delay: { fixedDelay: '50ms', percentage: { value: 1.5 } },
+        abort: { httpStatus: 503, percentage: { value: 0.1 } },
+      },
+      mirror: { host: REVIEWS, subset: 'v2' },
+      mirrorPercentage: { value: 25 },
+      rewrite: { uri: '/new', authority: 'reviews.internal' },
+      headers: {
+        request: { set: { 'x-route': 'canary' }, add: { 'x-trace': '1' }, remove: ['x-drop'] },
+        response: { remove: ['server'] },
+      },
+    },
+    {
+      match: [{ uri: { prefix: '/old' } }],
+      redirect: { uri: '/new', authority: 'reviews.internal', redirectCode: 308 },
+    },
+    { match: [{ uri: { prefix: '/gone' } }], directResponse: { status: 410, body: { string: 'gone' } } },
+    {
+      match: [{ uri: { prefix: '/grpc' } }],
+      fault: { abort: { grpcStatus: 'UNAVAILABLE' } },
+      route: [{ destination: { host: REVIEWS, subset: 'v2' } }],
+    },
+    {
+      match: [{ uri: { prefix: '/rx' } }],
+      rewrite: { uriRegexRewrite: { match: '^/rx/(.*)', rewrite: '/\\1' } },
+      route: [{ destination: { host: REVIEWS } }],
+    },
+    { route: [{ destination: { host: REVIEWS } }] },
+  ],
+};
 
 /** The namespace whose Sidecar admits only ECHO, WEB and the *.dns.internal services of `default`. */
 export const SCOPED_NAMESPACE = 'scoped';
@@ -238,7 +350,7 @@ export function fixtureProxies(): Record<string, Proxy> {
     }),
     explicit: envoyProxy('web-1', {
       INSTANCE_IPS: VM_IP,
-      PORTOLAN_UPSTREAMS: `${ECHO}:7070=17070,${DB}:5432=15432,${WEB}:8080=127.0.0.2:18080,missing.internal:80=19000`,
+      PORTOLAN_UPSTREAMS: `${ECHO}:7070=17070,${DB}:5432=15432,${WEB}:8080=127.0.0.2:18080,missing.internal:80=19000,${REVIEWS}:9080=19080,${LEDGER}:7000=17000`,
       PORTOLAN_APP_PORTS: '8080=18081',
     }),
     httpProxy: envoyProxy('web-2', { INSTANCE_IPS: '10.0.0.9', PORTOLAN_OUTBOUND: 'http-proxy' }),

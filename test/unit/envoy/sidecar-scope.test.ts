@@ -6,7 +6,9 @@ import { EMPTY_MESH_CONFIG, type MeshConfig } from '../../../config-dir/mesh-con
 import type { SidecarResource, SidecarSpec } from '../../../config-dir/types.js';
 import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
 import { scopeFor, sidecarFor } from '../../../xds/traffic/sidecar-scope.js';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../../xds/type-urls.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE, TYPE_URL_PREFIX } from '../../../xds/type-urls.js';
+import { checkConsistency } from '../../../xds/validate/consistency.js';
+import { validateEncoded } from '../../../xds/validate/pgv-validator.js';
 import { service, servicePort } from '../../support/model-fixtures.js';
 import { at, list } from './at.js';
 import {
@@ -22,6 +24,7 @@ import {
   fixtureProxies,
   LEGACY,
   ORIGINAL,
+  REVIEWS,
   SCOPED_NAMESPACE,
   SHOP,
   WEB,
@@ -181,4 +184,56 @@ test('gateways are not scoped by Sidecars', () => {
     [],
     'a root ~/* Sidecar empties a sidecar’s CDS',
   );
+});
+
+test('a VirtualService of an admitted host that routes outside the egress list brings those clusters (Istio: inferred destinations)', () => {
+  const base = fixtureMeshConfig();
+  const config: MeshConfig = {
+    ...base,
+    generation: 100, // another config: listener memos are per generation
+    virtualServices: [
+      ...base.virtualServices.filter((vs) => vs.name !== 'mesh-only'),
+      {
+        kind: 'VirtualService',
+        apiVersion: 'networking.istio.io/v1',
+        name: 'web-to-shop',
+        namespace: 'default',
+        labels: {},
+        annotations: {},
+        file: 'web.yaml',
+        line: 1,
+        spec: {
+          hosts: [WEB],
+          http: [
+            {
+              match: [{ headers: { 'x-shop': { exact: '1' } } }],
+              route: [{ destination: { host: SHOP, port: { number: 8080 } } }],
+              mirror: { host: REVIEWS, subset: 'v2' },
+            },
+            { route: [{ destination: { host: WEB } }] },
+          ],
+        },
+      },
+    ],
+  };
+  const c = collect(scoped, catalog, config);
+  assert.deepEqual(checkConsistency(c), [], 'every cluster a route names is sent');
+  for (const [typeUrl, resources] of c)
+    for (const r of resources)
+      assert.deepEqual(validateEncoded(typeUrl.slice(TYPE_URL_PREFIX.length), r.value), [], r.name);
+  const clusters = decodedByName(c, CLUSTER);
+  assert.deepEqual(outboundHosts(clusters.keys()), [ECHO, LEGACY, REVIEWS, SHOP, WEB].sort());
+  assert.ok(clusters.has(`outbound|9080|v2|${REVIEWS}`), 'the mirrored subset');
+  const web = list(decodedByName(c, ROUTE).get('8080'), 'virtual_hosts').find((v) =>
+    list(v, 'domains').includes(WEB),
+  );
+  assert.equal(at(web, 'routes[0].route.cluster'), `outbound|8080||${SHOP}`);
+  // The Sidecar still decides what the proxy can address: no listener or virtual host for SHOP.
+  const domains = list(decodedByName(c, ROUTE).get('8080'), 'virtual_hosts').flatMap((v) =>
+    list(v, 'domains'),
+  );
+  assert.ok(!domains.includes(SHOP));
+  assert.ok(!decodedByName(c, LISTENER).has('0.0.0.0_9080'), 'no listener for REVIEWS');
+  // Without the VirtualService, SHOP is not sent (the test above).
+  assert.ok(!outboundHosts(decodedByName(collect(scoped, catalog), CLUSTER).keys()).includes(SHOP));
 });

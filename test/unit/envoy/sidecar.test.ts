@@ -179,6 +179,7 @@ test('gateway: listeners from the selected Gateway only, TLS from files, SNI per
   assert.deepEqual([...decodedByName(c, LISTENER).keys()].sort(), [
     '0.0.0.0_443',
     '0.0.0.0_5432',
+    '0.0.0.0_7000',
     '0.0.0.0_80',
   ]);
   const https = get(c, LISTENER, '0.0.0.0_443');
@@ -204,7 +205,8 @@ test('gateway routes: a bound VirtualService routes by prefix with weights, and 
       [`outbound|8080||${WEB}`, 20],
     ],
   );
-  assert.equal(at(vh, 'routes[1].route.cluster'), `outbound|8080||${SHOP}`);
+  assert.equal(at(vh, 'routes[1].route.cluster'), `outbound|7070|v2|${ECHO}`, 'to a subset');
+  assert.equal(at(vh, 'routes[2].route.cluster'), `outbound|8080||${SHOP}`);
   assert.ok(
     !list(route, 'virtual_hosts').some((v) => list(v, 'domains').includes(WEB)),
     'mesh-only VirtualService not bound',

@@ -1,7 +1,8 @@
-// The cluster-side examples of docs/traffic.md (examples/traffic/*.yaml): each loads cleanly, is
-// quoted verbatim in the doc, and renders as the doc says.
+// The examples of docs/traffic.md (examples/traffic/*.yaml): each loads cleanly and is quoted
+// verbatim in the doc; the cluster-side ones render here as the doc says (the route-side ones are
+// run end to end by test/integration/grpc-traffic.test.ts).
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -17,7 +18,17 @@ import { endpoint, service, servicePort } from '../../support/model-fixtures.js'
 import { at, list } from './at.js';
 import { collect, decodedByName, envoyProxy, type Collected } from './fixture-mesh.js';
 
+/** Cluster-side examples, rendered below. */
 const FILES = ['circuit-breaking.yaml', 'load-balancing.yaml', 'subsets.yaml', 'sidecar.yaml'];
+/** Route-side examples: the end-to-end traffic test runs them against real gRPC clients. */
+const ROUTE_FILES = [
+  'canary.yaml',
+  'destination-rule.yaml',
+  'echo-service.yaml',
+  'fault-injection.yaml',
+  'header-routing.yaml',
+  'retries-timeouts.yaml',
+];
 const REVIEWS = 'reviews.shop.svc.cluster.local';
 const CART = 'cart.shop.svc.cluster.local';
 const PAYMENTS = 'payments.example.com';
@@ -88,11 +99,20 @@ function cluster(c: Collected, name: string): Record<string, unknown> {
   return decodedByName(c, CLUSTER).get(name) ?? assert.fail(`${name} missing`);
 }
 
-test('docs/traffic.md quotes every cluster-side example verbatim', () => {
-  const doc = readFileSync(join(root, 'docs', 'traffic.md'), 'utf8');
-  for (const file of FILES)
-    assert.ok(doc.includes('```yaml\n' + read(file) + '```'), `${file} is in the doc as it is`);
+test('examples/traffic holds the files docs/traffic.md shows and the end-to-end traffic test loads', () => {
+  const all = readdirSync(join(root, 'examples', 'traffic')).filter((f) => f.endsWith('.yaml'));
+  assert.deepEqual(all.sort(), [...ROUTE_FILES, ...FILES].sort());
 });
+
+// Every example (route side: loaded by test/integration/grpc-traffic.test.ts; cluster side: below).
+for (const file of [...ROUTE_FILES, ...FILES])
+  test(`examples/traffic/${file} is shown verbatim in docs/traffic.md and loads cleanly`, () => {
+    const doc = readFileSync(join(root, 'docs', 'traffic.md'), 'utf8');
+    assert.ok(doc.includes('```yaml\n' + read(file) + '```'), `${file} is not in docs/traffic.md as written`);
+    const load = loadConfigFile(file, read(file));
+    assert.deepEqual([load.errors, load.warnings], [[], []]);
+    assert.ok(load.resources.length > 0);
+  });
 
 test('circuit-breaking.yaml: thresholds, connect timeout and consecutive-5xx ejection', () => {
   const reviews = cluster(render('circuit-breaking.yaml'), `outbound|8080||${REVIEWS}`);

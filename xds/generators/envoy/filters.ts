@@ -7,6 +7,8 @@ import type { RouteConfiguration } from '../../generated/envoy/config/route/v3/R
 import type { HttpConnectionManager } from '../../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
 import type { TcpProxy } from '../../generated/envoy/extensions/filters/network/tcp_proxy/v3/TcpProxy.js';
 import { toAny } from '../../resource.js';
+import { faultHttpFilter } from '../../traffic/fault.js';
+import type { TcpTarget } from '../../traffic/tcp-routes.js';
 
 export const HCM_TYPE =
   'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
@@ -34,6 +36,8 @@ type RouteSource = { rds: string } | { inline: RouteConfiguration };
 export interface HcmOptions {
   /** Forward-proxy listeners accept `GET http://host/path` (absolute URLs). */
   readonly absoluteUrls?: boolean;
+  /** Outbound and gateway HCMs carry the fault filter (inert until a route configures it), as Istio's do. */
+  readonly fault?: boolean;
 }
 
 export function httpConnectionManager(
@@ -47,14 +51,21 @@ export function httpConnectionManager(
     ...('rds' in routes
       ? { rds: { route_config_name: routes.rds, config_source: ADS_CONFIG_SOURCE } }
       : { route_config: routes.inline }),
-    http_filters: [{ name: 'envoy.filters.http.router', typed_config: toAny(ROUTER_TYPE, {}) }],
+    http_filters: [
+      ...(opts.fault ? [faultHttpFilter()] : []),
+      { name: 'envoy.filters.http.router', typed_config: toAny(ROUTER_TYPE, {}) },
+    ],
     ...(opts.absoluteUrls && { http_protocol_options: { allow_absolute_url: { value: true } } }),
   };
   return { name: 'envoy.filters.network.http_connection_manager', typed_config: toAny(HCM_TYPE, hcm) };
 }
 
-export function tcpProxy(statPrefix: string, cluster: string): Filter {
-  const proxy: TcpProxy = { stat_prefix: statPrefix, cluster };
+/** tcp_proxy to one cluster, or to a VirtualService's weighted split. */
+export function tcpProxy(statPrefix: string, target: string | TcpTarget): Filter {
+  const proxy: TcpProxy = {
+    stat_prefix: statPrefix,
+    ...(typeof target === 'string' ? { cluster: target } : target),
+  };
   return { name: 'envoy.filters.network.tcp_proxy', typed_config: toAny(TCP_PROXY_TYPE, proxy) };
 }
 

@@ -1,28 +1,30 @@
 // Envoy gateways (`router` nodes): listeners from the Gateway resources whose selector matches the
 // node's LABELS, and routes from the VirtualServices bound to those gateways. Covered: servers by port
-// (HTTP, HTTPS/TLS terminated from cert files, TLS passthrough and TCP to the first tcp/tls route),
-// hosts, and per VirtualService host the http routes' uri prefix/exact matches with weighted
-// destinations. Everything else in a VirtualService belongs to the traffic-management issue.
+// (HTTP, HTTPS/TLS terminated from cert files, TCP by the bound VirtualService's tcp routes, TLS
+// passthrough to the first tls route),
+// hosts, and per VirtualService host its http routes, rendered by the shared translator
+// (xds/traffic/http-routes.ts) for this gateway (`namespace/name`) and port.
 import type { FilterChain } from '../../generated/envoy/config/listener/v3/FilterChain.js';
 import type { Listener } from '../../generated/envoy/config/listener/v3/Listener.js';
-import type { Route } from '../../generated/envoy/config/route/v3/Route.js';
 import type { RouteConfiguration } from '../../generated/envoy/config/route/v3/RouteConfiguration.js';
 import type { VirtualHost } from '../../generated/envoy/config/route/v3/VirtualHost.js';
 import type { DownstreamTlsContext } from '../../generated/envoy/extensions/transport_sockets/tls/v3/DownstreamTlsContext.js';
 import type { Catalog } from '../../../model/catalog.js';
 import type { MeshConfig } from '../../../config-dir/mesh-config.js';
 import type {
-  ConfigResource,
   GatewayResource,
   GatewayServer,
-  HTTPRoute,
   RouteDestination,
   ServerTLSSettings,
-  VirtualServiceSpec,
+  VirtualServiceResource,
 } from '../../../config-dir/types.js';
 import { clusterName, gatewayRouteName, socketListenerName } from '../../names.js';
 import { toAny } from '../../resource.js';
+import type { GenerateContext } from '../../generator.js';
 import { hostMatches } from '../../traffic/hosts.js';
+import { virtualServiceRoutes } from '../../traffic/http-routes.js';
+import { routeContext } from '../../traffic/route-context.js';
+import { tcpRouteTarget, tcpTargetName } from '../../traffic/tcp-routes.js';
 import {
   DOWNSTREAM_TLS_TYPE,
   httpConnectionManager,
@@ -54,11 +56,9 @@ function isHttpServer(server: GatewayServer): boolean {
   return HTTP_PROTOCOLS.has(p) && (p !== 'HTTPS' || terminates(server));
 }
 
-export function gatewayListeners(
-  config: GatewayConfig,
-  catalog: Catalog,
-  labels: Readonly<Record<string, string>>,
-): Map<string, Listener> {
+export function gatewayListeners(ctx: GenerateContext): Map<string, Listener> {
+  const { config } = ctx;
+  const labels = ctx.proxy.envoy?.labels ?? {};
   const byPort = new Map<number, { gateway: GatewayResource; server: GatewayServer }[]>();
   for (const gateway of selected(config, labels))
     for (const server of gateway.spec.servers) {
@@ -71,7 +71,7 @@ export function gatewayListeners(
     const chains: FilterChain[] = [];
     const seenSni = new Set<string>();
     for (const { gateway, server } of servers) {
-      const chain = serverChain(config, catalog, gateway, server, port);
+      const chain = serverChain(ctx, gateway, server, port);
       if (!chain) continue;
       // Envoy refuses two chains with the same match: the first server for a set of names wins.
       const sniKey = JSON.stringify(chain.filter_chain_match?.server_names ?? []);
@@ -94,23 +94,31 @@ export function gatewayListeners(
 }
 
 function serverChain(
-  config: GatewayConfig,
-  catalog: Catalog,
+  ctx: GenerateContext,
   gateway: GatewayResource,
   server: GatewayServer,
   port: number,
 ): FilterChain | undefined {
+  const { config, catalog } = ctx;
   const sni = server.tls ? server.hosts.filter((h) => h !== '*' && !h.includes('/')) : [];
   const match = sni.length > 0 ? { filter_chain_match: { server_names: sni } } : {};
   if (isHttpServer(server)) {
     const route = gatewayRouteName(port);
     return {
       ...match,
-      filters: [httpConnectionManager(route, { rds: route })],
+      filters: [httpConnectionManager(route, { rds: route }, { fault: true })],
       ...(terminates(server) && { transport_socket: tlsSocket(server.tls ?? {}) }),
     };
   }
-  // TCP, or TLS passed through: the first tcp/tls route of a bound VirtualService.
+  // TCP: the first bound VirtualService with a tcp route for this port, split by weight as it says.
+  if (!server.tls) {
+    const routing = routeContext(ctx, 'envoy', port, `${gateway.namespace}/${gateway.name}`);
+    for (const vs of boundServices(config, gateway, server.hosts)) {
+      const target = tcpRouteTarget(vs, routing);
+      if (target) return { ...match, filters: [tcpProxy(tcpTargetName(target), target)] };
+    }
+  }
+  // TLS passed through (or TCP with only tls routes): the first destination of the first route.
   const dest = boundServices(config, gateway, server.hosts)
     .flatMap((vs) => [...(vs.spec.tls ?? []), ...(vs.spec.tcp ?? [])])
     .flatMap((r) => r.route)[0];
@@ -144,7 +152,7 @@ function boundServices(
   config: GatewayConfig,
   gateway: GatewayResource,
   serverHosts: readonly string[],
-): ConfigResource<VirtualServiceSpec>[] {
+): VirtualServiceResource[] {
   return config.virtualServices.filter(
     (vs) =>
       (vs.spec.gateways ?? []).some(
@@ -156,12 +164,9 @@ function boundServices(
 }
 
 /** The `http.PORT` route configuration of a gateway node; undefined when no HTTP server uses that port. */
-export function gatewayRoute(
-  config: GatewayConfig,
-  catalog: Catalog,
-  labels: Readonly<Record<string, string>>,
-  port: number,
-): RouteConfiguration | undefined {
+export function gatewayRoute(ctx: GenerateContext, port: number): RouteConfiguration | undefined {
+  const { config } = ctx;
+  const labels = ctx.proxy.envoy?.labels ?? {};
   const servers = selected(config, labels).flatMap((gateway) =>
     gateway.spec.servers
       .filter((s) => s.port.number === port && isHttpServer(s))
@@ -174,35 +179,14 @@ export function gatewayRoute(
       for (const host of vs.spec.hosts) {
         if (hosts.has(host) || !server.hosts.some((sh) => hostMatches(sh.replace(/^[^/]*\//, ''), host)))
           continue;
-        const routes = (vs.spec.http ?? []).flatMap((r) => httpRoutes(catalog, r));
+        const routing = routeContext(ctx, 'envoy', port, `${gateway.namespace}/${gateway.name}`);
+        const routes = virtualServiceRoutes(vs, routing);
         if (routes.length > 0)
           hosts.set(host, { name: `${host}:${port}`, domains: [host, `${host}:${port}`], routes });
       }
     }
   }
   return { name: gatewayRouteName(port), virtual_hosts: [...hosts.values()] };
-}
-
-function httpRoutes(catalog: Catalog, r: HTTPRoute): Route[] {
-  const dests = (r.route ?? [])
-    .map((d) => ({
-      cluster: destinationCluster(catalog, d),
-      weight: d.weight ?? (r.route?.length === 1 ? 100 : 0),
-    }))
-    .filter((d): d is { cluster: string; weight: number } => d.cluster !== undefined && d.weight > 0);
-  if (dests.length === 0) return [];
-  const action =
-    dests.length === 1 && dests[0]
-      ? { cluster: dests[0].cluster }
-      : {
-          weighted_clusters: {
-            clusters: dests.map((d) => ({ name: d.cluster, weight: { value: d.weight } })),
-          },
-        };
-  const matches = (r.match ?? [{}]).map((m) =>
-    m.uri?.exact !== undefined ? { path: m.uri.exact } : { prefix: m.uri?.prefix ?? '/' },
-  );
-  return matches.map((match) => ({ ...(r.name && { name: r.name }), match, route: action }));
 }
 
 /** `outbound|PORT||HOST` of a destination, when that service (and port) exists. */

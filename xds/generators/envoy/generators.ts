@@ -27,6 +27,7 @@ import { inboundPorts } from './sidecar-listeners.js';
 import { httpProxyRoute, portRoute } from './sidecar-routes.js';
 import { withUpstreamTls } from './upstream-tls.js';
 import { effectiveNode, envoyNode, listenersFor, listenerViewKey, proxyScope, scopeViewKey } from './view.js';
+import { routeViewKey } from '../../traffic/route-context.js';
 
 export function envoyGenerators(): ResourceGenerator[] {
   return [clusters(), endpoints(), listeners(), routes()];
@@ -37,9 +38,10 @@ function clusters(): ResourceGenerator {
     typeUrl: CLUSTER,
     proxyKind: 'envoy',
     // Outbound clusters depend on the DestinationRules and Sidecar the proxy sees (by namespace
-    // and labels) and, for TLS, on the certificate directory; inbound ones on where the app listens.
+    // and labels; gateways are not scoped) and, for TLS, on the certificate directory; inbound ones
+    // on where the app listens.
     viewKey: (proxy) =>
-      `${scopeViewKey(proxy)} ${JSON.stringify([envoyNode(proxy).appPorts, envoyNode(proxy).certDir])}`,
+      `${envoyNode(proxy).role} ${scopeViewKey(proxy)} ${JSON.stringify([envoyNode(proxy).appPorts, envoyNode(proxy).certDir])}`,
     wildcardNames: (ctx) => [
       ...outboundClusterNames(ctx.catalog, ctx.config, ctx.proxy.namespace, proxyScope(ctx).clusters),
       PASSTHROUGH_CLUSTER,
@@ -104,12 +106,9 @@ function routes(): ResourceGenerator {
   return {
     typeUrl: ROUTE,
     proxyKind: 'envoy',
-    viewKey: (proxy) => {
-      const node = envoyNode(proxy);
-      return node.role === 'router'
-        ? `router ${JSON.stringify(node.labels)}`
-        : `${node.outboundPolicy} ${scopeViewKey(proxy)}`;
-    },
+    // Routes depend on the role, the outbound policy (metadata or Sidecar), and the namespace and
+    // labels: VirtualService selection, sourceLabels matches and the Sidecar scope.
+    viewKey: (proxy) => `${envoyNode(proxy).role} ${envoyNode(proxy).outboundPolicy} ${routeViewKey(proxy)}`,
     wildcardNames: () => [],
     build(ctx, name) {
       const config = routeConfig(ctx, name);
@@ -119,15 +118,14 @@ function routes(): ResourceGenerator {
 }
 
 function routeConfig(ctx: GenerateContext, name: string) {
-  const { catalog } = ctx;
   const node = effectiveNode(ctx);
   if (node.role === 'router') {
     const m = /^http\.(\d{1,5})$/.exec(name);
-    return m ? gatewayRoute(ctx.config, catalog, node.labels, Number(m[1])) : undefined;
+    return m ? gatewayRoute(ctx, Number(m[1])) : undefined;
   }
   const scope = proxyScope(ctx).listeners;
-  if (name === HTTP_PROXY_ROUTE) return httpProxyRoute(catalog, scope);
-  return /^\d{1,5}$/.test(name) ? portRoute(catalog, Number(name), node.outboundPolicy, scope) : undefined;
+  if (name === HTTP_PROXY_ROUTE) return httpProxyRoute(ctx, scope);
+  return /^\d{1,5}$/.test(name) ? portRoute(ctx, Number(name), node.outboundPolicy, scope) : undefined;
 }
 
 function isSidecar(proxy: Proxy): boolean {

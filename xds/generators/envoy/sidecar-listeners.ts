@@ -1,13 +1,21 @@
 // The listeners of one Envoy sidecar, by name. Inbound: one chain per co-located endpoint port, to
 // `inbound|PORT||`. Outbound, per the node's modes (docs/envoy.md): transparent capture (virtualOutbound
 // on 15001 handing off by original destination to per-port listeners), explicit upstreams (one
-// loopback listener each) and an HTTP proxy listener routing by Host.
+// loopback listener each) and an HTTP proxy listener routing by Host. Outbound HTTP follows the
+// services' VirtualServices (RDS, or inline routes for explicit upstreams) behind the fault filter;
+// outbound TCP follows their `tcp` routes (xds/traffic/tcp-routes.ts).
 import { isIP } from 'node:net';
 import type { FilterChain } from '../../generated/envoy/config/listener/v3/FilterChain.js';
 import type { Listener } from '../../generated/envoy/config/listener/v3/Listener.js';
+import type { Route } from '../../generated/envoy/config/route/v3/Route.js';
+import type { RouteConfiguration } from '../../generated/envoy/config/route/v3/RouteConfiguration.js';
 import type { Catalog } from '../../../model/catalog.js';
 import { isHttpProtocol, type Service } from '../../../model/service.js';
 import type { EnvoyNode } from '../../envoy-node.js';
+import type { GenerateContext } from '../../generator.js';
+import { routesForHost } from '../../traffic/http-routes.js';
+import { routeContext } from '../../traffic/route-context.js';
+import { tcpTargetForHost, tcpTargetName } from '../../traffic/tcp-routes.js';
 import { ALL_SERVICES, type ServiceScope } from '../../traffic/sidecar-scope.js';
 import {
   BLACKHOLE_CLUSTER,
@@ -25,6 +33,7 @@ import {
   httpConnectionManager,
   originalDstFilter,
   singleClusterRoute,
+  type HcmOptions,
   socketAddress,
   tcpProxy,
 } from './filters.js';
@@ -54,14 +63,17 @@ export function inboundPorts(catalog: Catalog, ips: readonly string[]): InboundP
   return [...byPort.values()].sort((a, b) => a.port - b.port);
 }
 
+const OUTBOUND_HCM: HcmOptions = { fault: true };
+
 /** Outbound listeners are only for service ports in `scope` (the Sidecar resource's egress). */
 export function sidecarListeners(
-  catalog: Catalog,
-  ips: readonly string[],
+  ctx: GenerateContext,
   node: EnvoyNode,
   scope: ServiceScope = ALL_SERVICES,
   security: InboundSecurity = PLAINTEXT_INBOUND,
 ): Map<string, Listener> {
+  const { catalog } = ctx;
+  const ips = ctx.proxy.ips;
   const out = new Map<string, Listener>();
   const usedAddresses = new Set<string>();
   // Envoy refuses two listeners on one address; the first claim wins (inbound before outbound).
@@ -77,11 +89,11 @@ export function sidecarListeners(
   if (transparent) add(virtualInbound(inbound, node, security), true);
   else for (const p of inbound) add(inboundListener(p, security), true);
   if (node.outboundModes.includes('explicit'))
-    for (const l of upstreamListeners(catalog, node, scope)) add(l, true);
+    for (const l of upstreamListeners(ctx, node, scope)) add(l, true);
   if (node.outboundModes.includes('http-proxy')) add(httpProxyListener(node.httpProxyPort), true);
   if (transparent) {
     add(virtualOutbound(node), true);
-    for (const l of capturedOutboundListeners(catalog, scope)) add(l, false);
+    for (const l of capturedOutboundListeners(ctx, scope)) add(l, false);
   }
   return out;
 }
@@ -149,7 +161,8 @@ function virtualOutbound(node: EnvoyNode): Listener {
  * `0.0.0.0_PORT` with RDS named by port; a TCP service gets `VIP_PORT` per virtual IP, or
  * `0.0.0.0_PORT` when it has none and no HTTP service or earlier TCP service holds that port.
  */
-function capturedOutboundListeners(catalog: Catalog, scope: ServiceScope): Listener[] {
+function capturedOutboundListeners(ctx: GenerateContext, scope: ServiceScope): Listener[] {
+  const { catalog } = ctx;
   const listeners = new Map<string, Listener>();
   const byPort = new Map<number, { http: boolean; tcp: Service[] }>();
   for (const s of catalog.services()) {
@@ -167,18 +180,19 @@ function capturedOutboundListeners(catalog: Catalog, scope: ServiceScope): Liste
       const route = portRouteName(port);
       listeners.set(
         wildcard,
-        captured(wildcard, '0.0.0.0', port, httpConnectionManager(route, { rds: route })),
+        captured(wildcard, '0.0.0.0', port, httpConnectionManager(route, { rds: route }, OUTBOUND_HCM)),
       );
     }
     for (const s of tcp) {
-      const cluster = clusterName('outbound', port, '', s.hostname);
+      const target = tcpTargetForHost(routeContext(ctx, 'envoy', port), s.hostname);
+      const proxy = (): ReturnType<typeof tcpProxy> => tcpProxy(tcpTargetName(target), target);
       const vips = s.addresses.filter((a) => isIP(a) !== 0);
       for (const vip of vips) {
         const name = socketListenerName(vip, port);
-        if (!listeners.has(name)) listeners.set(name, captured(name, vip, port, tcpProxy(cluster, cluster)));
+        if (!listeners.has(name)) listeners.set(name, captured(name, vip, port, proxy()));
       }
       if (vips.length === 0 && !listeners.has(wildcard))
-        listeners.set(wildcard, captured(wildcard, '0.0.0.0', port, tcpProxy(cluster, cluster)));
+        listeners.set(wildcard, captured(wildcard, '0.0.0.0', port, proxy()));
     }
   }
   return [...listeners.values()];
@@ -203,13 +217,15 @@ function captured(
  * One loopback listener per declared upstream whose service exists and is in scope (NONE services
  * cannot be: no destination).
  */
-function upstreamListeners(catalog: Catalog, node: EnvoyNode, scope: ServiceScope): Listener[] {
+function upstreamListeners(ctx: GenerateContext, node: EnvoyNode, scope: ServiceScope): Listener[] {
+  const { catalog } = ctx;
   const out: Listener[] = [];
   for (const u of node.upstreams) {
     const service = catalog.service(u.hostname);
     const port = service?.ports.find((p) => p.number === u.port);
     if (!service || !port || service.resolution === 'NONE' || !scope(service, port.number)) continue;
     const cluster = clusterName('outbound', port.number, '', service.hostname);
+    const routing = routeContext(ctx, 'envoy', port.number);
     const name = socketListenerName(u.bind, u.localPort);
     out.push({
       name,
@@ -219,8 +235,12 @@ function upstreamListeners(catalog: Catalog, node: EnvoyNode, scope: ServiceScop
         {
           filters: [
             isHttpProtocol(port.protocol)
-              ? httpConnectionManager(cluster, { inline: singleClusterRoute(cluster, cluster) })
-              : tcpProxy(cluster, cluster),
+              ? httpConnectionManager(
+                  cluster,
+                  { inline: upstreamRoute(cluster, routesForHost(routing, service.hostname)) },
+                  OUTBOUND_HCM,
+                )
+              : tcpProxy(cluster, tcpTargetForHost(routing, service.hostname)),
           ],
         },
       ],
@@ -236,8 +256,19 @@ function httpProxyListener(port: number): Listener {
     traffic_direction: 'OUTBOUND',
     filter_chains: [
       {
-        filters: [httpConnectionManager(HTTP_PROXY_ROUTE, { rds: HTTP_PROXY_ROUTE }, { absoluteUrls: true })],
+        filters: [
+          httpConnectionManager(
+            HTTP_PROXY_ROUTE,
+            { rds: HTTP_PROXY_ROUTE },
+            { absoluteUrls: true, ...OUTBOUND_HCM },
+          ),
+        ],
       },
     ],
   };
+}
+
+/** An explicit upstream's inline route configuration: whatever Host the app sends, the service's routes. */
+function upstreamRoute(name: string, routes: Route[]): RouteConfiguration {
+  return { name, virtual_hosts: [{ name, domains: ['*'], routes }] };
 }

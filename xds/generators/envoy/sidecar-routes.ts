@@ -1,23 +1,26 @@
 // Route configurations of Envoy sidecars. `PORT` (for the captured `0.0.0.0_PORT` listener): one
 // virtual host per HTTP service on that port, matched by HOST, HOST:PORT and its virtual IPs, then
 // a catch-all per the outbound policy. `http_proxy`: every HTTP service port by HOST:PORT. Both hold
-// only the services in the proxy's Sidecar scope.
+// only the services in the proxy's Sidecar scope. A virtual host's routes are the service's
+// VirtualService (xds/traffic/http-routes.ts) or its default route.
 import { isIP } from 'node:net';
 import type { RouteConfiguration } from '../../generated/envoy/config/route/v3/RouteConfiguration.js';
 import type { VirtualHost } from '../../generated/envoy/config/route/v3/VirtualHost.js';
-import type { Catalog } from '../../../model/catalog.js';
 import { isHttpProtocol, type Service } from '../../../model/service.js';
 import type { OutboundPolicy } from '../../envoy-node.js';
+import type { GenerateContext } from '../../generator.js';
+import { HTTP_PROXY_ROUTE, PASSTHROUGH_CLUSTER, portRouteName } from '../../names.js';
+import { routesForHost } from '../../traffic/http-routes.js';
+import { routeContext } from '../../traffic/route-context.js';
 import { ALL_SERVICES, type ServiceScope } from '../../traffic/sidecar-scope.js';
-import { clusterName, HTTP_PROXY_ROUTE, PASSTHROUGH_CLUSTER, portRouteName } from '../../names.js';
 
 export function portRoute(
-  catalog: Catalog,
+  ctx: GenerateContext,
   port: number,
   policy: OutboundPolicy,
   scope: ServiceScope = ALL_SERVICES,
 ): RouteConfiguration | undefined {
-  const services = catalog
+  const services = ctx.catalog
     .services()
     .filter((s) => s.ports.some((p) => p.number === port && isHttpProtocol(p.protocol)) && scope(s, port));
   if (services.length === 0) return undefined;
@@ -25,7 +28,7 @@ export function portRoute(
   const hosts: VirtualHost[] = [];
   for (const s of services) {
     const domains = uniqueDomains(used, [s.hostname, `${s.hostname}:${port}`, ...vipDomains(s, port)]);
-    if (domains.length > 0) hosts.push(serviceHost(s, port, domains));
+    if (domains.length > 0) hosts.push(serviceHost(ctx, s, port, domains));
   }
   return {
     name: portRouteName(port),
@@ -34,32 +37,26 @@ export function portRoute(
   };
 }
 
-export function httpProxyRoute(catalog: Catalog, scope: ServiceScope = ALL_SERVICES): RouteConfiguration {
+export function httpProxyRoute(ctx: GenerateContext, scope: ServiceScope = ALL_SERVICES): RouteConfiguration {
   const used = new Set<string>();
   const hosts: VirtualHost[] = [];
-  for (const s of catalog.services()) {
+  for (const s of ctx.catalog.services()) {
     if (s.resolution === 'NONE') continue; // nowhere to send it: a forward proxy has no original destination
     for (const p of s.ports) {
       if (!isHttpProtocol(p.protocol) || !scope(s, p.number)) continue;
       const domains = [`${s.hostname}:${p.number}`, ...(p.number === 80 ? [s.hostname] : [])];
       const unique = uniqueDomains(used, domains);
-      if (unique.length > 0) hosts.push(serviceHost(s, p.number, unique));
+      if (unique.length > 0) hosts.push(serviceHost(ctx, s, p.number, unique));
     }
   }
   return { name: HTTP_PROXY_ROUTE, virtual_hosts: hosts };
 }
 
-function serviceHost(s: Service, port: number, domains: string[]): VirtualHost {
+function serviceHost(ctx: GenerateContext, s: Service, port: number, domains: string[]): VirtualHost {
   return {
     name: `${s.hostname}:${port}`,
     domains,
-    routes: [
-      {
-        name: 'default',
-        match: { prefix: '/' },
-        route: { cluster: clusterName('outbound', port, '', s.hostname) },
-      },
-    ],
+    routes: routesForHost(routeContext(ctx, 'envoy', port), s.hostname),
   };
 }
 

@@ -4,6 +4,7 @@ import type { Listener } from '../../generated/envoy/config/listener/v3/Listener
 import type { EnvoyNode } from '../../envoy-node.js';
 import type { GenerateContext } from '../../generator.js';
 import type { Proxy } from '../../proxy.js';
+import { withRouteDestinations } from '../../traffic/scope-destinations.js';
 import { scopeFor, sidecarOutboundPolicy, UNSCOPED, type ProxyScope } from '../../traffic/sidecar-scope.js';
 import { DEFAULT_CERT_DIR } from '../../workload-certs.js';
 import { gatewayListeners } from './gateway.js';
@@ -29,11 +30,15 @@ export function envoyNode(proxy: Proxy): EnvoyNode {
 
 /**
  * The services a sidecar is sent, per the Sidecar resource that selects it (gateways are not
- * scoped, as in Istio). Depends on the proxy's namespace and labels: see `scopeViewKey`.
+ * scoped, as in Istio), its clusters widened to where the VirtualServices of those services route,
+ * so that every route names a cluster the proxy has. Depends on the proxy's namespace and labels:
+ * see `scopeViewKey`.
  */
 export function proxyScope(ctx: GenerateContext): ProxyScope {
   const node = envoyNode(ctx.proxy);
-  return node.role === 'sidecar' ? scopeFor(ctx.config, ctx.proxy.namespace, node.labels) : UNSCOPED;
+  if (node.role !== 'sidecar') return UNSCOPED;
+  const scope = scopeFor(ctx.config, ctx.proxy.namespace, node.labels);
+  return withRouteDestinations(scope, ctx.config, ctx.catalog, ctx.proxy.namespace);
 }
 
 /** The node as the config has it: a selecting Sidecar's outboundTrafficPolicy overrides the metadata's. */
@@ -68,8 +73,8 @@ export function listenersFor(ctx: GenerateContext): Map<string, Listener> {
     const node = effectiveNode(ctx);
     listeners =
       node.role === 'router'
-        ? gatewayListeners(config, catalog, node.labels)
-        : sidecarListeners(catalog, proxy.ips, node, proxyScope(ctx).listeners, inboundSecurityFor(ctx));
+        ? gatewayListeners(ctx)
+        : sidecarListeners(ctx, node, proxyScope(ctx).listeners, inboundSecurityFor(ctx));
     byView.set(key, listeners);
   }
   return listeners;

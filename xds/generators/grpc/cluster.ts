@@ -1,9 +1,11 @@
 // CDS for proxyless gRPC (gRFCs A27, A37): `outbound|PORT|SUBSET|HOST` as an EDS cluster over ADS, or
 // a LOGICAL_DNS cluster for DNS-resolved services. NONE-resolution services have no gRPC form. A
-// DestinationRule's policy is rendered as far as gRPC honours it: ROUND_ROBIN, or RING_HASH for
-// consistentHash (A42), and http2MaxRequests as the circuit breaker's max_requests (A32). The rest
-// is accepted and listed as a gRPC limitation (xds/traffic/cluster-limitations.ts). Sidecar scoping
-// does not apply: a gRPC client is sent only the names it asks for (docs/traffic.md).
+// subset cluster (named by a route, xds/traffic/http-routes.ts) is served only when a
+// DestinationRule visible to the client's namespace defines the subset. A DestinationRule's policy
+// is rendered as far as gRPC honours it: ROUND_ROBIN, or RING_HASH for consistentHash (A42), and
+// http2MaxRequests as the circuit breaker's max_requests (A32). The rest is accepted and listed as
+// a gRPC limitation (xds/traffic/cluster-limitations.ts). Sidecar scoping does not apply: a gRPC
+// client is sent only the names it asks for (docs/traffic.md).
 import type { Cluster } from '../../generated/envoy/config/cluster/v3/Cluster.js';
 import type { GenerateContext, ResourceGenerator } from '../../generator.js';
 import { clusterName, parseClusterName } from '../../names.js';

@@ -1,10 +1,13 @@
 // LDS for proxyless gRPC (gRFC A27): a listener named HOST:PORT holding only an api_listener whose
-// HttpConnectionManager fetches its routes over ADS and ends in the router filter.
+// HttpConnectionManager fetches its routes over ADS and ends in the router filter; the fault filter
+// (gRFC A33) goes before it while any VirtualService injects faults, so other configs stay as before.
 import type { Listener } from '../../generated/envoy/config/listener/v3/Listener.js';
 import type { HttpConnectionManager } from '../../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
 import type { GenerateContext, ResourceGenerator } from '../../generator.js';
 import { grpcListenerName } from '../../names.js';
 import { encodeResource, toAny } from '../../resource.js';
+import { faultHttpFilter } from '../../traffic/fault.js';
+import { configHasFaults } from '../../traffic/route-context.js';
 import { LISTENER } from '../../type-urls.js';
 import { grpcLabels, grpcServerListener, isGrpcServerListenerName } from './server-listener.js';
 import { allHostPorts, resolveServicePort } from './service-port.js';
@@ -27,7 +30,10 @@ export const grpcListenerGenerator: ResourceGenerator = {
     const hcm: HttpConnectionManager = {
       stat_prefix: routeName,
       rds: { route_config_name: routeName, config_source: { ads: {}, resource_api_version: 'V3' } },
-      http_filters: [{ name: 'envoy.filters.http.router', typed_config: toAny(ROUTER_TYPE, {}) }],
+      http_filters: [
+        ...(configHasFaults(ctx.config) ? [faultHttpFilter()] : []),
+        { name: 'envoy.filters.http.router', typed_config: toAny(ROUTER_TYPE, {}) },
+      ],
     };
     // The listener keeps the name the client asked for (HOST or HOST:PORT): gRPC matches it exactly.
     const listener: Listener = { name, api_listener: { api_listener: toAny(HCM_TYPE, hcm) } };

@@ -1,16 +1,20 @@
 // RDS for proxyless gRPC (gRFC A28): one virtual host for the service, matched by the authority the
-// client dials (HOST or HOST:PORT), with a default route to the service port's cluster.
+// client dials (HOST or HOST:PORT). Its routes are the service's VirtualService as gRPC can take it
+// (xds/traffic/http-routes.ts), or the default route to the service port's cluster.
 import type { RouteConfiguration } from '../../generated/envoy/config/route/v3/RouteConfiguration.js';
 import type { ResourceGenerator } from '../../generator.js';
-import { clusterName, grpcListenerName } from '../../names.js';
+import { grpcListenerName } from '../../names.js';
 import { encodeResource } from '../../resource.js';
+import { routesForHost } from '../../traffic/http-routes.js';
+import { routeContext, routeViewKey } from '../../traffic/route-context.js';
 import { ROUTE } from '../../type-urls.js';
 import { resolveServicePort } from './service-port.js';
 
 export const grpcRouteGenerator: ResourceGenerator = {
   typeUrl: ROUTE,
   proxyKind: 'grpc',
-  viewKey: () => '',
+  // VirtualService visibility and sourceLabels matches depend on the client's namespace and labels.
+  viewKey: routeViewKey,
   wildcardNames: () => [],
   build(ctx, name) {
     const resolved = resolveServicePort(ctx.catalog, name);
@@ -20,21 +24,8 @@ export const grpcRouteGenerator: ResourceGenerator = {
     if (name !== grpcListenerName(service.hostname, port.number)) return undefined;
     const domains = [name];
     if (service.ports.length === 1) domains.push(service.hostname);
-    const config: RouteConfiguration = {
-      name,
-      virtual_hosts: [
-        {
-          name,
-          domains,
-          routes: [
-            {
-              match: { prefix: '/' },
-              route: { cluster: clusterName('outbound', port.number, '', service.hostname) },
-            },
-          ],
-        },
-      ],
-    };
+    const routes = routesForHost(routeContext(ctx, 'grpc', port.number), service.hostname);
+    const config: RouteConfiguration = { name, virtual_hosts: [{ name, domains, routes }] };
     return encodeResource(ROUTE, name, config);
   },
 };
