@@ -15,6 +15,8 @@ import { DeltaConnection } from './delta-connection.js';
 import { DEFAULT_FLOW_CONTROL, PushLimiter, type FlowControlOptions } from './flow-control.js';
 import type { GenerateContext } from './generator.js';
 import { GeneratorTable } from './generators/index.js';
+import { checkPushConsistency } from './validate/push-consistency.js';
+import { validatePushesEnabled } from './validate/validating-generator.js';
 import { proxyFromNode, type Proxy } from './proxy.js';
 import { decodeAny } from './protos.js';
 import { DEFAULT_DEBOUNCE, PushDebouncer, type MergedChange } from './push-debouncer.js';
@@ -66,6 +68,11 @@ export interface AdsServerOptions {
   readonly maxPushDelayMs?: number;
   readonly flowControl?: Partial<FlowControlOptions>;
   readonly generators?: GeneratorTable;
+  /**
+   * Check every push for dangling references across each Envoy view (debug; default from
+   * PORTOLAN_VALIDATE_PUSHES, which also validates each resource against Envoy's rules).
+   */
+  readonly checkConsistency?: boolean;
   readonly metrics?: PortolanMetrics;
   /** Where connections are recorded for the history (the store). */
   readonly connectionLog?: ConnectionLog;
@@ -91,6 +98,7 @@ export class AdsServer {
   private readonly index = new SubscriptionIndex<object>();
   private readonly limiter: PushLimiter;
   private readonly generators: GeneratorTable;
+  private readonly checkConsistency: boolean;
   private readonly debouncer: PushDebouncer;
   private readonly meshConfig: MeshConfigSource;
   private readonly unsubscribe: (() => void)[];
@@ -103,6 +111,7 @@ export class AdsServer {
 
   constructor(private readonly options: AdsServerOptions) {
     this.generators = options.generators ?? new GeneratorTable();
+    this.checkConsistency = options.checkConsistency ?? validatePushesEnabled();
     this.connectionLog = options.connectionLog && new BatchedConnectionLog(options.connectionLog);
     this.meshConfig = options.meshConfig ?? NO_MESH_CONFIG;
     this.view = {
@@ -262,6 +271,14 @@ export class AdsServer {
     }
     metrics?.pushSeconds.observe({ kind }, (performance.now() - started) / 1000);
     round.sealed();
+    if (this.checkConsistency) this.checkEnvoyViews();
+  }
+
+  private checkEnvoyViews(): void {
+    const contexts = [...this.connections.values(), ...this.deltaConnections.values()].flatMap((c) =>
+      c.proxy ? [this.context(c.proxy)] : [],
+    );
+    checkPushConsistency(this.generators, contexts, this.options.logger);
   }
 
   // Counts the streams a push touched; when the last of them has sent, the push has converged.

@@ -15,12 +15,12 @@ import type {
   SidecarSpec,
   VirtualServiceSpec,
 } from '../../../config-dir/types.js';
-import type { GenerateContext, ResourceGenerator } from '../../../xds/generator.js';
 import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
+import { GeneratorTable } from '../../../xds/generators/index.js';
+import { envoyResourceSet } from '../../../xds/validate/envoy-resource-set.js';
 import { decodeAny } from '../../../xds/protos.js';
 import { proxyFromNode, type Proxy } from '../../../xds/proxy.js';
 import type { EncodedResource } from '../../../xds/resource.js';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../../xds/type-urls.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 
 export const WEB = 'web.mesh.internal';
@@ -372,43 +372,7 @@ export type Collected = Map<string, EncodedResource[]>;
 
 /** What an Envoy subscribed the usual way would hold: LDS/CDS wildcard, then referenced RDS and EDS. */
 export function collect(proxy: Proxy, catalog: Catalog, config: MeshConfig = fixtureMeshConfig()): Collected {
-  const generators = envoyGenerators();
-  const ctx: GenerateContext = { proxy, catalog, config };
-  const byType = (t: string): ResourceGenerator => {
-    const g = generators.find((x) => x.typeUrl === t);
-    if (!g) throw new Error(`no generator for ${t}`);
-    return g;
-  };
-  const build = (t: string, names: readonly string[]): EncodedResource[] =>
-    names.flatMap((n) => {
-      const r = byType(t).build(ctx, n);
-      return r ? [r] : [];
-    });
-  const listeners = build(LISTENER, byType(LISTENER).wildcardNames(ctx));
-  const clusters = build(CLUSTER, byType(CLUSTER).wildcardNames(ctx));
-  const rdsNames = new Set<string>();
-  for (const l of listeners) findKeys(decodeAny(l.typeUrl, l.value), 'route_config_name', rdsNames);
-  const edsNames = clusters
-    .map((c) => decodeAny(c.typeUrl, c.value))
-    .filter((c) => c.type === 'EDS')
-    .map((c) =>
-      String((c.eds_cluster_config as { service_name?: string } | undefined)?.service_name ?? c.name),
-    );
-  return new Map([
-    [LISTENER, listeners],
-    [CLUSTER, clusters],
-    [ROUTE, build(ROUTE, [...rdsNames])],
-    [ENDPOINT, build(ENDPOINT, edsNames)],
-  ]);
-}
-
-function findKeys(value: unknown, key: string, out: Set<string>): void {
-  if (Array.isArray(value)) for (const v of value) findKeys(v, key, out);
-  else if (value && typeof value === 'object')
-    for (const [k, v] of Object.entries(value)) {
-      if (k === key && typeof v === 'string') out.add(v);
-      else findKeys(v, key, out);
-    }
+  return envoyResourceSet(new GeneratorTable(envoyGenerators(), false), { proxy, catalog, config });
 }
 
 /** Decoded resources of one type, by name. */

@@ -12,7 +12,9 @@ import { checkConsistency } from '../../../xds/validate/consistency.js';
 import { validateEncoded, validateObject } from '../../../xds/validate/pgv-validator.js';
 import { encodeResource } from '../../../xds/resource.js';
 import { CLUSTER, LISTENER, ROUTE } from '../../../xds/type-urls.js';
-import { collect, fixtureCatalog, fixtureProxies } from './fixture-mesh.js';
+import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
+import { checkPushConsistency } from '../../../xds/validate/push-consistency.js';
+import { collect, fixtureCatalog, fixtureMeshConfig, fixtureProxies } from './fixture-mesh.js';
 
 const catalog = fixtureCatalog();
 
@@ -159,4 +161,32 @@ test('with PORTOLAN_VALIDATE_PUSHES an invalid generated resource is logged and 
   assert.equal(logged.length, 1);
   assert.equal(validatePushesEnabled({ PORTOLAN_VALIDATE_PUSHES: '1' }), true);
   assert.equal(validatePushesEnabled({}), false);
+});
+
+test('the per-push check logs each Envoy view whose set dangles, once per view, and passes good ones', () => {
+  const proxies = fixtureProxies();
+  const transparent = proxies.transparent ?? assert.fail();
+  const good = new GeneratorTable(envoyGenerators(), false);
+  const ctx = (proxy: typeof transparent) => ({ proxy, catalog, config: fixtureMeshConfig() });
+  const logged: { proxy: string; violations: string[] }[] = [];
+  const logger = {
+    error: (fields: { proxy: string; violations: string[] }) => logged.push(fields),
+  } as unknown as Logger;
+  const views = Object.values(proxies).map(ctx);
+  assert.equal(checkPushConsistency(good, views, logger), 0);
+  assert.equal(logged.length, 0);
+
+  // An RDS generator that has lost route configuration 8080: every sidecar view that uses it dangles.
+  const routes = good.find('envoy', ROUTE) ?? assert.fail('RDS generator');
+  const broken = new GeneratorTable(
+    [
+      ...envoyGenerators().filter((g) => g.typeUrl !== ROUTE),
+      { ...routes, build: (c, name) => (name === '8080' ? undefined : routes.build(c, name)) },
+    ],
+    false,
+  );
+  const failed = checkPushConsistency(broken, [...views, ctx(transparent)], logger);
+  assert.ok(failed >= 1);
+  assert.equal(logged.length, failed); // the repeated transparent view is checked once
+  assert.ok(logged.some((l) => l.proxy === transparent.id && l.violations.some((v) => v.includes('8080'))));
 });

@@ -1,0 +1,36 @@
+// The other half of PORTOLAN_VALIDATE_PUSHES: after each push, the full set every connected Envoy
+// view would hold is checked for dangling references (an RDS name no route configuration answers,
+// a cluster no CDS entry defines, an EDS cluster without endpoints) — go-control-plane's snapshot
+// consistency check. Violations are logged; what is sent is unchanged. One check per distinct view.
+import type { Logger } from '../../log/logger.js';
+import type { GenerateContext } from '../generator.js';
+import type { GeneratorTable } from '../generators/index.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../type-urls.js';
+import { checkConsistency } from './consistency.js';
+import { envoyResourceSet } from './envoy-resource-set.js';
+
+const ENVOY_TYPES = [CLUSTER, ENDPOINT, LISTENER, ROUTE];
+
+/** Checks each distinct Envoy view among `contexts`; returns how many views had violations. */
+export function checkPushConsistency(
+  generators: GeneratorTable,
+  contexts: Iterable<GenerateContext>,
+  logger: Logger,
+): number {
+  const seen = new Set<string>();
+  let failed = 0;
+  for (const ctx of contexts) {
+    if (ctx.proxy.kind !== 'envoy') continue;
+    const key = ENVOY_TYPES.map((t) => generators.find('envoy', t)?.viewKey(ctx.proxy) ?? '').join('\0');
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const violations = checkConsistency(envoyResourceSet(generators, ctx));
+    if (violations.length === 0) continue;
+    failed += 1;
+    logger.error(
+      { proxy: ctx.proxy.id, violations: violations.slice(0, 20) },
+      'pushed Envoy config references resources it does not define',
+    );
+  }
+  return failed;
+}
