@@ -23,12 +23,16 @@ async function send(p: PortolanProcess, method: string, path: string, body: unkn
   return res.status;
 }
 
-/** The generation label of each stored endpoint, or undefined when nothing is stored yet. */
+/**
+ * The generation label of each stored endpoint of HOST; undefined when no stored snapshot has HOST
+ * (nothing stored yet, or only the empty registry of a run killed before its first PUT persisted).
+ */
 function storedGenerations(): string[] | undefined {
   const store = Store.open({ dataDir: dir, logger: silentLogger }); // opening also recovers the WAL
   try {
     const stored = store.snapshots.load('mock');
-    return stored && (stored.snapshot.endpoints.get(HOST) ?? []).map((e) => e.labels.gen ?? '?');
+    if (!stored?.snapshot.services.has(HOST)) return undefined;
+    return (stored.snapshot.endpoints.get(HOST) ?? []).map((e) => e.labels.gen ?? '?');
   } finally {
     store.close();
   }
