@@ -18,8 +18,8 @@ export interface MeshConfig {
   readonly gateways: readonly GatewayResource[];
   /** Sidecar scoping: which services each Envoy proxy is sent (xds/traffic/sidecar-scope.ts). */
   readonly sidecars: readonly SidecarResource[];
-  /** Absent is none (optional so that configs built elsewhere, e.g. in tests, need not name it). */
-  readonly peerAuthentications?: readonly PeerAuthenticationResource[];
+  /** Inbound mTLS modes (xds/traffic/peer-authentication.ts). */
+  readonly peerAuthentications: readonly PeerAuthenticationResource[];
 }
 
 export const EMPTY_MESH_CONFIG: MeshConfig = Object.freeze({
@@ -67,7 +67,7 @@ function contentKey(config: Omit<MeshConfig, 'generation'>): string {
       config.destinationRules,
       config.gateways,
       config.sidecars,
-      config.peerAuthentications ?? [],
+      config.peerAuthentications,
     ].map((list) =>
       list.map((r) => [r.kind, r.apiVersion, r.namespace, r.name, r.labels, r.annotations, r.spec]),
     ),

@@ -17,7 +17,7 @@ export interface Workload {
 }
 
 export function mtlsModeFor(config: MeshConfig, workload: Workload, port: number): EffectiveMtls | undefined {
-  const policies = config.peerAuthentications ?? [];
+  const policies = config.peerAuthentications;
   const wide = (ns: string): PeerAuthenticationResource | undefined =>
     policies.find((p) => p.namespace === ns && !p.spec.selector);
   const selected = policies.find(

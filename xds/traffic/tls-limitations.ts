@@ -24,7 +24,7 @@ export function tlsLimitations(config: MeshConfig): TrafficLimitation[] {
       policy?.portLevelSettings?.forEach((p, i) => check(`${path}.portLevelSettings[${i}].tls`, p.tls, add));
     }
   }
-  for (const pa of config.peerAuthentications ?? []) {
+  for (const pa of config.peerAuthentications) {
     const modes = [
       ['spec.mtls.mode', pa.spec.mtls?.mode],
       ...Object.entries(pa.spec.portLevelMtls ?? {}).map(([port, m]) => [

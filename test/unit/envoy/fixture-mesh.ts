@@ -102,6 +102,7 @@ export const INGRESS_LABELS = { istio: 'ingressgateway' };
 export function fixtureMeshConfig(): MeshConfig {
   return {
     generation: 1,
+    peerAuthentications: [],
     destinationRules: [
       ...fixtureDestinationRules(),
       resource<'DestinationRule', DestinationRuleSpec>('DestinationRule', 'reviews', {

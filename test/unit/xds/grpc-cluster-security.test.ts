@@ -43,6 +43,7 @@ function meshWith(tls: ClientTLSSettings | undefined, generation: number): MeshC
     virtualServices: [],
     gateways: [],
     sidecars: [],
+    peerAuthentications: [],
     destinationRules: tls
       ? [
           {
