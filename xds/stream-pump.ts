@@ -26,6 +26,9 @@ export interface PumpTarget {
   idle(): void;
 }
 
+/** About 13 s of pushes at the quiet-period cadence under churn. */
+export const MAX_HELD_ROUNDS = 64;
+
 export class StreamPump implements SlotHolder {
   private readonly pending = new Map<string, PendingWork>();
   private rounds: PushRound[] = [];
@@ -57,8 +60,13 @@ export class StreamPump implements SlotHolder {
     else p.names.clear();
   }
 
-  /** Ties this stream's next quiet moment to `round`. */
+  /**
+   * Ties this stream's next quiet moment to `round`. A stream that never drains would hold every
+   * round pushed at it; past MAX_HELD_ROUNDS the oldest is released as if sent, so its memory stays
+   * bounded and a stuck client stops only its own share of the convergence metric.
+   */
   join(round: PushRound): void {
+    if (this.rounds.length >= MAX_HELD_ROUNDS) this.rounds.shift()?.done();
     this.rounds.push(round);
   }
 

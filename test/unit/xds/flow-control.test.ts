@@ -2,6 +2,8 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { PushLimiter, type FlowControlOptions, type SlotHolder } from '../../../xds/flow-control.js';
+import { MAX_HELD_ROUNDS, StreamPump } from '../../../xds/stream-pump.js';
+import { CLUSTER } from '../../../xds/type-urls.js';
 
 function holder(name: string, granted: string[], admitted = true): SlotHolder & { closed: boolean } {
   return {
@@ -75,4 +77,28 @@ test('new streams get their first response at the configured rate', (t) => {
   l.acquire(holder('old', granted, true));
   assert.deepEqual(granted, ['new0', 'new1', 'new2', 'old'], 'admitted streams are not rate limited');
   assert.equal(l.queued, 2);
+});
+
+test('a stream whose write never drains holds at most MAX_HELD_ROUNDS pushes; the oldest are released', (t) => {
+  const l = limiter(t, { concurrency: 10 });
+  const writes: Buffer[] = [];
+  const pump = new StreamPump(l, {
+    build: () => Buffer.from('response'),
+    write: (bytes) => writes.push(bytes), // never calls drained: a stuck client
+    idle: () => undefined,
+  });
+  const done: number[] = [];
+  const pushes = MAX_HELD_ROUNDS + 10;
+  for (let i = 0; i < pushes; i++) {
+    pump.mark(CLUSTER, { full: true });
+    pump.join({ done: () => done.push(i) });
+    pump.kick();
+  }
+  assert.equal(writes.length, 1); // one response in flight, the rest merged into pending work
+  assert.deepEqual(
+    done,
+    Array.from({ length: pushes - MAX_HELD_ROUNDS }, (_, i) => i),
+  );
+  pump.close();
+  assert.equal(done.length, pushes); // closing releases the rest
 });
