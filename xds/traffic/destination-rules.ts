@@ -17,18 +17,41 @@ export function destinationRuleFor(
   serviceNamespace?: string,
 ): DestinationRuleResource | undefined {
   const tiers = [proxyNamespace, serviceNamespace, ROOT_NAMESPACE];
+  const byNamespace = rulesByNamespace(config);
   for (const ns of tiers) {
     if (ns === undefined) continue;
     let best: { rule: DestinationRuleResource; specificity: number } | undefined;
-    for (const rule of config.destinationRules) {
-      if (rule.namespace !== ns || !visibleTo(rule.spec.exportTo, rule.namespace, proxyNamespace)) continue;
-      const match = bestMatch([resolveHost(rule.spec.host, rule.namespace)], host);
+    for (const { rule, host: pattern } of byNamespace.get(ns) ?? []) {
+      if (!visibleTo(rule.spec.exportTo, rule.namespace, proxyNamespace)) continue;
+      const match = bestMatch([pattern], host);
       if (match && (!best || match.specificity > best.specificity))
         best = { rule, specificity: match.specificity };
     }
     if (best) return best.rule;
   }
   return undefined;
+}
+
+// Lookups run per cluster, per view, per push; the grouping and resolved hosts are made once per config.
+const byNamespaceMemo = new WeakMap<
+  MeshConfig,
+  Map<string, { rule: DestinationRuleResource; host: string }[]>
+>();
+
+function rulesByNamespace(
+  config: MeshConfig,
+): Map<string, { rule: DestinationRuleResource; host: string }[]> {
+  let index = byNamespaceMemo.get(config);
+  if (!index) {
+    index = new Map();
+    for (const rule of config.destinationRules) {
+      const list = index.get(rule.namespace) ?? [];
+      list.push({ rule, host: resolveHost(rule.spec.host, rule.namespace) });
+      index.set(rule.namespace, list);
+    }
+    byNamespaceMemo.set(config, index);
+  }
+  return index;
 }
 
 export function subsetOf(rule: DestinationRuleResource | undefined, name: string): Subset | undefined {

@@ -26,12 +26,34 @@ export function virtualServiceFor(
   gateway: string = MESH_GATEWAY,
 ): VirtualServiceResource | undefined {
   let best: { vs: VirtualServiceResource; specificity: number } | undefined;
-  for (const vs of config.virtualServices) {
-    if (!boundGateways(vs).includes(gateway)) continue;
+  for (const { vs, hosts, gateways } of bound(config)) {
+    if (!gateways.includes(gateway)) continue;
     if (gateway === MESH_GATEWAY && !visibleTo(vs.spec.exportTo, vs.namespace, proxyNamespace)) continue;
-    const match = bestMatch(resolvedHosts(vs), host);
+    const match = bestMatch(hosts, host);
     if (match && (!best || match.specificity > best.specificity))
       best = { vs, specificity: match.specificity };
   }
   return best?.vs;
+}
+
+interface BoundVirtualService {
+  readonly vs: VirtualServiceResource;
+  readonly hosts: readonly string[];
+  readonly gateways: readonly string[];
+}
+
+// Lookups run per host, per view, per push; the resolved hosts and gateways are computed once per config.
+const boundMemo = new WeakMap<MeshConfig, readonly BoundVirtualService[]>();
+
+function bound(config: MeshConfig): readonly BoundVirtualService[] {
+  let list = boundMemo.get(config);
+  if (!list) {
+    list = config.virtualServices.map((vs) => ({
+      vs,
+      hosts: resolvedHosts(vs),
+      gateways: boundGateways(vs),
+    }));
+    boundMemo.set(config, list);
+  }
+  return list;
 }
