@@ -2,7 +2,7 @@
 // exactly what changed (nothing when nothing did). Adapters compose it rather than re-deriving diffs.
 import { diffSnapshots, EMPTY_SNAPSHOT, type ChangeEvent, type RegistrySnapshot } from '../model/change.js';
 import { Listeners } from '../model/listeners.js';
-import type { Registry, RegistryStatus, SyncEvent } from './registry.js';
+import type { Registry, RegistryStatus, SyncEvent } from '../model/registry.js';
 
 export class RegistryState {
   private current: RegistrySnapshot = EMPTY_SNAPSHOT;

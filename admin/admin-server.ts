@@ -3,20 +3,23 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { AggregateDiscovery } from '../aggregate/aggregate-discovery.js';
-import type { MockRegistry } from '../adapters/mock/mock-registry.js';
+import type { MockRegistry } from '../adapters/mock/registry.js';
 import type { Logger } from '../log/logger.js';
 import type { PortolanMetrics } from '../metrics/metrics.js';
 import type { Store } from '../store/store.js';
-import type { AdsServer } from '../xds/ads-server.js';
+import type { AdsServer } from '../xds/server/ads-server.js';
+import type { ConfigDebugState } from '../config-dir/debug-state.js';
+import type { MeshConfig } from '../mesh/mesh-config.js';
+import { configz } from './configz.js';
 import { handleMockRequest } from './mock-api.js';
 import { adsz, registryz } from './debug-views.js';
-import { envoyConfigDump } from '../xds/envoy-config-dump.js';
+import { envoyConfigDump } from '../xds/server/envoy-config-dump.js';
 
 export interface AdminDeps {
   readonly discovery: AggregateDiscovery;
   readonly ads: AdsServer;
-  /** The config directory's debug state (for /debug/configz), when the `config` registry is enabled. */
-  readonly configState?: () => unknown;
+  /** The config directory (for /debug/configz), when the `config` registry is enabled. */
+  readonly config?: { debugState(): ConfigDebugState; meshConfig(): MeshConfig };
   readonly mock?: MockRegistry;
   readonly metrics?: PortolanMetrics;
   readonly store?: Store;
@@ -75,9 +78,9 @@ export class AdminServer {
       case '/debug/registryz':
         return sendJson(res, 200, registryz(this.deps.discovery));
       case '/debug/configz':
-        if (!this.deps.configState)
+        if (!this.deps.config)
           throw new HttpError(404, 'the config registry is not enabled (--registries config)');
-        return sendJson(res, 200, this.deps.configState());
+        return sendJson(res, 200, configz(this.deps.config.debugState(), this.deps.config.meshConfig()));
       case '/metrics': {
         if (!this.deps.metrics) throw new HttpError(404, 'metrics are not enabled');
         const body = await this.deps.metrics.registry.metrics();

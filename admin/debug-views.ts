@@ -1,7 +1,7 @@
 // JSON views for /debug/registryz and /debug/adsz, built from the live objects on each request.
 import type { AggregateDiscovery } from '../aggregate/aggregate-discovery.js';
-import type { AdsServer } from '../xds/ads-server.js';
-import { shortTypeName } from '../xds/type-urls.js';
+import type { AdsServer } from '../xds/server/ads-server.js';
+import { shortTypeName } from '../xds/proto/type-urls.js';
 
 export function registryz(discovery: AggregateDiscovery): unknown {
   return {

@@ -6,8 +6,8 @@
 //   POST   /mock/services/HOST/endpoints           add or replace one endpoint (by address)
 //   DELETE /mock/services/HOST/endpoints/ADDRESS   remove one endpoint
 import type { IncomingMessage } from 'node:http';
-import { InputError, parseMockEndpoint, parseMockService } from '../adapters/mock/mock-input.js';
-import type { MockRegistry } from '../adapters/mock/mock-registry.js';
+import { InputError, parseMockEndpoint, parseMockService } from '../adapters/mock/input.js';
+import type { MockRegistry } from '../adapters/mock/registry.js';
 
 export interface ApiResult {
   readonly status: number;

@@ -4,7 +4,7 @@
 // Service (its ports, resolution, labels); endpoints from every registry are merged. An endpoint
 // from another registry is mapped onto the owner's ports by port number; one serving none of the
 // owner's ports is dropped. Conflicts are listed in /debug/registryz.
-import type { Registry } from '../adapters/registry.js';
+import type { Registry } from '../model/registry.js';
 import { buildCatalog, type Catalog, type CoLocatedEndpoint } from '../model/catalog.js';
 import type { ChangeEvent } from '../model/change.js';
 import type { ServiceDiscovery } from '../model/discovery.js';

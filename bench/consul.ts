@@ -7,15 +7,15 @@
 import * as grpc from '@grpc/grpc-js';
 import { DEFAULT_PACING } from '../adapters/consul/blocking-watch.js';
 import { createConsulClient } from '../adapters/consul/consul-client.js';
-import { ConsulRegistry } from '../adapters/consul/consul-registry.js';
+import { ConsulRegistry } from '../adapters/consul/registry.js';
 import { silentLogger } from '../log/logger.js';
 import { ConsulStandin } from '../test/support/consul-standin.js';
 import type { DecodedLoadAssignment } from '../test/support/decoded-xds.js';
 import { eventually } from '../test/support/eventually.js';
 import { startInProcessPlane } from '../test/support/in-process.js';
 import { ADS_PATH, decodedResources, grpcNode } from '../test/support/raw-ads-client.js';
-import { CLUSTER, ENDPOINT } from '../xds/type-urls.js';
-import { decodeDiscoveryResponse, encodeDiscoveryRequest } from '../xds/wire.js';
+import { CLUSTER, ENDPOINT } from '../xds/proto/type-urls.js';
+import { decodeDiscoveryResponse, encodeDiscoveryRequest } from '../xds/proto/wire.js';
 import { percentile, printTable } from './table.js';
 
 const IDLE_WAIT_MS = 5_000;

@@ -4,7 +4,7 @@
 import { RawAdsClient, grpcNode, type DecodedResponse } from '../test/support/raw-ads-client.js';
 import { endpoint, mockService, servicePort } from '../test/support/model-fixtures.js';
 import { startInProcessPlane } from '../test/support/in-process.js';
-import { CLUSTER, ENDPOINT } from '../xds/type-urls.js';
+import { CLUSTER, ENDPOINT } from '../xds/proto/type-urls.js';
 import { printTable, summarize } from './table.js';
 
 const SERVICES = 200;

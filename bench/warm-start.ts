@@ -7,7 +7,7 @@ import { silentLogger } from '../log/logger.js';
 import type { Endpoint } from '../model/endpoint.js';
 import type { Service } from '../model/service.js';
 import { Store } from '../store/store.js';
-import { CLUSTER } from '../xds/type-urls.js';
+import { CLUSTER } from '../xds/proto/type-urls.js';
 import { eventually } from '../test/support/eventually.js';
 import { endpoint, service, servicePort } from '../test/support/model-fixtures.js';
 import { startPortolanProcess } from '../test/support/portolan-process.js';

@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ZooKeeperRegistry } from '../adapters/zookeeper/zookeeper-registry.js';
+import { ZooKeeperRegistry } from '../adapters/zookeeper/registry.js';
 import { callEcho, startEchoBackend, type EchoBackend } from '../test/support/echo-backend.js';
 import { eventually } from '../test/support/eventually.js';
 import { startPortolanProcess } from '../test/support/portolan-process.js';

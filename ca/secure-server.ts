@@ -7,7 +7,6 @@ import { isIP } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../log/logger.js';
 import type { JoinTokenTable } from '../store/join-tokens.js';
-import type { AdsAuthorizer, AdsServer } from '../xds/ads-server.js';
 import type { CertificateAuthority } from './authority.js';
 import { registerCertificateService } from './certificate-service.js';
 import { parseSpiffeUri } from './identity.js';
@@ -17,7 +16,8 @@ import { ReloadableCertificates } from './reloadable-certificates.js';
 export interface SecurePortOptions {
   readonly ca: CertificateAuthority;
   readonly tokens: JoinTokenTable;
-  readonly ads: AdsServer;
+  /** The services served beside the CA's own (the ADS server), each given the node check. */
+  readonly services: readonly SecureService[];
   readonly host: string;
   readonly port: number;
   /** SANs of the server certificate: DNS names and IP addresses, mixed. */
@@ -27,6 +27,23 @@ export interface SecurePortOptions {
   readonly refreshMs?: number;
   /** Lifetime of the server certificate (default: the CA's default TTL). */
   readonly serverCertTtlSeconds?: number;
+}
+
+/** What a stream's first request says about its node: its id and metadata. */
+export interface NodeClaim {
+  readonly id: string;
+  readonly metadata: Readonly<Record<string, unknown>>;
+}
+
+/** Decides, from a stream's node and its call (the TLS peer), whether the stream may proceed. */
+export type NodeAuthorizer = (
+  node: NodeClaim,
+  call: grpc.ServerDuplexStream<Buffer, Buffer>,
+) => { code: grpc.status; reason: string } | undefined;
+
+/** A gRPC service the secure port serves, checking each stream's node with `authorize`. */
+export interface SecureService {
+  register(server: grpc.Server, authorize: NodeAuthorizer): void;
 }
 
 export class SecurePort {
@@ -44,7 +61,7 @@ export class SecurePort {
   static async start(options: SecurePortOptions): Promise<SecurePort> {
     const certificates = new ReloadableCertificates();
     const server = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
-    options.ads.register(server, adsAuthorizer(options.ca.trustDomain));
+    for (const service of options.services) service.register(server, adsAuthorizer(options.ca.trustDomain));
     registerCertificateService(server, { ca: options.ca, tokens: options.tokens, logger: options.logger });
     // Provider first (TLS needs a certificate before bind), then bind.
     const pending = new SecurePort(0, server, certificates, options);
@@ -119,7 +136,7 @@ export function splitSans(sans: readonly string[]): { dnsNames: string[]; ips: s
 }
 
 /** ADS on the secure port: a verified workload certificate naming the node's NAMESPACE and SERVICE_ACCOUNT. */
-export function adsAuthorizer(trustDomain: string): AdsAuthorizer {
+export function adsAuthorizer(trustDomain: string): NodeAuthorizer {
   return (proxy, call) => {
     const peer = peerIdentity(call, trustDomain);
     if (!peer.ok) return { code: grpc.status.UNAUTHENTICATED, reason: peer.reason };

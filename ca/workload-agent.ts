@@ -2,11 +2,11 @@
 // certificate with a join token, then renewals at 80% of the lifetime with the current certificate.
 // cert-chain.pem, key.pem and root-cert.pem are replaced atomically (write, then rename), so Envoy's
 // file-based SDS and gRPC's file_watcher provider never read half a file; the two SDS files Envoy
-// reads them through (xds/workload-certs.ts) are written beside them.
+// reads them through (mesh/workload-certs.ts) are written beside them.
 import { existsSync, readFileSync, renameSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Logger } from '../log/logger.js';
-import { CERT_CHAIN_FILE, KEY_FILE, ROOT_CERT_FILE, sdsFiles } from '../xds/workload-certs.js';
+import { CERT_CHAIN_FILE, KEY_FILE, ROOT_CERT_FILE, sdsFiles } from '../mesh/workload-certs.js';
 import { requestCertificate } from './ca-client.js';
 import { createCsr, sanEntries } from './certificates.js';
 import { generateKeyPair, privateKeyPem, type KeyAlgorithm } from './keys.js';

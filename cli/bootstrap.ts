@@ -6,11 +6,12 @@ import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { stringify } from 'yaml';
-import { META, parseEnvoyNode } from '../xds/envoy-node.js';
-import { NodeError } from '../xds/node-error.js';
+import { META, parseEnvoyNode } from '../xds/proxy/envoy-node.js';
+import { NodeError } from '../xds/proxy/node-error.js';
 import { fromProtoJson } from '../xds/validate/proto-json.js';
 import { validateObject } from '../xds/validate/pgv-validator.js';
-import { CERT_SECRET, ROOT_SECRET, sdsSecretConfig } from '../xds/workload-certs.js';
+import { CERT_SECRET, ROOT_SECRET } from '../mesh/workload-certs.js';
+import { sdsSecretConfig } from '../xds/generators/sds-config.js';
 import { buildGrpcBootstrap } from './grpc-bootstrap.js';
 import { OptionError, parseAddress, parsePositiveInt, type HostAndPort } from './options.js';
 

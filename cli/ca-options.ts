@@ -3,7 +3,7 @@ import { Option, type Command } from 'commander';
 import { DurationError, parseDuration } from '../ca/duration.js';
 import { IdentityError, validateTrustDomain } from '../ca/identity.js';
 import { KEY_ALGORITHMS, type KeyAlgorithm } from '../ca/keys.js';
-import { OptionError, parseAddress, type HostAndPort } from './option-values.js';
+import { OptionError, parseAddress, type HostAndPort } from '../adapters/option-values.js';
 
 export const CA_DEFAULTS = {
   secureXdsAddr: '0.0.0.0:15012',

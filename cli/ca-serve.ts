@@ -6,7 +6,7 @@ import { CaSetupError } from '../ca/plugin-ca.js';
 import { SecurePort } from '../ca/secure-server.js';
 import type { Logger } from '../log/logger.js';
 import type { Store } from '../store/store.js';
-import type { AdsServer } from '../xds/ads-server.js';
+import type { AdsServer } from '../xds/server/ads-server.js';
 import type { CaServeOptions } from './ca-options.js';
 import { OptionError, type HostAndPort } from './options.js';
 
@@ -45,7 +45,7 @@ export async function startCa(
   const port = await SecurePort.start({
     ca,
     tokens: store.joinTokens,
-    ads,
+    services: [ads],
     host: addr.host,
     port: addr.port,
     serverSans: options.serverSans,

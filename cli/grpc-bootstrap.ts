@@ -7,7 +7,7 @@ import {
   grpcCertificateProviders,
   KEY_FILE,
   ROOT_CERT_FILE,
-} from '../xds/workload-certs.js';
+} from '../mesh/workload-certs.js';
 import { GRPC_SERVER_LISTENER_TEMPLATE } from '../xds/generators/grpc/server-listener.js';
 import type { BootstrapOptions } from './bootstrap.js';
 

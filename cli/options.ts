@@ -10,7 +10,7 @@ import {
   parseDurationMs,
   parsePositiveInt,
   type HostAndPort,
-} from './option-values.js';
+} from '../adapters/option-values.js';
 
 export { OptionError, parseAddress, parseDurationMs, parsePositiveInt, type HostAndPort };
 

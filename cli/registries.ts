@@ -1,8 +1,8 @@
 // The registries `--registries` can name. Adapters for external sources add their factory here.
-import { consulRegistryFactory } from '../adapters/consul/consul-factory.js';
+import { consulRegistryFactory } from '../adapters/consul/factory.js';
 import { zookeeperFactory } from '../adapters/zookeeper/factory.js';
-import { kubernetesFactory } from '../adapters/kubernetes/kubernetes-factory.js';
-import type { RegistryFactory } from './registry-factory.js';
+import { kubernetesFactory } from '../adapters/kubernetes/factory.js';
+import type { RegistryFactory } from '../adapters/registry-factory.js';
 
 export const REGISTRY_FACTORIES: readonly RegistryFactory[] = [
   consulRegistryFactory,

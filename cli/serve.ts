@@ -2,14 +2,14 @@
 // server, plus the admin server. Used by `portolan serve` and, in-process, by tests.
 import { mkdirSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
-import { MockRegistry } from '../adapters/mock/mock-registry.js';
-import type { Registry } from '../adapters/registry.js';
+import { MockRegistry } from '../adapters/mock/registry.js';
+import type { Registry } from '../model/registry.js';
 import { AdminServer } from '../admin/admin-server.js';
 import { AggregateDiscovery } from '../aggregate/aggregate-discovery.js';
-import { ConfigDirRegistry } from '../config-dir/config-registry.js';
+import { ConfigDirRegistry } from '../config-dir/registry.js';
 import type { Logger } from '../log/logger.js';
-import { AdsServer } from '../xds/ads-server.js';
-import { protoRoot } from '../xds/protos.js';
+import { AdsServer } from '../xds/server/ads-server.js';
+import { protoRoot } from '../xds/proto/protos.js';
 import { PortolanMetrics } from '../metrics/metrics.js';
 import { RegistryPersistence } from '../store/registry-persistence.js';
 import { Store } from '../store/store.js';
@@ -103,7 +103,7 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
   const admin = new AdminServer({
     discovery,
     ads,
-    ...(config && { configState: () => config?.debugState() }),
+    ...(config && { config }),
     ...(mock && { mock }),
     metrics,
     store,

@@ -1,8 +1,7 @@
 // The JSON served at GET /debug/configz: what each file contributed or why it did not.
 import type { ConfigConflict, MergedConfig } from './merge.js';
 import type { CrossResourceWarning } from './service-entry.js';
-import type { ConfigIssue } from './types.js';
-import type { TrafficLimitation } from '../xds/traffic/cluster-limitations.js';
+import type { ConfigIssue } from './issue.js';
 
 export interface FileDebugState {
   readonly path: string;
@@ -24,11 +23,6 @@ export interface ConfigDebugState {
   readonly files: readonly FileDebugState[];
   readonly conflicts: readonly ConfigConflict[];
   readonly warnings: readonly CrossResourceWarning[];
-  /**
-   * Fields accepted but not rendered for a kind of client: xds/traffic/route-limitations.ts
-   * (VirtualService) then xds/traffic/cluster-limitations.ts (DestinationRule).
-   */
-  readonly limitations: readonly TrafficLimitation[];
   /** Every resource kind in force, as validated. */
   readonly resources: Omit<MergedConfig, 'conflicts'>;
 }

@@ -1,7 +1,8 @@
 // One file's text → its validated resources, or the reasons it cannot be used. A file is all or
 // nothing: any error rejects the whole file, so a half-applied edit never reaches the proxies.
 import { parseConfigText, type FieldPath, type SourceDocument } from './parse.js';
-import type { AnyConfigResource, ConfigIssue } from './types.js';
+import type { AnyConfigResource } from '../mesh/types.js';
+import type { ConfigIssue } from './issue.js';
 import { validateResource } from './validate/resource.js';
 import { formatPath, isRecord, Problems, type Problem } from './validate/schema.js';
 

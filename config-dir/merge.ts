@@ -11,7 +11,7 @@ import {
   type SidecarResource,
   type VirtualServiceResource,
   type WorkloadEntryResource,
-} from './types.js';
+} from '../mesh/types.js';
 
 export interface ResourceRef {
   readonly resource: string;

@@ -10,7 +10,7 @@ import {
   type Document,
   type Node,
 } from 'yaml';
-import type { ConfigIssue } from './types.js';
+import type { ConfigIssue } from './issue.js';
 
 export type FieldPath = readonly (string | number)[];
 

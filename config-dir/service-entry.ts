@@ -9,7 +9,7 @@ import type {
   ServiceEntrySpec,
   WorkloadEntryResource,
   WorkloadEntrySpec,
-} from './types.js';
+} from '../mesh/types.js';
 import { addressKind } from './validate/common.js';
 import { healthOf } from './validate/workload-entry.js';
 

@@ -1,7 +1,7 @@
 // Prometheus metrics (prom-client), served at GET /metrics on the admin server. Gauges that mirror
 // live state are computed at scrape time from the objects themselves, so nothing is kept twice.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry as MetricsRegistry } from 'prom-client';
-import type { Registry } from '../adapters/registry.js';
+import type { Registry } from '../model/registry.js';
 
 export class PortolanMetrics {
   readonly registry = new MetricsRegistry();

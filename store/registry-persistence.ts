@@ -2,7 +2,7 @@
 // snapshot before it starts, then save its snapshot (debounced, one transaction) after every
 // change, and record sync milestones in the history. A registry that is failing is never saved
 // over: `replace` only happens on a successful sync.
-import type { Registry } from '../adapters/registry.js';
+import type { Registry } from '../model/registry.js';
 import type { Logger } from '../log/logger.js';
 import type { Store } from './store.js';
 

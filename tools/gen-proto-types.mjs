@@ -1,4 +1,4 @@
-// Generates TypeScript types for the Envoy protos listed in xds/protos.json into xds/generated/
+// Generates TypeScript types for the Envoy protos listed in xds/proto/protos.json into xds/generated/
 // (gitignored). The runtime serializer ignores misspelled fields; these types catch them at compile time.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 
 const require = createRequire(import.meta.url);
 const root = join(dirname(require.resolve('@grpc/grpc-js-xds/package.json')), 'deps');
-const spec = JSON.parse(readFileSync(new URL('../xds/protos.json', import.meta.url), 'utf8'));
+const spec = JSON.parse(readFileSync(new URL('../xds/proto/protos.json', import.meta.url), 'utf8'));
 const outDir = new URL('../xds/generated/', import.meta.url).pathname;
 const bin = join(
   dirname(require.resolve('@grpc/proto-loader/package.json')),

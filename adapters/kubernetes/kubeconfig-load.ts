@@ -2,9 +2,9 @@
 // credentials, in-cluster service account). Imported only when the kubernetes registry is used: the
 // library takes over a second to load.
 import { KubeConfig } from '@kubernetes/client-node';
-import { OptionError } from '../../cli/option-values.js';
-import { CLUSTER_ID, type KubeconfigEntry } from './kubeconfig-flag.js';
-import type { KubeCluster } from './kubernetes-registry.js';
+import { OptionError } from '../option-values.js';
+import { CLUSTER_ID, type KubeconfigEntry } from './flags.js';
+import type { KubeCluster } from './registry.js';
 
 /** The in-cluster config's cluster id: Istio's default. */
 export const IN_CLUSTER_ID = 'Kubernetes';

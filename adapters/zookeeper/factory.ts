@@ -1,8 +1,8 @@
 // `--registries zookeeper`: the registry's flags on `portolan serve`, and building it from them.
 import type { Command } from 'commander';
-import type { RegistryFactory } from '../../cli/registry-factory.js';
-import { ZK_FLAG_DEFAULTS, parseZooKeeperFlags } from './options.js';
-import { ZooKeeperRegistry } from './zookeeper-registry.js';
+import type { RegistryFactory } from '../registry-factory.js';
+import { ZK_FLAG_DEFAULTS, parseZooKeeperFlags } from './flags.js';
+import { ZooKeeperRegistry } from './registry.js';
 
 export const zookeeperFactory: RegistryFactory = {
   name: 'zookeeper',

@@ -2,7 +2,7 @@
 // (Curator's `enabled: false`), or a node it cannot use and reports.
 import type { Health } from '../../model/endpoint.js';
 import type { Protocol } from '../../model/service.js';
-import type { LayoutName } from './options.js';
+import type { LayoutName } from './flags.js';
 
 export interface InstancePort {
   /** The service port name; the same name across a service's instances. */

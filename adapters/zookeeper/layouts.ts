@@ -4,7 +4,7 @@
 import { parseCuratorInstance } from './curator.js';
 import { parseDubboProvider } from './dubbo.js';
 import type { ParseResult } from './instance.js';
-import type { LayoutName, ZooKeeperOptions } from './options.js';
+import type { LayoutName, ZooKeeperOptions } from './flags.js';
 
 export interface TreeShape {
   /** Its children are the groups. */

@@ -3,9 +3,9 @@
 // pre-encoded EDS response (identical bytes for every stream) to all of its streams. No protocol
 // state, no generation, no flow control: what grpc-js itself costs for the same fan-out.
 import * as grpc from '@grpc/grpc-js';
-import { encodeResource } from '../../xds/resource.js';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../xds/type-urls.js';
-import { encodeDiscoveryResponse } from '../../xds/wire.js';
+import { encodeResource } from '../../xds/proto/resource.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../xds/proto/type-urls.js';
+import { encodeDiscoveryResponse } from '../../xds/proto/wire.js';
 import { readHead } from './wire-lite.js';
 
 export type ToRawServer =

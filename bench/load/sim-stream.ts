@@ -3,8 +3,8 @@
 // every cluster and RDS for the port route. Both ACK every response, in SotW or delta form. The
 // stream records when it first held its full config and when each marked endpoint change arrived.
 import type * as grpc from '@grpc/grpc-js';
-import { encodeDeltaDiscoveryRequest, encodeDiscoveryRequest } from '../../xds/wire.js';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../xds/type-urls.js';
+import { encodeDeltaDiscoveryRequest, encodeDiscoveryRequest } from '../../xds/proto/wire.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../xds/proto/type-urls.js';
 import { deltaAck, markerSeq, readHead, sotwAck, wallNow } from './wire-lite.js';
 
 export type StreamStyle = 'grpc' | 'envoy';

@@ -1,5 +1,5 @@
 // DestinationRule: validated and kept for the traffic-management work (host, subsets, traffic policy).
-import type { DestinationRuleSpec, TrafficPolicy } from '../types.js';
+import type { DestinationRuleSpec, TrafficPolicy } from '../../mesh/types.js';
 import { duration, hostOrWildcard, parseDuration, portSelector, stringMap } from './common.js';
 import { arrayOf, atMostOne, bool, int, mapOf, obj, oneOf, str, type Check } from './schema.js';
 

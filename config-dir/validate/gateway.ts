@@ -1,7 +1,7 @@
 // Gateway: the servers (port, protocol, hosts, TLS) an edge proxy listens with. TLS material is
 // read from files on the gateway's machine; `credentialName` names a Kubernetes secret, which
 // Portolan has no way to read, so it is refused with a pointer to the file fields.
-import type { GatewaySpec } from '../types.js';
+import type { GatewaySpec } from '../../mesh/types.js';
 import { isHostOrWildcard, portNumber, protocol, stringMap } from './common.js';
 import { arrayOf, bool, obj, oneOf, str, type Check } from './schema.js';
 

@@ -1,6 +1,6 @@
 // PeerAuthentication (security.istio.io): which inbound traffic a workload accepts — mutual TLS only
 // (STRICT), both (PERMISSIVE), or plaintext (DISABLE); UNSET inherits from the wider policy.
-import type { MtlsMode, PeerAuthenticationSpec } from '../types.js';
+import type { MtlsMode, PeerAuthenticationSpec } from '../../mesh/types.js';
 import { stringMap } from './common.js';
 import { mapOf, obj, oneOf, type Check } from './schema.js';
 

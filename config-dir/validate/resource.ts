@@ -6,7 +6,7 @@ import {
   SUPPORTED_API_VERSIONS,
   type AnyConfigResource,
   type ConfigKind,
-} from '../types.js';
+} from '../../mesh/types.js';
 import { stringMap } from './common.js';
 import { destinationRuleSpec } from './destination-rule.js';
 import { gatewaySpec } from './gateway.js';

@@ -1,6 +1,6 @@
 // ServiceEntry: hosts × ports, resolved through inline endpoints, selected WorkloadEntries, or DNS.
 import type { FieldPath } from '../parse.js';
-import type { ServiceEntrySpec, WorkloadEntrySpec } from '../types.js';
+import type { ServiceEntrySpec, WorkloadEntrySpec } from '../../mesh/types.js';
 import {
   addressKind,
   hostOrWildcard,

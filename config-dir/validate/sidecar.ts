@@ -1,7 +1,7 @@
 // Sidecar: which services a namespace's (or selected) proxies are sent, by egress `namespace/host`.
 // Portolan uses it to trim Envoy's CDS/EDS/LDS/RDS; `bind` and `captureMode` are accepted and not
 // rendered (the listener layout comes from the node's outbound modes, docs/envoy.md).
-import type { SidecarSpec } from '../types.js';
+import type { SidecarSpec } from '../../mesh/types.js';
 import { isHostOrWildcard, portNumber, protocol, stringMap } from './common.js';
 import { arrayOf, obj, oneOf, str, type Check } from './schema.js';
 

@@ -15,7 +15,7 @@ import type {
   StringMatch,
   VirtualServiceResource,
   VirtualServiceSpec,
-} from '../types.js';
+} from '../../mesh/types.js';
 import type { ResourceRef } from '../merge.js';
 import { grpcStatusCode } from '../../model/grpc-status.js';
 import { re2Error } from './re2.js';

@@ -1,6 +1,6 @@
 // WorkloadEntry: one VM or host. The same shape is used inline as a ServiceEntry's `endpoints`.
 import type { Health } from '../../model/endpoint.js';
-import type { WorkloadEntrySpec } from '../types.js';
+import type { WorkloadEntrySpec } from '../../mesh/types.js';
 import { addressKind, portNumber, stringMap } from './common.js';
 import type { FieldPath } from '../parse.js';
 import { int, mapOf, obj, str, type Check, type Problems } from './schema.js';

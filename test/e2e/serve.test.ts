@@ -9,7 +9,7 @@ import { callEcho, startEchoBackend, type EchoBackend, type EchoClient } from '.
 import { eventually } from '../support/eventually.js';
 import { startPortolanProcess, type PortolanProcess } from '../support/portolan-process.js';
 import { decodedResources, RawAdsClient, resourceNames } from '../support/raw-ads-client.js';
-import { LISTENER, ROUTE } from '../../xds/type-urls.js';
+import { LISTENER, ROUTE } from '../../xds/proto/type-urls.js';
 import { xdsEchoClient } from '../support/xds-client.js';
 
 const HOST = 'echo.e2e.internal';

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
-import { CLUSTER, ENDPOINT } from '../../xds/type-urls.js';
+import { CLUSTER, ENDPOINT } from '../../xds/proto/type-urls.js';
 import { startInProcessPlane, type InProcessPlane } from '../support/in-process.js';
 import { endpoint, mockService, servicePort } from '../support/model-fixtures.js';
 import { grpcNode } from '../support/raw-ads-client.js';

@@ -3,12 +3,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
-import { MockRegistry } from '../../adapters/mock/mock-registry.js';
+import { MockRegistry } from '../../adapters/mock/registry.js';
 import { AggregateDiscovery } from '../../aggregate/aggregate-discovery.js';
 import { silentLogger } from '../../log/logger.js';
 import { PortolanMetrics } from '../../metrics/metrics.js';
-import { AdsServer } from '../../xds/ads-server.js';
-import { ENDPOINT } from '../../xds/type-urls.js';
+import { AdsServer } from '../../xds/server/ads-server.js';
+import { ENDPOINT } from '../../xds/proto/type-urls.js';
 import { eventually } from '../support/eventually.js';
 import { endpoint, mockService, servicePort } from '../support/model-fixtures.js';
 import { grpcNode, RawAdsClient } from '../support/raw-ads-client.js';

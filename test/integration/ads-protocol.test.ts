@@ -6,8 +6,8 @@ import * as grpc from '@grpc/grpc-js';
 import { buildCatalog } from '../../model/catalog.js';
 import type { ServiceDiscovery } from '../../model/discovery.js';
 import { silentLogger } from '../../log/logger.js';
-import { AdsServer } from '../../xds/ads-server.js';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../xds/type-urls.js';
+import { AdsServer } from '../../xds/server/ads-server.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../xds/proto/type-urls.js';
 import {
   lbAddresses,
   type DecodedCluster,

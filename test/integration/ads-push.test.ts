@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../xds/type-urls.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../xds/proto/type-urls.js';
 import {
   lbAddresses,
   type DecodedListener,

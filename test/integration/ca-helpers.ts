@@ -1,8 +1,8 @@
 // Helpers for the CA tests: an ADS stream over TLS with an optional client certificate, reduced to
 // "the first response, or the status the stream ended with".
 import * as grpc from '@grpc/grpc-js';
-import { decodeDiscoveryResponse, encodeDiscoveryRequest } from '../../xds/wire.js';
-import { CLUSTER } from '../../xds/type-urls.js';
+import { decodeDiscoveryResponse, encodeDiscoveryRequest } from '../../xds/proto/wire.js';
+import { CLUSTER } from '../../xds/proto/type-urls.js';
 import { ADS_PATH } from '../support/raw-ads-client.js';
 
 export interface ClientTls {

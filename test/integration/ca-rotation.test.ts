@@ -114,7 +114,7 @@ test('ca rotate: the agent gets the two-root bundle, then a new-root certificate
   const port = await SecurePort.start({
     ca,
     tokens: store.joinTokens,
-    ads: plane.ads,
+    services: [plane.ads],
     host: '127.0.0.1',
     port: 0,
     serverSans: ['127.0.0.1'],
@@ -219,7 +219,7 @@ test('the secure port replaces a short-lived server certificate without a restar
   const port = await SecurePort.start({
     ca,
     tokens: store.joinTokens,
-    ads: plane.ads,
+    services: [plane.ads],
     host: '127.0.0.1',
     port: 0,
     serverSans: ['127.0.0.1'],

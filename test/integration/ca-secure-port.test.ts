@@ -17,7 +17,7 @@ import { createJoinToken } from '../../ca/join-tokens.js';
 import { generateKeyPair, privateKeyPem } from '../../ca/keys.js';
 import { SecurePort } from '../../ca/secure-server.js';
 import { CERT_CHAIN_FILE, ROOT_CERT_FILE, runAgent } from '../../ca/workload-agent.js';
-import { SDS_CERT_FILE, sdsFiles } from '../../xds/workload-certs.js';
+import { SDS_CERT_FILE, sdsFiles } from '../../mesh/workload-certs.js';
 import { silentLogger } from '../../log/logger.js';
 import { Store } from '../../store/store.js';
 import { eventually } from '../support/eventually.js';
@@ -48,7 +48,7 @@ before(async () => {
   securePort = await SecurePort.start({
     ca,
     tokens: store.joinTokens,
-    ads: plane.ads,
+    services: [plane.ads],
     host: '127.0.0.1',
     port: 0,
     serverSans: ['localhost', '127.0.0.1'],

@@ -3,15 +3,15 @@
 // a reference to a resource it has not been sent, and gets EDS alone when only endpoints change.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { envoyConfigDump } from '../../xds/envoy-config-dump.js';
-import { decodeAny } from '../../xds/protos.js';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../xds/type-urls.js';
+import { envoyConfigDump } from '../../xds/server/envoy-config-dump.js';
+import { decodeAny } from '../../xds/proto/protos.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../xds/proto/type-urls.js';
 import { checkConsistency } from '../../xds/validate/consistency.js';
 import { validateEncoded } from '../../xds/validate/pgv-validator.js';
 import { startInProcessPlane } from '../support/in-process.js';
 import { endpoint, mockService, servicePort } from '../support/model-fixtures.js';
 import { RawAdsClient, resourceNames, type DecodedResponse } from '../support/raw-ads-client.js';
-import type { EncodedResource } from '../../xds/resource.js';
+import type { EncodedResource } from '../../xds/proto/resource.js';
 
 const WEB = 'web.mesh.internal';
 const DB = 'db.mesh.internal';

@@ -6,7 +6,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { CLUSTER } from '../../xds/type-urls.js';
+import { CLUSTER } from '../../xds/proto/type-urls.js';
 import { eventually } from '../support/eventually.js';
 import { startInProcessPlane } from '../support/in-process.js';
 import { endpoint, mockService, servicePort } from '../support/model-fixtures.js';

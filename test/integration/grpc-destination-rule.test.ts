@@ -3,6 +3,7 @@
 // file; consistentHash (RING_HASH cluster + the route's header hash policy) keeps one header value on
 // one backend; subset clusters and their endpoints reach an ADS
 // client; what gRPC cannot take shows in the config directory's debug state.
+import { trafficLimitations } from '../../xds/traffic/limitations.js';
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -20,7 +21,7 @@ import { endpoint, mockService, servicePort } from '../support/model-fixtures.js
 import { startInProcessPlane, type InProcessPlane } from '../support/in-process.js';
 import { decodedResources, grpcNode, RawAdsClient, resourceNames } from '../support/raw-ads-client.js';
 import { xdsEchoClient } from '../support/xds-client.js';
-import { CLUSTER, ENDPOINT, ROUTE } from '../../xds/type-urls.js';
+import { CLUSTER, ENDPOINT, ROUTE } from '../../xds/proto/type-urls.js';
 
 const HOST = 'echo.dr.internal';
 
@@ -193,7 +194,7 @@ test('subset clusters and their label-matched endpoints over ADS; gRPC limitatio
   } finally {
     ads.close();
   }
-  const limits = plane.config?.debugState().limitations ?? [];
+  const limits = plane.config ? trafficLimitations(plane.config.meshConfig()) : [];
   assert.deepEqual(limits.map((l) => `${l.resource} ${l.field} ${l.clients.join(',')}`).sort(), [
     'DestinationRule/default/echo spec.trafficPolicy.loadBalancer.simple grpc',
     'DestinationRule/default/echo spec.trafficPolicy.outlierDetection grpc',

@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { parseAllDocuments } from 'yaml';
-import { ROUTE } from '../../xds/type-urls.js';
+import { ROUTE } from '../../xds/proto/type-urls.js';
 import {
   callEchoWith,
   startEchoBackend,

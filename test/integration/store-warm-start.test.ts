@@ -11,7 +11,7 @@ import { silentLogger } from '../../log/logger.js';
 import type { RegistrySnapshot } from '../../model/change.js';
 import { RegistryPersistence } from '../../store/registry-persistence.js';
 import { Store } from '../../store/store.js';
-import { AdsServer } from '../../xds/ads-server.js';
+import { AdsServer } from '../../xds/server/ads-server.js';
 import { callEcho, startEchoBackend, type EchoBackend } from '../support/echo-backend.js';
 import { eventually } from '../support/eventually.js';
 import { endpoint, service, servicePort } from '../support/model-fixtures.js';

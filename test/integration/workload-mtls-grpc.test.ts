@@ -19,7 +19,7 @@ import { generateKeyPair, privateKeyPem } from '../../ca/keys.js';
 import { silentLogger } from '../../log/logger.js';
 import { Store } from '../../store/store.js';
 import { GRPC_SERVER_LISTENER_TEMPLATE } from '../../xds/generators/grpc/server-listener.js';
-import { grpcCertificateProviders } from '../../xds/workload-certs.js';
+import { grpcCertificateProviders } from '../../mesh/workload-certs.js';
 import {
   addEchoService,
   callEcho,

@@ -2,7 +2,7 @@
 // registry → aggregate → ADS → the real @grpc/grpc-js-xds client, which follows ZooKeeper changes.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { ZooKeeperRegistry } from '../../adapters/zookeeper/zookeeper-registry.js';
+import type { ZooKeeperRegistry } from '../../adapters/zookeeper/registry.js';
 import { callEcho, startEchoBackend, type EchoBackend, type EchoClient } from '../support/echo-backend.js';
 import type { DecodedLoadAssignment } from '../support/decoded-xds.js';
 import { lbAddresses } from '../support/decoded-xds.js';
@@ -10,7 +10,7 @@ import { eventually } from '../support/eventually.js';
 import { startInProcessPlane, type InProcessPlane } from '../support/in-process.js';
 import { decodedResources, grpcNode, RawAdsClient, resourceNames } from '../support/raw-ads-client.js';
 import { xdsEchoClient } from '../support/xds-client.js';
-import { ENDPOINT } from '../../xds/type-urls.js';
+import { ENDPOINT } from '../../xds/proto/type-urls.js';
 import { curatorInstanceJson, dubboProviderNode, ZkTestClient } from '../support/zookeeper-client.js';
 import { startZkRegistry } from '../support/zookeeper-fixtures.js';
 import { startZooKeeperServer, type ZooKeeperServer } from '../support/zookeeper-server.js';

@@ -3,7 +3,7 @@
 // aggregate's conflict rule with the mock registry.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { ZooKeeperRegistry } from '../../adapters/zookeeper/zookeeper-registry.js';
+import type { ZooKeeperRegistry } from '../../adapters/zookeeper/registry.js';
 import { registryz } from '../../admin/debug-views.js';
 import { eventually } from '../support/eventually.js';
 import { startInProcessPlane } from '../support/in-process.js';

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import zookeeper from 'node-zookeeper-client';
-import type { ZooKeeperRegistry } from '../../adapters/zookeeper/zookeeper-registry.js';
+import type { ZooKeeperRegistry } from '../../adapters/zookeeper/registry.js';
 import { eventually } from '../support/eventually.js';
 import { curatorInstanceJson, ZkTestClient } from '../support/zookeeper-client.js';
 import { endpointAddresses, startZkRegistry, zkDebug } from '../support/zookeeper-fixtures.js';

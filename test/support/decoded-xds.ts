@@ -1,6 +1,6 @@
 // Typed views of decoded xDS resources (decodeAny output: snake_case, nested Anys expanded to
 // objects with '@type'), covering only the fields tests read.
-import { decodeAny } from '../../xds/protos.js';
+import { decodeAny } from '../../xds/proto/protos.js';
 
 export interface DecodedSocketAddress {
   address?: string;

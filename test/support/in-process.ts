@@ -1,12 +1,12 @@
 // An in-process control plane (mock registry [+ a config directory] → aggregate → ADS on loopback)
 // for integration tests.
 import * as grpc from '@grpc/grpc-js';
-import { MockRegistry } from '../../adapters/mock/mock-registry.js';
+import { MockRegistry } from '../../adapters/mock/registry.js';
 import { AggregateDiscovery } from '../../aggregate/aggregate-discovery.js';
-import { ConfigDirRegistry } from '../../config-dir/config-registry.js';
+import { ConfigDirRegistry } from '../../config-dir/registry.js';
 import { silentLogger } from '../../log/logger.js';
-import { AdsServer } from '../../xds/ads-server.js';
-import type { Registry } from '../../adapters/registry.js';
+import { AdsServer } from '../../xds/server/ads-server.js';
+import type { Registry } from '../../model/registry.js';
 
 export interface InProcessPlane {
   readonly mock: MockRegistry;

@@ -2,8 +2,8 @@
 // StreamAggregatedResources stream, with bounded waits for the next response or the final status.
 import * as grpc from '@grpc/grpc-js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { decodeAny } from '../../xds/protos.js';
-import { decodeDiscoveryResponse, encodeDiscoveryRequest } from '../../xds/wire.js';
+import { decodeAny } from '../../xds/proto/protos.js';
+import { decodeDiscoveryResponse, encodeDiscoveryRequest } from '../../xds/proto/wire.js';
 
 export const ADS_PATH = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources';
 

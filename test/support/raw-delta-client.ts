@@ -2,7 +2,7 @@
 // in, on one DeltaAggregatedResources stream, with bounded waits.
 import * as grpc from '@grpc/grpc-js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { decodeDeltaDiscoveryResponse, encodeDeltaDiscoveryRequest } from '../../xds/wire.js';
+import { decodeDeltaDiscoveryResponse, encodeDeltaDiscoveryRequest } from '../../xds/proto/wire.js';
 
 export const DELTA_PATH = '/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources';
 

@@ -2,10 +2,7 @@
 // captured, and readers for what it publishes.
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import {
-  ZooKeeperRegistry,
-  type ZooKeeperRegistryConfig,
-} from '../../adapters/zookeeper/zookeeper-registry.js';
+import { ZooKeeperRegistry, type ZooKeeperRegistryConfig } from '../../adapters/zookeeper/registry.js';
 import type { Endpoint } from '../../model/endpoint.js';
 
 export interface CapturedRegistry {

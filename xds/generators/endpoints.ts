@@ -5,10 +5,10 @@
 import type { ClusterLoadAssignment } from '../generated/envoy/config/endpoint/v3/ClusterLoadAssignment.js';
 import type { LocalityLbEndpoints } from '../generated/envoy/config/endpoint/v3/LocalityLbEndpoints.js';
 import { localityKey, type PortEndpoint } from '../../model/endpoint.js';
-import type { GenerateContext } from '../generator.js';
-import { parseClusterName } from '../names.js';
-import { encodeResource, type EncodedResource } from '../resource.js';
-import { ENDPOINT } from '../type-urls.js';
+import type { GenerateContext } from './generator.js';
+import { parseClusterName } from './names.js';
+import { encodeResource, type EncodedResource } from '../proto/resource.js';
+import { ENDPOINT } from '../proto/type-urls.js';
 import { findSubset, subsetEndpoints } from '../traffic/subsets.js';
 
 /** Subsets come from the DestinationRules the proxy's namespace sees: proxies of one namespace share EDS. */

@@ -1,6 +1,6 @@
 // The table of contents: which generator serves which type URL for which kind of proxy.
-import type { ResourceGenerator } from '../generator.js';
-import type { ProxyKind } from '../proxy.js';
+import type { ResourceGenerator } from './generator.js';
+import type { ProxyKind } from '../proxy/proxy.js';
 import { grpcClusterGenerator } from './grpc/cluster.js';
 import { grpcEndpointGenerator } from './grpc/endpoint.js';
 import { grpcListenerGenerator } from './grpc/listener.js';

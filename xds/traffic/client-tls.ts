@@ -1,10 +1,10 @@
 // Which client TLS settings apply to traffic for a service port (DestinationRule `trafficPolicy.tls`,
 // overridden by `portLevelSettings[].tls`, and by a subset's own policy), and which SPIFFE identities
 // the service's endpoints run as — what an ISTIO_MUTUAL client checks the server's certificate against.
-import type { ClientTLSSettings, TrafficPolicy } from '../../config-dir/types.js';
+import type { ClientTLSSettings, TrafficPolicy } from '../../mesh/types.js';
 import type { Catalog } from '../../model/catalog.js';
 import type { Service } from '../../model/service.js';
-import type { GenerateContext } from '../generator.js';
+import type { GenerateContext } from '../generators/generator.js';
 import { destinationRuleFor, subsetOf } from './destination-rules.js';
 
 export function clientTlsFor(

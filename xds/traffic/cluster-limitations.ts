@@ -2,9 +2,9 @@
 // config is accepted and served as far as it can be, and this list, shown in /debug/configz, says
 // what was left out and why. It mirrors the renderers: xds/generators/envoy/cluster-policy.ts and
 // xds/generators/grpc/cluster.ts. `tls` is rendered (and reported) elsewhere.
-import type { MeshConfig } from '../../config-dir/mesh-config.js';
-import type { PortTrafficPolicy, TrafficPolicy } from '../../config-dir/types.js';
-import { resourceKey } from '../../config-dir/types.js';
+import type { MeshConfig } from '../../mesh/mesh-config.js';
+import type { PortTrafficPolicy, TrafficPolicy } from '../../mesh/types.js';
+import { resourceKey } from '../../mesh/types.js';
 
 export type ClientKind = 'envoy' | 'grpc';
 

@@ -2,10 +2,10 @@
 // proxy's own namespace, then the service's namespace, then the root namespace; within a tier the
 // rule whose host matches most specifically wins, and among equals the first in the config
 // (file path order, then document order) — Istio uses the oldest.
-import type { MeshConfig } from '../../config-dir/mesh-config.js';
-import type { DestinationRuleResource, Subset } from '../../config-dir/types.js';
-import { bestMatch, resolveHost } from './hosts.js';
-import { visibleTo } from './visibility.js';
+import type { MeshConfig } from '../../mesh/mesh-config.js';
+import type { DestinationRuleResource, Subset } from '../../mesh/types.js';
+import { bestMatch, resolveHost } from '../../mesh/hosts.js';
+import { visibleTo } from '../../mesh/visibility.js';
 
 /** Mesh-wide rules live here, as in Istio (`istio-system` is Istio's default root namespace). */
 export const ROOT_NAMESPACE = 'istio-system';

@@ -4,10 +4,10 @@ import type { HTTPFault } from '../generated/envoy/extensions/filters/http/fault
 import type { FractionalPercent } from '../generated/envoy/type/v3/FractionalPercent.js';
 import type { Duration } from '../generated/google/protobuf/Duration.js';
 import type { HttpConnectionManager } from '../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
-import type { HTTPFaultInjection, Percent } from '../../config-dir/types.js';
-import { parseDuration } from '../../config-dir/validate/common.js';
+import type { HTTPFaultInjection, Percent } from '../../mesh/types.js';
+import { durationMs } from '../../model/duration.js';
 import { grpcStatusCode } from '../../model/grpc-status.js';
-import { toAny } from '../resource.js';
+import { toAny } from '../proto/resource.js';
 
 export const FAULT_FILTER_NAME = 'envoy.filters.http.fault';
 export const FAULT_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault';
@@ -27,7 +27,7 @@ export function protoDuration(ms: number): Duration {
 
 /** A duration string already validated by the config loader. */
 export function durationOf(text: string): Duration {
-  return protoDuration(parseDuration(text) ?? 0);
+  return protoDuration(durationMs(text) ?? 0);
 }
 
 /** Istio's percentage (0..100, fractional) in millionths; absent means all requests. */

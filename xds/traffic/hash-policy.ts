@@ -1,11 +1,7 @@
 // A DestinationRule's consistentHash as the route's hash_policy (Envoy; gRFC A42 for gRPC, which
 // hashes on a header only). The cluster's RING_HASH/MAGLEV policy is rendered with the cluster.
 import type { _envoy_config_route_v3_RouteAction_HashPolicy as HashPolicy } from '../generated/envoy/config/route/v3/RouteAction.js';
-import type {
-  ConsistentHashLB,
-  DestinationRuleResource,
-  LoadBalancerSettings,
-} from '../../config-dir/types.js';
+import type { ConsistentHashLB, DestinationRuleResource, LoadBalancerSettings } from '../../mesh/types.js';
 import { destinationRuleFor, subsetOf } from './destination-rules.js';
 import { durationOf } from './fault.js';
 import type { RouteClient, RouteContext } from './route-context.js';

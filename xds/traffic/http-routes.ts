@@ -14,11 +14,11 @@ import type {
   HTTPRedirect,
   HTTPRoute,
   VirtualServiceResource,
-} from '../../config-dir/types.js';
-import { clusterName } from '../names.js';
+} from '../../mesh/types.js';
+import { clusterName } from '../generators/names.js';
 import { durationOf, faultPerFilterConfig, fractionalPercent } from './fault.js';
 import { hashPolicyFor } from './hash-policy.js';
-import { resolveHost } from './hosts.js';
+import { resolveHost } from '../../mesh/hosts.js';
 import { retryPolicy } from './retries.js';
 import type { RouteContext } from './route-context.js';
 import { routeMatch } from './route-match.js';

@@ -5,8 +5,8 @@
 // certificates on every workload, so Portolan serves plaintext there until a policy (e.g. a mesh-wide
 // PERMISSIVE in the root namespace) opts in. Among several policies of one tier the first in the config
 // (file path order, then document order) wins; Istio uses the oldest.
-import type { MeshConfig } from '../../config-dir/mesh-config.js';
-import type { MtlsMode, PeerAuthenticationResource } from '../../config-dir/types.js';
+import type { MeshConfig } from '../../mesh/mesh-config.js';
+import type { MtlsMode, PeerAuthenticationResource } from '../../mesh/types.js';
 import { ROOT_NAMESPACE } from './destination-rules.js';
 
 export type EffectiveMtls = Exclude<MtlsMode, 'UNSET'>;

@@ -2,7 +2,7 @@
 // become retriable_status_codes); gRPC clients (gRFC A44) retry only on gRPC status names and at
 // most 5 attempts in all, so HTTP-only conditions are dropped and attempts capped.
 import type { RetryPolicy } from '../generated/envoy/config/route/v3/RetryPolicy.js';
-import type { HTTPRetry } from '../../config-dir/types.js';
+import type { HTTPRetry } from '../../mesh/types.js';
 import { durationOf } from './fault.js';
 import type { RouteClient } from './route-context.js';
 

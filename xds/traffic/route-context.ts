@@ -1,8 +1,8 @@
 // What a VirtualService's routes are rendered against: which kind of client (its capabilities), the
 // proxy (namespace, labels) and the port and gateway the traffic arrives on.
 import type { Catalog } from '../../model/catalog.js';
-import type { MeshConfig } from '../../config-dir/mesh-config.js';
-import type { Proxy } from '../proxy.js';
+import type { MeshConfig } from '../../mesh/mesh-config.js';
+import type { Proxy } from '../proxy/proxy.js';
 
 /** Envoy renders all of a route; proxyless gRPC only what gRFCs A28/A31/A33/A42/A44 define. */
 export type RouteClient = 'envoy' | 'grpc';

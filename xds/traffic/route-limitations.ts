@@ -1,8 +1,8 @@
 // What a kind of client cannot render of the mesh's VirtualServices (and of the DestinationRules'
 // route-level hash policies), per resource and field, for /debug/configz. A pure function over the
 // mesh config; it mirrors the choices in http-routes.ts, route-match.ts, retries.ts, hash-policy.ts.
-import type { MeshConfig } from '../../config-dir/mesh-config.js';
-import type { HTTPRoute, LoadBalancerSettings, TrafficPolicy } from '../../config-dir/types.js';
+import type { MeshConfig } from '../../mesh/mesh-config.js';
+import type { HTTPRoute, LoadBalancerSettings, TrafficPolicy } from '../../mesh/types.js';
 import { GRPC_MAX_RETRIES, GRPC_RETRY_ON, retryTokens } from './retries.js';
 import type { RouteClient } from './route-context.js';
 

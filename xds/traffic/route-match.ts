@@ -5,7 +5,7 @@ import type { HeaderMatcher } from '../generated/envoy/config/route/v3/HeaderMat
 import type { QueryParameterMatcher } from '../generated/envoy/config/route/v3/QueryParameterMatcher.js';
 import type { RouteMatch } from '../generated/envoy/config/route/v3/RouteMatch.js';
 import type { StringMatcher } from '../generated/envoy/type/matcher/v3/StringMatcher.js';
-import type { HTTPMatchRequest, StringMatch } from '../../config-dir/types.js';
+import type { HTTPMatchRequest, StringMatch } from '../../mesh/types.js';
 import type { RouteClient, RouteContext } from './route-context.js';
 
 /** gRPC calls are always POSTs: a method match is decided once, not sent (gRPC cannot match `:method`). */

@@ -3,9 +3,9 @@
 // adds "destinations inferred from virtual services". Without it a route could name a cluster the
 // proxy is never sent, and Envoy would answer 503 (no cluster) for traffic the config allows.
 import type { Catalog } from '../../model/catalog.js';
-import type { MeshConfig } from '../../config-dir/mesh-config.js';
-import type { Destination, VirtualServiceResource } from '../../config-dir/types.js';
-import { resolveHost } from './hosts.js';
+import type { MeshConfig } from '../../mesh/mesh-config.js';
+import type { Destination, VirtualServiceResource } from '../../mesh/types.js';
+import { resolveHost } from '../../mesh/hosts.js';
 import { UNSCOPED, type ProxyScope } from './sidecar-scope.js';
 import { virtualServiceFor } from './virtual-services.js';
 

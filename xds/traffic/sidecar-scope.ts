@@ -2,10 +2,10 @@
 // workloadSelector matches the proxy's labels, else the namespace's Sidecar without a selector,
 // else the root namespace's Sidecar without a selector; first in config order within each tier
 // (Istio: the oldest). Its egress hosts (`namespace/host`) decide which services the proxy is sent.
-import type { MeshConfig } from '../../config-dir/mesh-config.js';
-import type { SidecarResource } from '../../config-dir/types.js';
+import type { MeshConfig } from '../../mesh/mesh-config.js';
+import type { SidecarResource } from '../../mesh/types.js';
 import type { Service } from '../../model/service.js';
-import { hostMatches, resolveHost } from './hosts.js';
+import { hostMatches, resolveHost } from '../../mesh/hosts.js';
 import { ROOT_NAMESPACE } from './destination-rules.js';
 
 /** Whether a proxy gets outbound listeners and routes for a service's port. */

@@ -1,8 +1,8 @@
 // A DestinationRule subset as endpoints: those whose labels include every label of the subset.
 import type { Catalog } from '../../model/catalog.js';
 import type { PortEndpoint } from '../../model/endpoint.js';
-import type { MeshConfig } from '../../config-dir/mesh-config.js';
-import type { Subset } from '../../config-dir/types.js';
+import type { MeshConfig } from '../../mesh/mesh-config.js';
+import type { Subset } from '../../mesh/types.js';
 import { destinationRuleFor, subsetOf } from './destination-rules.js';
 
 /** The subset `name` of `host` as seen from `proxyNamespace`; undefined when no rule defines it. */

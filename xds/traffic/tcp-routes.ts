@@ -2,8 +2,8 @@
 // this proxy and port (Istio's order) sends the connection to its destination, or splits by weight.
 // Without one, the service's own cluster, as before.
 import type { TcpProxy } from '../generated/envoy/extensions/filters/network/tcp_proxy/v3/TcpProxy.js';
-import type { VirtualServiceResource } from '../../config-dir/types.js';
-import { clusterName } from '../names.js';
+import type { VirtualServiceResource } from '../../mesh/types.js';
+import { clusterName } from '../generators/names.js';
 import { destinationOf } from './http-routes.js';
 import type { RouteContext } from './route-context.js';
 import { appliesToProxy } from './route-match.js';

@@ -2,8 +2,8 @@
 // limitations (cluster-limitations.ts): DestinationRule `tls` that gRPC cannot express, secrets by
 // name, and PERMISSIVE on proxyless gRPC servers. Mirrors xds/generators/grpc/cluster-security.ts and
 // server-listener.ts.
-import type { MeshConfig } from '../../config-dir/mesh-config.js';
-import { resourceKey, type ClientTLSSettings, type TrafficPolicy } from '../../config-dir/types.js';
+import type { MeshConfig } from '../../mesh/mesh-config.js';
+import { resourceKey, type ClientTLSSettings, type TrafficPolicy } from '../../mesh/types.js';
 import type { ClientKind, TrafficLimitation } from './cluster-limitations.js';
 
 export function tlsLimitations(config: MeshConfig): TrafficLimitation[] {

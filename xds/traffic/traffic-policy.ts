@@ -2,14 +2,14 @@
 // top level, overridden by the rule's port-level settings for the port, then by the subset's top
 // level, then by the subset's port-level settings. Each component (loadBalancer, connectionPool,
 // outlierDetection) is replaced whole, never merged field by field. `tls` is rendered elsewhere.
-import type { MeshConfig } from '../../config-dir/mesh-config.js';
+import type { MeshConfig } from '../../mesh/mesh-config.js';
 import type {
   ConnectionPoolSettings,
   DestinationRuleResource,
   LoadBalancerSettings,
   OutlierDetection,
   TrafficPolicy,
-} from '../../config-dir/types.js';
+} from '../../mesh/types.js';
 import { destinationRuleFor, subsetOf } from './destination-rules.js';
 
 export interface ClusterPolicy {

@@ -1,10 +1,10 @@
 // Which VirtualService routes a host for a proxy: those bound to the proxy's gateway (`mesh` for
 // sidecars and proxyless clients) and visible from its namespace; the most specific host match
 // wins, then the first in the config (Istio: the oldest).
-import type { MeshConfig } from '../../config-dir/mesh-config.js';
-import type { VirtualServiceResource } from '../../config-dir/types.js';
-import { bestMatch, resolveHost } from './hosts.js';
-import { visibleTo } from './visibility.js';
+import type { MeshConfig } from '../../mesh/mesh-config.js';
+import type { VirtualServiceResource } from '../../mesh/types.js';
+import { bestMatch, resolveHost } from '../../mesh/hosts.js';
+import { visibleTo } from '../../mesh/visibility.js';
 
 export const MESH_GATEWAY = 'mesh';
 

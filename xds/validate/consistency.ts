@@ -2,9 +2,9 @@
 // check): every RDS name a listener uses is served, every cluster a route or tcp_proxy names exists,
 // every EDS cluster has a ClusterLoadAssignment — plus two rules Envoy enforces at load: no two
 // bound listeners on one address, no domain claimed by two virtual hosts of one route configuration.
-import { decodeAny } from '../protos.js';
-import type { EncodedResource } from '../resource.js';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../type-urls.js';
+import { decodeAny } from '../proto/protos.js';
+import type { EncodedResource } from '../proto/resource.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../proto/type-urls.js';
 
 type Obj = Record<string, unknown>;
 

@@ -1,10 +1,10 @@
 // What an Envoy subscribed the usual way holds for one view: LDS and CDS wildcard, then the RDS
 // names its listeners use and the EDS names its clusters use. The consistency check runs over it.
-import type { GenerateContext, ResourceGenerator } from '../generator.js';
+import type { GenerateContext, ResourceGenerator } from '../generators/generator.js';
 import type { GeneratorTable } from '../generators/index.js';
-import { decodeAny } from '../protos.js';
-import type { EncodedResource } from '../resource.js';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../type-urls.js';
+import { decodeAny } from '../proto/protos.js';
+import type { EncodedResource } from '../proto/resource.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../proto/type-urls.js';
 
 export function envoyResourceSet(
   generators: GeneratorTable,

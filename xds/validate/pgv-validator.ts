@@ -8,7 +8,7 @@
 // values), any (required, in, not_in), oneof `(validate.required)`, and wrapper types carrying
 // scalar rules. Not covered (Envoy's protos barely use them): timestamp rules, ip/email/uri formats.
 import protobuf from 'protobufjs';
-import { messageType, protoRoot } from '../protos.js';
+import { messageType, protoRoot } from '../proto/protos.js';
 
 export interface Violation {
   /** Field path from the validated message, e.g. `filter_chains[0].filters[0].typed_config.stat_prefix`. */
@@ -148,7 +148,7 @@ function checkAny(any: { type_url?: string; value?: Uint8Array }, path: string, 
   try {
     type = protoRoot().lookupType(typeName);
   } catch {
-    out.push({ path, message: `unknown type ${url}: cannot be checked (is its .proto in xds/protos.json?)` });
+    out.push({ path, message: `unknown type ${url}: cannot be checked (is its .proto in xds/proto/protos.json?)` });
     return;
   }
   let decoded: protobuf.Message;

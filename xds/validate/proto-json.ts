@@ -2,7 +2,7 @@
 // Struct and wrapper values) turned into protobufjs object form, so JSON config can be encoded and
 // validated like any generated resource. Field names are snake_case, as Portolan writes them.
 import protobuf from 'protobufjs';
-import { messageType, protoRoot } from '../protos.js';
+import { messageType, protoRoot } from '../proto/protos.js';
 
 export function fromProtoJson(typeName: string, json: unknown): Record<string, unknown> {
   return convertMessage(messageType(typeName), json, typeName);

@@ -3,9 +3,9 @@
 // a cluster no CDS entry defines, an EDS cluster without endpoints) — go-control-plane's snapshot
 // consistency check. Violations are logged; what is sent is unchanged. One check per distinct view.
 import type { Logger } from '../../log/logger.js';
-import type { GenerateContext } from '../generator.js';
+import type { GenerateContext } from '../generators/generator.js';
 import type { GeneratorTable } from '../generators/index.js';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../type-urls.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../proto/type-urls.js';
 import { checkConsistency } from './consistency.js';
 import { envoyResourceSet } from './envoy-resource-set.js';
 

@@ -2,8 +2,8 @@
 // (validate.rules) before it is sent; an invalid one is logged and withheld (the proxy keeps what it
 // has rather than NACKing). Costs a decode per generated resource, so it is off by default.
 import { createLogger, type Logger } from '../../log/logger.js';
-import type { ResourceGenerator } from '../generator.js';
-import { TYPE_URL_PREFIX } from '../type-urls.js';
+import type { ResourceGenerator } from '../generators/generator.js';
+import { TYPE_URL_PREFIX } from '../proto/type-urls.js';
 import { validateEncoded } from './pgv-validator.js';
 
 export const VALIDATE_PUSHES_ENV = 'PORTOLAN_VALIDATE_PUSHES';

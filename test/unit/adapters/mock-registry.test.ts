@@ -2,13 +2,13 @@
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
-import { MockRegistry } from '../../../adapters/mock/mock-registry.js';
+import { MockRegistry } from '../../../adapters/mock/registry.js';
 import { AdminServer } from '../../../admin/admin-server.js';
 import { AggregateDiscovery } from '../../../aggregate/aggregate-discovery.js';
 import { silentLogger } from '../../../log/logger.js';
 import type { ChangeEvent } from '../../../model/change.js';
-import { AdsServer } from '../../../xds/ads-server.js';
-import { CLUSTER } from '../../../xds/type-urls.js';
+import { AdsServer } from '../../../xds/server/ads-server.js';
+import { CLUSTER } from '../../../xds/proto/type-urls.js';
 import { endpoint, mockService, servicePort } from '../../support/model-fixtures.js';
 import { grpcNode, RawAdsClient } from '../../support/raw-ads-client.js';
 import { StubRegistry } from '../../support/stub-registry.js';

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { RegistryState } from '../../../adapters/registry-state.js';
-import type { SyncEvent } from '../../../adapters/registry.js';
+import type { SyncEvent } from '../../../model/registry.js';
 import type { ChangeEvent, RegistrySnapshot } from '../../../model/change.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 

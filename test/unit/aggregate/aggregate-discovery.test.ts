@@ -2,7 +2,7 @@
 // merged, readiness, change forwarding, and frozen catalogs.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MockRegistry } from '../../../adapters/mock/mock-registry.js';
+import { MockRegistry } from '../../../adapters/mock/registry.js';
 import { AggregateDiscovery } from '../../../aggregate/aggregate-discovery.js';
 import type { ChangeEvent } from '../../../model/change.js';
 import { endpoint, mockService, servicePort } from '../../support/model-fixtures.js';

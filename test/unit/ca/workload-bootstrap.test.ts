@@ -8,10 +8,10 @@ import { validateBootstrapConfig } from '@grpc/grpc-js-xds/build/src/xds-bootstr
 import { buildBootstrap, compileBootstrapOptions, validateBootstrap } from '../../../cli/bootstrap.js';
 import { buildGrpcBootstrap } from '../../../cli/grpc-bootstrap.js';
 import { OptionError } from '../../../cli/options.js';
-import { proxyFromNode } from '../../../xds/proxy.js';
+import { proxyFromNode } from '../../../xds/proxy/proxy.js';
 import { fromProtoJson } from '../../../xds/validate/proto-json.js';
 import { validateObject } from '../../../xds/validate/pgv-validator.js';
-import { sdsFiles } from '../../../xds/workload-certs.js';
+import { sdsFiles } from '../../../mesh/workload-certs.js';
 import { at } from '../envoy/at.js';
 
 const RAW = {

@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { ConfigDirRegistry } from '../../../config-dir/config-registry.js';
+import { ConfigDirRegistry } from '../../../config-dir/registry.js';
 
 /** The repository's examples/config: found above this (compiled) file, else from the working directory. */
 function examplesDir(): string {

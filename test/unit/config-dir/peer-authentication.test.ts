@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { formatIssue, loadConfigFile } from '../../../config-dir/load-file.js';
 import { mergeFiles } from '../../../config-dir/merge.js';
-import { EMPTY_MESH_CONFIG, nextMeshConfig } from '../../../config-dir/mesh-config.js';
+import { EMPTY_MESH_CONFIG, nextMeshConfig } from '../../../mesh/mesh-config.js';
 import { mtlsModeFor } from '../../../xds/traffic/peer-authentication.js';
 import { tlsLimitations } from '../../../xds/traffic/tls-limitations.js';
 

@@ -1,9 +1,10 @@
 // The registry against a real directory and real chokidar events.
+import { trafficLimitations } from '../../../xds/traffic/limitations.js';
 import assert from 'node:assert/strict';
 import { open, rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { ConfigDirRegistry } from '../../../config-dir/config-registry.js';
+import { ConfigDirRegistry } from '../../../config-dir/registry.js';
 import type { ChangeEvent } from '../../../model/change.js';
 import { eventually, makeTempDir, workloadEntry } from './helpers.js';
 
@@ -254,7 +255,7 @@ test('a Sidecar is mesh config: its edits fire onConfigChange; limitations show 
   await eventually(() => fired === 1, 5000, 'config change');
   assert.deepEqual(registry.meshConfig().sidecars[0]?.spec.egress?.[0]?.hosts, ['./*', 'istio-system/*']);
   assert.deepEqual(
-    registry.debugState().limitations.map((l) => [l.resource, l.field, l.clients]),
+    trafficLimitations(registry.meshConfig()).map((l) => [l.resource, l.field, l.clients]),
     [['Sidecar/shop/default', 'spec.egress', ['grpc']]],
   );
 });
@@ -268,7 +269,7 @@ test('one limitations list holds the route (VirtualService) and cluster (Destina
     '  trafficPolicy: {outlierDetection: {consecutive5xxErrors: 3}}\n';
   const { registry } = await started(t, { 'vs.yaml': vs, 'dr.yaml': dr });
   assert.deepEqual(
-    registry.debugState().limitations.map((l) => [l.resource, l.field, l.clients]),
+    trafficLimitations(registry.meshConfig()).map((l) => [l.resource, l.field, l.clients]),
     [
       ['VirtualService/default/echo', 'spec.http[0].mirror', ['grpc']],
       ['DestinationRule/default/echo', 'spec.trafficPolicy.outlierDetection', ['grpc']],

@@ -3,9 +3,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { formatIssue, loadConfigFile } from '../../../config-dir/load-file.js';
-import type { DestinationRuleResource, VirtualServiceResource } from '../../../config-dir/types.js';
+import type { DestinationRuleResource, VirtualServiceResource } from '../../../mesh/types.js';
 import { unknownSubsetWarnings } from '../../../config-dir/validate/virtual-service.js';
-import { resolveHost } from '../../../xds/traffic/hosts.js';
+import { resolveHost } from '../../../mesh/hosts.js';
 
 const HEADER = [
   'apiVersion: networking.istio.io/v1', // 1

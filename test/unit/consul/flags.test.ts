@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Command } from 'commander';
-import { addConsulFlags, parseConsulFlags } from '../../../adapters/consul/consul-flags.js';
+import { addConsulFlags, parseConsulFlags } from '../../../adapters/consul/flags.js';
 import { OptionError } from '../../../cli/options.js';
 
 /** Parses argv the way `portolan serve` does and returns commander's flags. */

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { WatchPacing } from '../../../adapters/consul/blocking-watch.js';
 import type { CatalogServices, HealthEntry } from '../../../adapters/consul/consul-api.js';
 import { createConsulClient, type ConsulCatalogClient } from '../../../adapters/consul/consul-client.js';
-import { ConsulRegistry } from '../../../adapters/consul/consul-registry.js';
+import { ConsulRegistry } from '../../../adapters/consul/registry.js';
 import { silentLogger } from '../../../log/logger.js';
 import { ConsulStandin } from '../../support/consul-standin.js';
 import { eventually } from '../../support/eventually.js';

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { buildBootstrap, compileBootstrapOptions, validateBootstrap } from '../../../cli/bootstrap.js';
 import { OptionError } from '../../../cli/options.js';
-import { proxyFromNode } from '../../../xds/proxy.js';
+import { proxyFromNode } from '../../../xds/proxy/proxy.js';
 import { at } from './at.js';
 
 const BASE = {

@@ -3,11 +3,11 @@
 // defaults when none does.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { EMPTY_MESH_CONFIG, type MeshConfig } from '../../../config-dir/mesh-config.js';
-import type { DestinationRuleResource, DestinationRuleSpec } from '../../../config-dir/types.js';
+import { EMPTY_MESH_CONFIG, type MeshConfig } from '../../../mesh/mesh-config.js';
+import type { DestinationRuleResource, DestinationRuleSpec } from '../../../mesh/types.js';
 import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
 import { mergePolicy } from '../../../xds/traffic/traffic-policy.js';
-import { CLUSTER, ENDPOINT } from '../../../xds/type-urls.js';
+import { CLUSTER, ENDPOINT } from '../../../xds/proto/type-urls.js';
 import { at, list } from './at.js';
 import {
   CACHE,

@@ -7,20 +7,20 @@
 import { buildCatalog, type Catalog } from '../../../model/catalog.js';
 import type { Endpoint } from '../../../model/endpoint.js';
 import type { Service } from '../../../model/service.js';
-import type { MeshConfig } from '../../../config-dir/mesh-config.js';
+import type { MeshConfig } from '../../../mesh/mesh-config.js';
 import type {
   ConfigKind,
   DestinationRuleSpec,
   GatewaySpec,
   SidecarSpec,
   VirtualServiceSpec,
-} from '../../../config-dir/types.js';
+} from '../../../mesh/types.js';
 import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
 import { GeneratorTable } from '../../../xds/generators/index.js';
 import { envoyResourceSet } from '../../../xds/validate/envoy-resource-set.js';
-import { decodeAny } from '../../../xds/protos.js';
-import { proxyFromNode, type Proxy } from '../../../xds/proxy.js';
-import type { EncodedResource } from '../../../xds/resource.js';
+import { decodeAny } from '../../../xds/proto/protos.js';
+import { proxyFromNode, type Proxy } from '../../../xds/proxy/proxy.js';
+import type { EncodedResource } from '../../../xds/proto/resource.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 
 export const WEB = 'web.mesh.internal';

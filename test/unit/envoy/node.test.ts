@@ -1,8 +1,8 @@
 // Reading an Envoy node: Istio's id form and metadata, Portolan's keys, and clear refusals.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { NodeError, proxyFromNode } from '../../../xds/proxy.js';
-import { decodeDiscoveryRequest, encodeDiscoveryRequest } from '../../../xds/wire.js';
+import { NodeError, proxyFromNode } from '../../../xds/proxy/proxy.js';
+import { decodeDiscoveryRequest, encodeDiscoveryRequest } from '../../../xds/proto/wire.js';
 
 const envoy = (id: string, metadata: Record<string, unknown> = {}) =>
   proxyFromNode({ id, user_agent_name: 'envoy', metadata });

@@ -2,11 +2,11 @@
 // admit, and what that trims from an Envoy's CDS, EDS, listeners and routes — for that proxy only.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { EMPTY_MESH_CONFIG, type MeshConfig } from '../../../config-dir/mesh-config.js';
-import type { SidecarResource, SidecarSpec } from '../../../config-dir/types.js';
+import { EMPTY_MESH_CONFIG, type MeshConfig } from '../../../mesh/mesh-config.js';
+import type { SidecarResource, SidecarSpec } from '../../../mesh/types.js';
 import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
 import { scopeFor, sidecarFor } from '../../../xds/traffic/sidecar-scope.js';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE, TYPE_URL_PREFIX } from '../../../xds/type-urls.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE, TYPE_URL_PREFIX } from '../../../xds/proto/type-urls.js';
 import { checkConsistency } from '../../../xds/validate/consistency.js';
 import { validateEncoded } from '../../../xds/validate/pgv-validator.js';
 import { service, servicePort } from '../../support/model-fixtures.js';

@@ -2,7 +2,7 @@
 // cluster, which inbound chain targets which port, which cluster type each resolution gets.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../../xds/type-urls.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../../xds/proto/type-urls.js';
 import { at, list } from './at.js';
 import {
   API,

@@ -3,7 +3,7 @@
 // VirtualServices; outbound HTTP connection managers carry the fault filter before the router.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { LISTENER, ROUTE } from '../../../xds/type-urls.js';
+import { LISTENER, ROUTE } from '../../../xds/proto/type-urls.js';
 import { at, list } from './at.js';
 import {
   collect,

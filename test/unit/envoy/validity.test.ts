@@ -2,16 +2,16 @@
 // the cross-resource consistency check; and the validator does reject what Envoy would reject.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { EMPTY_MESH_CONFIG } from '../../../config-dir/mesh-config.js';
+import { EMPTY_MESH_CONFIG } from '../../../mesh/mesh-config.js';
 import type { Logger } from '../../../log/logger.js';
-import type { ResourceGenerator } from '../../../xds/generator.js';
+import type { ResourceGenerator } from '../../../xds/generators/generator.js';
 import { GeneratorTable } from '../../../xds/generators/index.js';
-import { TYPE_URL_PREFIX } from '../../../xds/type-urls.js';
+import { TYPE_URL_PREFIX } from '../../../xds/proto/type-urls.js';
 import { validatePushesEnabled, validatingGenerator } from '../../../xds/validate/validating-generator.js';
 import { checkConsistency } from '../../../xds/validate/consistency.js';
 import { validateEncoded, validateObject } from '../../../xds/validate/pgv-validator.js';
-import { encodeResource } from '../../../xds/resource.js';
-import { CLUSTER, LISTENER, ROUTE } from '../../../xds/type-urls.js';
+import { encodeResource } from '../../../xds/proto/resource.js';
+import { CLUSTER, LISTENER, ROUTE } from '../../../xds/proto/type-urls.js';
 import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
 import { checkPushConsistency } from '../../../xds/validate/push-consistency.js';
 import { collect, fixtureCatalog, fixtureMeshConfig, fixtureProxies } from './fixture-mesh.js';

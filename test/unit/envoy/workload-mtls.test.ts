@@ -5,19 +5,19 @@
 // the (validate.rules) validator and the consistency check.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { MeshConfig } from '../../../config-dir/mesh-config.js';
+import type { MeshConfig } from '../../../mesh/mesh-config.js';
 import type {
   DestinationRuleResource,
   DestinationRuleSpec,
   PeerAuthenticationResource,
   PeerAuthenticationSpec,
-} from '../../../config-dir/types.js';
+} from '../../../mesh/types.js';
 import { buildCatalog } from '../../../model/catalog.js';
-import type { GenerateContext, ResourceGenerator } from '../../../xds/generator.js';
+import type { GenerateContext, ResourceGenerator } from '../../../xds/generators/generator.js';
 import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
-import { decodeAny } from '../../../xds/protos.js';
-import type { Proxy } from '../../../xds/proxy.js';
-import { CLUSTER, LISTENER, TYPE_URL_PREFIX } from '../../../xds/type-urls.js';
+import { decodeAny } from '../../../xds/proto/protos.js';
+import type { Proxy } from '../../../xds/proxy/proxy.js';
+import { CLUSTER, LISTENER, TYPE_URL_PREFIX } from '../../../xds/proto/type-urls.js';
 import { checkConsistency } from '../../../xds/validate/consistency.js';
 import { validateEncoded } from '../../../xds/validate/pgv-validator.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';

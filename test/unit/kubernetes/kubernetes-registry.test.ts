@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { loadClusters } from '../../../adapters/kubernetes/kubeconfig-load.js';
-import { KubernetesRegistry } from '../../../adapters/kubernetes/kubernetes-registry.js';
+import { KubernetesRegistry } from '../../../adapters/kubernetes/registry.js';
 import { DEFAULT_TIMING } from '../../../adapters/kubernetes/list-watcher.js';
 import { silentLogger } from '../../../log/logger.js';
 import type { ChangeEvent } from '../../../model/change.js';

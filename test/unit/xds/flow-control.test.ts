@@ -1,9 +1,9 @@
 // Server-wide push flow control: the write limit, FIFO hand-over, stuck writers, new-stream rate.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { PushLimiter, type FlowControlOptions, type SlotHolder } from '../../../xds/flow-control.js';
-import { MAX_HELD_ROUNDS, StreamPump } from '../../../xds/stream-pump.js';
-import { CLUSTER } from '../../../xds/type-urls.js';
+import { PushLimiter, type FlowControlOptions, type SlotHolder } from '../../../xds/server/flow-control.js';
+import { MAX_HELD_ROUNDS, StreamPump } from '../../../xds/server/stream-pump.js';
+import { CLUSTER } from '../../../xds/proto/type-urls.js';
 
 function holder(name: string, granted: string[], admitted = true): SlotHolder & { closed: boolean } {
   return {

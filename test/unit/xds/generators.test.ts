@@ -1,20 +1,25 @@
 // The proxyless gRPC generators (CDS, EDS, LDS, RDS) against catalogs built with buildCatalog, and
-// the resource name formats in xds/names.ts.
+// the resource name formats in xds/generators/names.ts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { EMPTY_MESH_CONFIG } from '../../../config-dir/mesh-config.js';
+import { EMPTY_MESH_CONFIG } from '../../../mesh/mesh-config.js';
 import { buildCatalog } from '../../../model/catalog.js';
 import type { Endpoint } from '../../../model/endpoint.js';
 import type { Service } from '../../../model/service.js';
-import type { GenerateContext, ResourceGenerator } from '../../../xds/generator.js';
+import type { GenerateContext, ResourceGenerator } from '../../../xds/generators/generator.js';
 import { grpcClusterGenerator } from '../../../xds/generators/grpc/cluster.js';
 import { grpcEndpointGenerator } from '../../../xds/generators/grpc/endpoint.js';
 import { grpcListenerGenerator } from '../../../xds/generators/grpc/listener.js';
 import { grpcRouteGenerator } from '../../../xds/generators/grpc/route.js';
 import { GeneratorTable } from '../../../xds/generators/index.js';
-import { clusterName, grpcListenerName, parseClusterName, parseHostPort } from '../../../xds/names.js';
-import { proxyFromNode } from '../../../xds/proxy.js';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../../xds/type-urls.js';
+import {
+  clusterName,
+  grpcListenerName,
+  parseClusterName,
+  parseHostPort,
+} from '../../../xds/generators/names.js';
+import { proxyFromNode } from '../../../xds/proxy/proxy.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../../xds/proto/type-urls.js';
 import {
   decodeAs,
   lbAddresses,

@@ -5,11 +5,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { grpcClusterGenerator } from '../../../xds/generators/grpc/cluster.js';
 import { grpcEndpointGenerator } from '../../../xds/generators/grpc/endpoint.js';
-import { decodeAny } from '../../../xds/protos.js';
-import { proxyFromNode } from '../../../xds/proxy.js';
+import { decodeAny } from '../../../xds/proto/protos.js';
+import { proxyFromNode } from '../../../xds/proxy/proxy.js';
 import { clusterLimitations } from '../../../xds/traffic/cluster-limitations.js';
 import { validateEncoded } from '../../../xds/validate/pgv-validator.js';
-import { TYPE_URL_PREFIX } from '../../../xds/type-urls.js';
+import { TYPE_URL_PREFIX } from '../../../xds/proto/type-urls.js';
 import { at, list } from '../envoy/at.js';
 import {
   CACHE,

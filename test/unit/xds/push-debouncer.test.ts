@@ -2,7 +2,11 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import type { ChangeEvent } from '../../../model/change.js';
-import { PushDebouncer, type DebounceOptions, type MergedChange } from '../../../xds/push-debouncer.js';
+import {
+  PushDebouncer,
+  type DebounceOptions,
+  type MergedChange,
+} from '../../../xds/server/push-debouncer.js';
 
 function change(host: string, endpointsOnly = true): ChangeEvent {
   return { hostnames: new Set([host]), endpointsOnly };

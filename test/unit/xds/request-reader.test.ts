@@ -1,14 +1,14 @@
 // The ACK fast path reads what the full protobufjs decoder reads, and defers anything else to it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { readPlainDeltaRequest, readPlainRequest } from '../../../xds/request-reader.js';
-import { ENDPOINT } from '../../../xds/type-urls.js';
+import { readPlainDeltaRequest, readPlainRequest } from '../../../xds/server/request-reader.js';
+import { ENDPOINT } from '../../../xds/proto/type-urls.js';
 import {
   decodeDeltaDiscoveryRequest,
   decodeDiscoveryRequest,
   encodeDeltaDiscoveryRequest,
   encodeDiscoveryRequest,
-} from '../../../xds/wire.js';
+} from '../../../xds/proto/wire.js';
 
 test('a SotW ACK and NACK read the same as with the full decoder', () => {
   for (const req of [

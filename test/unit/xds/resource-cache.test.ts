@@ -1,16 +1,16 @@
 // The shared resource cache: what a change rebuilds and reports, for proxyless gRPC and Envoy views.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { NO_MESH_CONFIG } from '../../../config-dir/mesh-config.js';
+import { NO_MESH_CONFIG } from '../../../mesh/mesh-config.js';
 import { buildCatalog, type Catalog } from '../../../model/catalog.js';
 import type { Endpoint } from '../../../model/endpoint.js';
 import type { Service } from '../../../model/service.js';
 import { grpcClusterGenerator } from '../../../xds/generators/grpc/cluster.js';
 import { grpcEndpointGenerator } from '../../../xds/generators/grpc/endpoint.js';
 import { grpcListenerGenerator } from '../../../xds/generators/grpc/listener.js';
-import { proxyFromNode } from '../../../xds/proxy.js';
-import { ResourceCache, typeKey, wildcardKey } from '../../../xds/resource-cache.js';
-import { CLUSTER, ENDPOINT, LISTENER } from '../../../xds/type-urls.js';
+import { proxyFromNode } from '../../../xds/proxy/proxy.js';
+import { ResourceCache, typeKey, wildcardKey } from '../../../xds/server/resource-cache.js';
+import { CLUSTER, ENDPOINT, LISTENER } from '../../../xds/proto/type-urls.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 
 const proxy = proxyFromNode({ id: 'p1', user_agent_name: 'gRPC Node' });

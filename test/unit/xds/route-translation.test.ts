@@ -3,22 +3,22 @@
 // what gRPC leaves out; and every route configuration passing Envoy's (validate.rules).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { EMPTY_MESH_CONFIG, type MeshConfig } from '../../../config-dir/mesh-config.js';
+import { EMPTY_MESH_CONFIG, type MeshConfig } from '../../../mesh/mesh-config.js';
 import type {
   DestinationRuleResource,
   DestinationRuleSpec,
   HTTPRoute,
   VirtualServiceResource,
   VirtualServiceSpec,
-} from '../../../config-dir/types.js';
+} from '../../../mesh/types.js';
 import type { Route } from '../../../xds/generated/envoy/config/route/v3/Route.js';
 import { buildCatalog } from '../../../model/catalog.js';
 import { grpcClusterGenerator } from '../../../xds/generators/grpc/cluster.js';
 import { grpcListenerGenerator } from '../../../xds/generators/grpc/listener.js';
 import { grpcRouteGenerator } from '../../../xds/generators/grpc/route.js';
-import { decodeAny } from '../../../xds/protos.js';
-import { proxyFromNode } from '../../../xds/proxy.js';
-import { encodeResource } from '../../../xds/resource.js';
+import { decodeAny } from '../../../xds/proto/protos.js';
+import { proxyFromNode } from '../../../xds/proxy/proxy.js';
+import { encodeResource } from '../../../xds/proto/resource.js';
 import { routesForHost, virtualServiceRoutes } from '../../../xds/traffic/http-routes.js';
 import {
   proxyLabels,
@@ -28,7 +28,7 @@ import {
 } from '../../../xds/traffic/route-context.js';
 import { routeLimitations } from '../../../xds/traffic/route-limitations.js';
 import { tcpTargetForHost } from '../../../xds/traffic/tcp-routes.js';
-import { CLUSTER, LISTENER, ROUTE, TYPE_URL_PREFIX } from '../../../xds/type-urls.js';
+import { CLUSTER, LISTENER, ROUTE, TYPE_URL_PREFIX } from '../../../xds/proto/type-urls.js';
 import { validateEncoded } from '../../../xds/validate/pgv-validator.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 

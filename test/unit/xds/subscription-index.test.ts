@@ -2,10 +2,10 @@
 // subscribers of a changed type, and no others.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { ChangeSet } from '../../../xds/resource-cache.js';
-import { typeKey } from '../../../xds/resource-cache.js';
-import { SubscriptionIndex } from '../../../xds/subscription-index.js';
-import { CLUSTER, ENDPOINT } from '../../../xds/type-urls.js';
+import type { ChangeSet } from '../../../xds/server/resource-cache.js';
+import { typeKey } from '../../../xds/server/resource-cache.js';
+import { SubscriptionIndex } from '../../../xds/server/subscription-index.js';
+import { CLUSTER, ENDPOINT } from '../../../xds/proto/type-urls.js';
 
 function changes(typeUrl: string, names: string[]): ChangeSet {
   return {

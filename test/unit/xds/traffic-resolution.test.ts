@@ -2,22 +2,22 @@
 // exportTo, gateway binding, namespace tiers; and subset clusters' endpoints in EDS.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { EMPTY_MESH_CONFIG, type MeshConfig } from '../../../config-dir/mesh-config.js';
+import { EMPTY_MESH_CONFIG, type MeshConfig } from '../../../mesh/mesh-config.js';
 import type {
   DestinationRuleResource,
   DestinationRuleSpec,
   VirtualServiceResource,
   VirtualServiceSpec,
-} from '../../../config-dir/types.js';
+} from '../../../mesh/types.js';
 import { buildCatalog } from '../../../model/catalog.js';
 import { buildLoadAssignment } from '../../../xds/generators/endpoints.js';
-import { decodeAny } from '../../../xds/protos.js';
-import { proxyFromNode } from '../../../xds/proxy.js';
-import { bestMatch, hostMatches, resolveHost } from '../../../xds/traffic/hosts.js';
+import { decodeAny } from '../../../xds/proto/protos.js';
+import { proxyFromNode } from '../../../xds/proxy/proxy.js';
+import { bestMatch, hostMatches, resolveHost } from '../../../mesh/hosts.js';
 import { destinationRuleFor } from '../../../xds/traffic/destination-rules.js';
 import { virtualServiceFor } from '../../../xds/traffic/virtual-services.js';
-import { visibleTo } from '../../../xds/traffic/visibility.js';
-import { ENDPOINT } from '../../../xds/type-urls.js';
+import { visibleTo } from '../../../mesh/visibility.js';
+import { ENDPOINT } from '../../../xds/proto/type-urls.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 
 function dr(name: string, namespace: string, spec: DestinationRuleSpec): DestinationRuleResource {

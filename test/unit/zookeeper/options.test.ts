@@ -5,8 +5,8 @@ import { Command } from 'commander';
 // First, as in the CLI: the registry list imports every factory (and cli/options imports the list).
 import { REGISTRY_FACTORIES } from '../../../cli/registries.js';
 import { Backoff } from '../../../adapters/zookeeper/backoff.js';
-import { parseZooKeeperFlags } from '../../../adapters/zookeeper/options.js';
-import { ZooKeeperRegistry } from '../../../adapters/zookeeper/zookeeper-registry.js';
+import { parseZooKeeperFlags } from '../../../adapters/zookeeper/flags.js';
+import { ZooKeeperRegistry } from '../../../adapters/zookeeper/registry.js';
 import { OptionError } from '../../../cli/options.js';
 import { silentLogger } from '../../../log/logger.js';
 

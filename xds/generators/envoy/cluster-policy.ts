@@ -6,14 +6,10 @@ import type { Cluster } from '../../generated/envoy/config/cluster/v3/Cluster.js
 import type { CircuitBreakers } from '../../generated/envoy/config/cluster/v3/CircuitBreakers.js';
 import type { OutlierDetection as EnvoyOutlierDetection } from '../../generated/envoy/config/cluster/v3/OutlierDetection.js';
 import type { HttpProtocolOptions } from '../../generated/envoy/extensions/upstreams/http/v3/HttpProtocolOptions.js';
-import type {
-  ConnectionPoolSettings,
-  LoadBalancerSettings,
-  OutlierDetection,
-} from '../../../config-dir/types.js';
+import type { ConnectionPoolSettings, LoadBalancerSettings, OutlierDetection } from '../../../mesh/types.js';
 import { durationMs } from '../../../model/duration.js';
 import { isHttpProtocol, type ServicePort } from '../../../model/service.js';
-import { toAny } from '../../resource.js';
+import { toAny } from '../../proto/resource.js';
 import type { ClusterPolicy } from '../../traffic/traffic-policy.js';
 import { HTTP_PROTOCOL_OPTIONS_TYPE } from './filters.js';
 

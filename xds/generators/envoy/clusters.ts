@@ -7,7 +7,7 @@
 import type { Cluster } from '../../generated/envoy/config/cluster/v3/Cluster.js';
 import type { CircuitBreakers } from '../../generated/envoy/config/cluster/v3/CircuitBreakers.js';
 import type { HttpProtocolOptions } from '../../generated/envoy/extensions/upstreams/http/v3/HttpProtocolOptions.js';
-import type { MeshConfig } from '../../../config-dir/mesh-config.js';
+import type { MeshConfig } from '../../../mesh/mesh-config.js';
 import type { Catalog } from '../../../model/catalog.js';
 import { findPort, type Service, type ServicePort } from '../../../model/service.js';
 import { destinationRuleFor } from '../../traffic/destination-rules.js';
@@ -19,8 +19,8 @@ import {
   INBOUND_PASSTHROUGH_CLUSTER,
   inboundClusterName,
   PASSTHROUGH_CLUSTER,
-} from '../../names.js';
-import { toAny } from '../../resource.js';
+} from '../names.js';
+import { toAny } from '../../proto/resource.js';
 import { applyClusterPolicy } from './cluster-policy.js';
 import { ADS_CONFIG_SOURCE, HTTP_PROTOCOL_OPTIONS_TYPE, socketAddress } from './filters.js';
 

@@ -6,7 +6,7 @@ import type { ListenerFilter } from '../../generated/envoy/config/listener/v3/Li
 import type { RouteConfiguration } from '../../generated/envoy/config/route/v3/RouteConfiguration.js';
 import type { HttpConnectionManager } from '../../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
 import type { TcpProxy } from '../../generated/envoy/extensions/filters/network/tcp_proxy/v3/TcpProxy.js';
-import { toAny } from '../../resource.js';
+import { toAny } from '../../proto/resource.js';
 import { faultHttpFilter } from '../../traffic/fault.js';
 import type { TcpTarget } from '../../traffic/tcp-routes.js';
 

@@ -10,18 +10,18 @@ import type { RouteConfiguration } from '../../generated/envoy/config/route/v3/R
 import type { VirtualHost } from '../../generated/envoy/config/route/v3/VirtualHost.js';
 import type { DownstreamTlsContext } from '../../generated/envoy/extensions/transport_sockets/tls/v3/DownstreamTlsContext.js';
 import type { Catalog } from '../../../model/catalog.js';
-import type { MeshConfig } from '../../../config-dir/mesh-config.js';
+import type { MeshConfig } from '../../../mesh/mesh-config.js';
 import type {
   GatewayResource,
   GatewayServer,
   RouteDestination,
   ServerTLSSettings,
   VirtualServiceResource,
-} from '../../../config-dir/types.js';
-import { clusterName, gatewayRouteName, socketListenerName } from '../../names.js';
-import { toAny } from '../../resource.js';
-import type { GenerateContext } from '../../generator.js';
-import { hostMatches } from '../../traffic/hosts.js';
+} from '../../../mesh/types.js';
+import { clusterName, gatewayRouteName, socketListenerName } from '../names.js';
+import { toAny } from '../../proto/resource.js';
+import type { GenerateContext } from '../generator.js';
+import { hostMatches } from '../../../mesh/hosts.js';
 import { virtualServiceRoutes } from '../../traffic/http-routes.js';
 import { routeContext } from '../../traffic/route-context.js';
 import { tcpRouteTarget, tcpTargetName } from '../../traffic/tcp-routes.js';

@@ -1,6 +1,6 @@
 // The four generators for Envoy proxies (sidecars and gateways). LDS and CDS are wildcard; RDS and
 // EDS answer the names the listeners and clusters reference, so a consistent set is always served.
-import type { GenerateContext, ResourceGenerator } from '../../generator.js';
+import type { GenerateContext, ResourceGenerator } from '../generator.js';
 import {
   BLACKHOLE_CLUSTER,
   HTTP_PROXY_ROUTE,
@@ -9,10 +9,10 @@ import {
   parseClusterName,
   parseInboundClusterName,
   PASSTHROUGH_CLUSTER,
-} from '../../names.js';
-import type { Proxy } from '../../proxy.js';
-import { encodeResource } from '../../resource.js';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../type-urls.js';
+} from '../names.js';
+import type { Proxy } from '../../proxy/proxy.js';
+import { encodeResource } from '../../proto/resource.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../proto/type-urls.js';
 import { buildLoadAssignment, loadAssignmentViewKey } from '../endpoints.js';
 import {
   blackHoleCluster,

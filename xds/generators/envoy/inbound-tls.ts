@@ -2,16 +2,17 @@
 // STRICT — the port's chain terminates TLS and requires a client certificate from our trust bundle with
 // a SPIFFE URI in our trust domain; PERMISSIVE — a TLS chain (selected by tls_inspector's "tls") and a
 // plaintext one ("raw_buffer"); DISABLE — plaintext only. The certificate and the bundle are the SDS
-// secrets `default` and `ROOTCA` read from the node's certificate directory (xds/workload-certs.ts).
+// secrets `default` and `ROOTCA` read from the node's certificate directory (mesh/workload-certs.ts).
 import type { FilterChain } from '../../generated/envoy/config/listener/v3/FilterChain.js';
 import type { ListenerFilter } from '../../generated/envoy/config/listener/v3/ListenerFilter.js';
 import type { CommonTlsContext } from '../../generated/envoy/extensions/transport_sockets/tls/v3/CommonTlsContext.js';
 import type { SubjectAltNameMatcher } from '../../generated/envoy/extensions/transport_sockets/tls/v3/SubjectAltNameMatcher.js';
 import type { DownstreamTlsContext } from '../../generated/envoy/extensions/transport_sockets/tls/v3/DownstreamTlsContext.js';
-import type { MeshConfig } from '../../../config-dir/mesh-config.js';
-import { toAny } from '../../resource.js';
+import type { MeshConfig } from '../../../mesh/mesh-config.js';
+import { toAny } from '../../proto/resource.js';
 import { mtlsModeFor, type EffectiveMtls, type Workload } from '../../traffic/peer-authentication.js';
-import { CERT_SECRET, DEFAULT_TRUST_DOMAIN, ROOT_SECRET, sdsSecretConfig } from '../../workload-certs.js';
+import { CERT_SECRET, DEFAULT_TRUST_DOMAIN, ROOT_SECRET } from '../../../mesh/workload-certs.js';
+import { sdsSecretConfig } from '../sds-config.js';
 import { DOWNSTREAM_TLS_TYPE, tlsInspectorFilter } from './filters.js';
 
 /** What the listener builders need: the chains for one inbound port, and the listener filters. */

@@ -11,8 +11,8 @@ import type { Route } from '../../generated/envoy/config/route/v3/Route.js';
 import type { RouteConfiguration } from '../../generated/envoy/config/route/v3/RouteConfiguration.js';
 import type { Catalog } from '../../../model/catalog.js';
 import { isHttpProtocol, type Service } from '../../../model/service.js';
-import type { EnvoyNode } from '../../envoy-node.js';
-import type { GenerateContext } from '../../generator.js';
+import type { EnvoyNode } from '../../proxy/envoy-node.js';
+import type { GenerateContext } from '../generator.js';
 import { routesForHost } from '../../traffic/http-routes.js';
 import { routeContext } from '../../traffic/route-context.js';
 import { tcpTargetForHost, tcpTargetName } from '../../traffic/tcp-routes.js';
@@ -28,7 +28,7 @@ import {
   socketListenerName,
   VIRTUAL_INBOUND,
   VIRTUAL_OUTBOUND,
-} from '../../names.js';
+} from '../names.js';
 import {
   httpConnectionManager,
   originalDstFilter,

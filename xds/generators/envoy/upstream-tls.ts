@@ -6,12 +6,12 @@
 import type { Cluster } from '../../generated/envoy/config/cluster/v3/Cluster.js';
 import type { SubjectAltNameMatcher } from '../../generated/envoy/extensions/transport_sockets/tls/v3/SubjectAltNameMatcher.js';
 import type { UpstreamTlsContext } from '../../generated/envoy/extensions/transport_sockets/tls/v3/UpstreamTlsContext.js';
-import type { ClientTLSSettings } from '../../../config-dir/types.js';
+import type { ClientTLSSettings } from '../../../mesh/types.js';
 import type { Service } from '../../../model/service.js';
-import type { GenerateContext } from '../../generator.js';
-import { toAny } from '../../resource.js';
+import type { GenerateContext } from '../generator.js';
+import { toAny } from '../../proto/resource.js';
 import { clientTlsFor, serviceIdentities } from '../../traffic/client-tls.js';
-import { DEFAULT_CERT_DIR, DEFAULT_TRUST_DOMAIN } from '../../workload-certs.js';
+import { DEFAULT_CERT_DIR, DEFAULT_TRUST_DOMAIN } from '../../../mesh/workload-certs.js';
 import { UPSTREAM_TLS_TYPE } from './filters.js';
 import { workloadTlsContext } from './inbound-tls.js';
 

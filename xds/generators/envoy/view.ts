@@ -1,12 +1,12 @@
 // What Envoy's resources depend on besides the catalog, as a cache key; and the listener set of a
 // view computed once per catalog (LDS asks for it by name many times per push).
 import type { Listener } from '../../generated/envoy/config/listener/v3/Listener.js';
-import type { EnvoyNode } from '../../envoy-node.js';
-import type { GenerateContext } from '../../generator.js';
-import type { Proxy } from '../../proxy.js';
+import type { EnvoyNode } from '../../proxy/envoy-node.js';
+import type { GenerateContext } from '../generator.js';
+import type { Proxy } from '../../proxy/proxy.js';
 import { withRouteDestinations } from '../../traffic/scope-destinations.js';
 import { scopeFor, sidecarOutboundPolicy, UNSCOPED, type ProxyScope } from '../../traffic/sidecar-scope.js';
-import { DEFAULT_CERT_DIR } from '../../workload-certs.js';
+import { DEFAULT_CERT_DIR } from '../../../mesh/workload-certs.js';
 import { gatewayListeners } from './gateway.js';
 import { inboundSecurity, type InboundSecurity } from './inbound-tls.js';
 import { sidecarListeners } from './sidecar-listeners.js';

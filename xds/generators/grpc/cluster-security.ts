@@ -7,10 +7,10 @@
 import type { Cluster } from '../../generated/envoy/config/cluster/v3/Cluster.js';
 import type { UpstreamTlsContext } from '../../generated/envoy/extensions/transport_sockets/tls/v3/UpstreamTlsContext.js';
 import type { Service } from '../../../model/service.js';
-import type { GenerateContext } from '../../generator.js';
-import { toAny } from '../../resource.js';
+import type { GenerateContext } from '../generator.js';
+import { toAny } from '../../proto/resource.js';
 import { clientTlsFor, serviceIdentities } from '../../traffic/client-tls.js';
-import { DEFAULT_TRUST_DOMAIN, GRPC_CERT_PROVIDER } from '../../workload-certs.js';
+import { DEFAULT_TRUST_DOMAIN, GRPC_CERT_PROVIDER } from '../../../mesh/workload-certs.js';
 import { UPSTREAM_TLS_TYPE } from '../envoy/filters.js';
 
 /** `cluster` secured as its DestinationRule asks; undefined when gRPC cannot honour the rule. */

@@ -7,10 +7,10 @@
 // a gRPC limitation (xds/traffic/cluster-limitations.ts). Sidecar scoping does not apply: a gRPC
 // client is sent only the names it asks for (docs/traffic.md).
 import type { Cluster } from '../../generated/envoy/config/cluster/v3/Cluster.js';
-import type { GenerateContext, ResourceGenerator } from '../../generator.js';
-import { clusterName, parseClusterName } from '../../names.js';
-import { encodeResource } from '../../resource.js';
-import { CLUSTER } from '../../type-urls.js';
+import type { GenerateContext, ResourceGenerator } from '../generator.js';
+import { clusterName, parseClusterName } from '../names.js';
+import { encodeResource } from '../../proto/resource.js';
+import { CLUSTER } from '../../proto/type-urls.js';
 import { findPort, type Service, type ServicePort } from '../../../model/service.js';
 import { destinationRuleFor } from '../../traffic/destination-rules.js';
 import { findSubset, subsetEndpoints } from '../../traffic/subsets.js';

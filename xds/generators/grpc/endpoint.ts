@@ -1,6 +1,6 @@
 // EDS for proxyless gRPC: the shared load-assignment builder.
-import type { ResourceGenerator } from '../../generator.js';
-import { ENDPOINT } from '../../type-urls.js';
+import type { ResourceGenerator } from '../generator.js';
+import { ENDPOINT } from '../../proto/type-urls.js';
 import { buildLoadAssignment, loadAssignmentViewKey } from '../endpoints.js';
 
 export const grpcEndpointGenerator: ResourceGenerator = {

@@ -3,12 +3,12 @@
 // (gRFC A33) goes before it while any VirtualService injects faults, so other configs stay as before.
 import type { Listener } from '../../generated/envoy/config/listener/v3/Listener.js';
 import type { HttpConnectionManager } from '../../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
-import type { GenerateContext, ResourceGenerator } from '../../generator.js';
-import { grpcListenerName } from '../../names.js';
-import { encodeResource, toAny } from '../../resource.js';
+import type { GenerateContext, ResourceGenerator } from '../generator.js';
+import { grpcListenerName } from '../names.js';
+import { encodeResource, toAny } from '../../proto/resource.js';
 import { faultHttpFilter } from '../../traffic/fault.js';
 import { configHasFaults } from '../../traffic/route-context.js';
-import { LISTENER } from '../../type-urls.js';
+import { LISTENER } from '../../proto/type-urls.js';
 import { grpcLabels, grpcServerListener, isGrpcServerListenerName } from './server-listener.js';
 import { allHostPorts, resolveServicePort } from './service-port.js';
 

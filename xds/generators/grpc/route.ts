@@ -2,12 +2,12 @@
 // client dials (HOST or HOST:PORT). Its routes are the service's VirtualService as gRPC can take it
 // (xds/traffic/http-routes.ts), or the default route to the service port's cluster.
 import type { RouteConfiguration } from '../../generated/envoy/config/route/v3/RouteConfiguration.js';
-import type { ResourceGenerator } from '../../generator.js';
-import { grpcListenerName } from '../../names.js';
-import { encodeResource } from '../../resource.js';
+import type { ResourceGenerator } from '../generator.js';
+import { grpcListenerName } from '../names.js';
+import { encodeResource } from '../../proto/resource.js';
 import { routesForHost } from '../../traffic/http-routes.js';
 import { routeContext, routeViewKey } from '../../traffic/route-context.js';
-import { ROUTE } from '../../type-urls.js';
+import { ROUTE } from '../../proto/type-urls.js';
 import { resolveServicePort } from './service-port.js';
 
 export const grpcRouteGenerator: ResourceGenerator = {

@@ -9,12 +9,12 @@ import { isIP } from 'node:net';
 import type { DownstreamTlsContext } from '../../generated/envoy/extensions/transport_sockets/tls/v3/DownstreamTlsContext.js';
 import type { Listener } from '../../generated/envoy/config/listener/v3/Listener.js';
 import type { HttpConnectionManager } from '../../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
-import type { GenerateContext } from '../../generator.js';
-import type { Proxy } from '../../proxy.js';
-import { encodeResource, toAny, type EncodedResource } from '../../resource.js';
+import type { GenerateContext } from '../generator.js';
+import type { Proxy } from '../../proxy/proxy.js';
+import { encodeResource, toAny, type EncodedResource } from '../../proto/resource.js';
 import { mtlsModeFor } from '../../traffic/peer-authentication.js';
-import { LISTENER } from '../../type-urls.js';
-import { GRPC_CERT_PROVIDER } from '../../workload-certs.js';
+import { LISTENER } from '../../proto/type-urls.js';
+import { GRPC_CERT_PROVIDER } from '../../../mesh/workload-certs.js';
 import { DOWNSTREAM_TLS_TYPE, HCM_TYPE, ROUTER_TYPE } from '../envoy/filters.js';
 
 export const GRPC_SERVER_LISTENER_TEMPLATE = 'grpc/server?xds.resource.listening_address=%s';

@@ -1,7 +1,7 @@
 // Resolves the `HOST[:PORT]` name a proxyless gRPC client asks for to a service port.
 import type { Catalog } from '../../../model/catalog.js';
 import { findPort, type Service, type ServicePort } from '../../../model/service.js';
-import { parseHostPort } from '../../names.js';
+import { parseHostPort } from '../names.js';
 
 export interface ResolvedServicePort {
   readonly service: Service;

@@ -1,0 +1,368 @@
+// The `zookeeper` registry: Curator x-discovery and Dubbo providers read from ZooKeeper, published as
+// whole snapshots.
+//
+// Lifecycle of the connection:
+// - connected (first time, or again within the same session): full resync — every watched node is
+//   re-read into fresh mirrors, which replace the old ones only when the whole read succeeded;
+// - disconnected: the last good snapshot stays published, marked stale, until a resync completes;
+// - session expired: the session is replaced by a new one, which resyncs the same way;
+// - a resync that fails while connected is retried with exponential backoff.
+// Between resyncs, watch events update the mirrors node by node and a snapshot is published per turn
+// of the event loop. A node that cannot be parsed is logged, listed in debug(), and skipped.
+import { performance } from 'node:perf_hooks';
+import type { Endpoint } from '../../model/endpoint.js';
+import type { Service } from '../../model/service.js';
+import { silentLogger, type Logger } from '../../log/logger.js';
+import { StateBackedRegistry } from '../registry-state.js';
+import { assembleServices, type AssembledService } from './assemble.js';
+import { Backoff } from './backoff.js';
+import type { NodeProblem, ParseResult, ZkInstance } from './instance.js';
+import { layoutsFor, type Layout } from './layouts.js';
+import type { LayoutName, ZooKeeperOptions } from './flags.js';
+import { emptyMirror, TreeWatcher, type Mirror } from './tree-watcher.js';
+import { ZkSession } from './zk-session.js';
+
+export interface ZooKeeperRegistryConfig extends ZooKeeperOptions {
+  readonly logger?: Logger;
+  /** How long `start()` waits for the first sync; after that it resolves unsynced and keeps trying. */
+  readonly startTimeoutMs?: number;
+  /** node-zookeeper-client's longest pause between rounds of connection attempts. */
+  readonly spinDelayMs?: number;
+}
+
+type Connection = 'connecting' | 'connected' | 'disconnected' | 'expired' | 'closed';
+
+/** A service seen with instances, kept (empty) while a group it came from still exists. */
+interface Remembered {
+  readonly layout: LayoutName;
+  readonly groups: ReadonlySet<string>;
+  readonly service: Service;
+}
+
+const MAX_REPORTED_PROBLEMS = 100;
+
+export class ZooKeeperRegistry extends StateBackedRegistry {
+  readonly name = 'zookeeper';
+  private readonly layouts: readonly Layout[];
+  private readonly logger: Logger;
+  private readonly backoff = new Backoff();
+  private session: ZkSession | undefined;
+  private watchers: TreeWatcher[] = [];
+  private connection: Connection = 'closed';
+  private stopped = false;
+  private resyncGen = 0;
+  private resyncing = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private publishPending: NodeJS.Immediate | undefined;
+  private firstSync: (() => void) | undefined;
+  private started: Promise<void> | undefined;
+  private readonly remembered = new Map<string, Remembered>();
+  private parseCache = new Map<string, { data: string | undefined; result: ParseResult }>();
+  private readonly assembled = new Map<LayoutName, ReadonlyMap<string, AssembledService>>();
+  private problems: NodeProblem[] = [];
+  private disabled = 0;
+  private readonly stats = { sessions: 0, resyncs: 0, resyncFailures: 0, unansweredConnections: 0 };
+  private lastResync: { at: string; durationMs: number } | undefined;
+
+  constructor(private readonly config: ZooKeeperRegistryConfig) {
+    super();
+    this.layouts = layoutsFor(config);
+    this.logger = config.logger ?? silentLogger;
+  }
+
+  /** Connects and resolves after the first sync (or after `startTimeoutMs`); a second call joins the first. */
+  start(): Promise<void> {
+    this.started ??= this.connectAndSync();
+    return this.started;
+  }
+
+  private async connectAndSync(): Promise<void> {
+    const synced = new Promise<void>((resolve) => (this.firstSync = resolve));
+    this.openSession();
+    const waitMs = this.config.startTimeoutMs ?? Math.min(this.config.sessionTimeoutMs, 10_000);
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)));
+    await Promise.race([synced, timedOut]);
+    clearTimeout(timer);
+    if (!this.hasSynced() && !this.stopped) {
+      const err = new Error(
+        `no answer from ZooKeeper at ${this.config.hosts} within ${waitMs} ms; still trying`,
+      );
+      this.state.fail(err);
+      this.logger.warn({ hosts: this.config.hosts }, err.message);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.resyncGen++;
+    this.cancelRetry();
+    if (this.publishPending) clearImmediate(this.publishPending);
+    this.closeSession();
+    this.connection = 'closed';
+    this.firstSync?.();
+  }
+
+  debug(): unknown {
+    return {
+      hosts: this.config.hosts,
+      sessionTimeoutMs: this.config.sessionTimeoutMs,
+      connection: this.connection,
+      sessionId: this.session?.sessionId(),
+      ...this.stats,
+      ...(this.lastResync && { lastResync: this.lastResync }),
+      layouts: this.layouts.map((layout, i) => {
+        const mirror = this.watchers[i]?.mirror() ?? emptyMirror();
+        let nodes = 0;
+        for (const leaves of mirror.values()) nodes += leaves.size;
+        return {
+          name: layout.name,
+          root: layout.root,
+          groups: mirror.size,
+          instanceNodes: nodes,
+          watches: this.watchers[i]?.watchCount() ?? 0,
+        };
+      }),
+      disabledInstances: this.disabled,
+      invalidNodeCount: this.problems.length,
+      invalidNodes: this.problems.slice(0, MAX_REPORTED_PROBLEMS),
+    };
+  }
+
+  private openSession(): void {
+    const session = new ZkSession(this.config.hosts, {
+      sessionTimeoutMs: this.config.sessionTimeoutMs,
+      spinDelayMs: this.config.spinDelayMs ?? 1000,
+    });
+    this.session = session;
+    this.stats.sessions++;
+    this.connection = 'connecting';
+    this.watchers = this.layouts.map(
+      (layout) =>
+        new TreeWatcher(session, layout, {
+          changed: () => this.schedulePublish(),
+          failed: (err) => this.onWatchFailure(err),
+        }),
+    );
+    // Events of a replaced session are ignored: only the current one speaks for the registry.
+    session.on('connected', () => {
+      if (session === this.session) this.onConnected(session);
+    });
+    session.on('disconnected', () => {
+      if (session === this.session) this.onDisconnected();
+    });
+    session.on('expired', () => {
+      if (session === this.session) this.onExpired();
+    });
+    session.on('unresponsive', (what) => {
+      if (session !== this.session) return;
+      this.stats.unansweredConnections++;
+      const message = what === 'handshake' ? 'connection handshake' : 'probe read';
+      this.logger.warn({ hosts: this.config.hosts }, `ZooKeeper did not answer the ${message}; reconnecting`);
+    });
+    session.on('authenticationFailed', () => {
+      if (session !== this.session) return;
+      this.state.fail(new Error('ZooKeeper refused the authentication'));
+      this.logger.error({ hosts: this.config.hosts }, 'ZooKeeper authentication failed');
+    });
+    session.connect();
+  }
+
+  private closeSession(): void {
+    for (const watcher of this.watchers) watcher.close();
+    this.session?.close();
+  }
+
+  private onConnected(session: ZkSession): void {
+    this.connection = 'connected';
+    this.logger.info({ hosts: this.config.hosts, sessionId: session.sessionId() }, 'connected to ZooKeeper');
+    void this.resync();
+  }
+
+  private onDisconnected(): void {
+    if (this.connection === 'connected') {
+      this.logger.warn(
+        { hosts: this.config.hosts },
+        'disconnected from ZooKeeper; serving the last good state',
+      );
+    }
+    this.connection = 'disconnected';
+    this.abandonResync();
+    this.state.fail(new Error(`disconnected from ZooKeeper at ${this.config.hosts}`));
+  }
+
+  private onExpired(): void {
+    this.logger.warn({ hosts: this.config.hosts }, 'ZooKeeper session expired; opening a new session');
+    this.abandonResync();
+    this.state.fail(new Error('ZooKeeper session expired; resyncing on a new session'));
+    this.closeSession();
+    this.openSession();
+    this.connection = 'expired';
+  }
+
+  private abandonResync(): void {
+    this.resyncGen++;
+    this.resyncing = false;
+    this.cancelRetry();
+    for (const watcher of this.watchers) watcher.abort();
+  }
+
+  /** Re-reads everything; publishes only a complete read. The last good snapshot stays meanwhile. */
+  private async resync(): Promise<void> {
+    const gen = ++this.resyncGen;
+    this.cancelRetry();
+    this.resyncing = true;
+    this.stats.resyncs++;
+    const watchers = this.watchers;
+    const started = performance.now();
+    const timeoutMs = Math.max(10_000, this.config.sessionTimeoutMs);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const mirrors = await Promise.race([
+        Promise.all(watchers.map((w) => w.load())),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`ZooKeeper resync took over ${timeoutMs} ms`)),
+            timeoutMs,
+          );
+        }),
+      ]);
+      if (gen !== this.resyncGen || this.stopped) return;
+      watchers.forEach((w, i) => w.adopt(mirrors[i] ?? emptyMirror()));
+      this.resyncing = false;
+      this.backoff.reset();
+      const durationMs = Math.round(performance.now() - started);
+      this.lastResync = { at: new Date().toISOString(), durationMs };
+      this.publish();
+      this.logger.info({ durationMs, ...this.counts() }, 'ZooKeeper resync complete');
+      this.firstSync?.();
+      this.firstSync = undefined;
+    } catch (err) {
+      if (gen !== this.resyncGen || this.stopped) return;
+      for (const w of watchers) w.abort();
+      this.resyncing = false;
+      this.stats.resyncFailures++;
+      this.state.fail(err);
+      // While disconnected, the reconnection resyncs; only a connected failure needs a timer.
+      if (this.session?.isConnected()) {
+        const delayMs = this.backoff.next();
+        this.logger.warn({ err, delayMs }, 'ZooKeeper resync failed; retrying');
+        this.retryResync(delayMs);
+      } else {
+        this.logger.warn({ err }, 'ZooKeeper resync failed; waiting for the connection');
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** A read after a watch event failed: the mirror may have missed a change, so resync (backed off). */
+  private onWatchFailure(err: unknown): void {
+    this.logger.warn({ err }, 'ZooKeeper read after a watch event failed; resyncing');
+    this.state.fail(err);
+    if (this.resyncing || this.retryTimer) return;
+    this.retryResync(this.backoff.next());
+  }
+
+  private retryResync(delayMs: number): void {
+    this.cancelRetry();
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      void this.resync();
+    }, delayMs);
+  }
+
+  private cancelRetry(): void {
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+  }
+
+  private schedulePublish(): void {
+    if (this.publishPending) return;
+    this.publishPending = setImmediate(() => {
+      this.publishPending = undefined;
+      // During a resync its adoption publishes; while disconnected the reconnection's resync will.
+      if (this.stopped || this.resyncing || this.connection !== 'connected') return;
+      this.publish();
+    });
+  }
+
+  private publish(): void {
+    const services = new Map<string, Service>();
+    const endpoints = new Map<string, readonly Endpoint[]>();
+    const owners = new Map<string, LayoutName>();
+    const problems: NodeProblem[] = [];
+    const nextCache = new Map<string, { data: string | undefined; result: ParseResult }>();
+    this.disabled = 0;
+
+    this.layouts.forEach((layout, i) => {
+      const mirror: Mirror = this.watchers[i]?.mirror() ?? emptyMirror();
+      const instances: ZkInstance[] = [];
+      for (const [group, leaves] of mirror) {
+        for (const [leaf, data] of leaves) {
+          const path = `${layout.leavesPath(group)}/${leaf}`;
+          const cached = this.parseCache.get(path);
+          const result = cached && cached.data === data ? cached.result : layout.parse(group, leaf, data);
+          nextCache.set(path, { data, result });
+          if (result.kind === 'instance') instances.push(result.instance);
+          else if (result.kind === 'disabled') this.disabled++;
+          else problems.push({ layout: layout.name, path, reason: result.reason });
+        }
+      }
+
+      const assembly = assembleServices(instances, this.name, this.assembled.get(layout.name));
+      this.assembled.set(layout.name, assembly.services);
+      problems.push(...assembly.problems);
+      for (const [host, assembled] of assembly.services) {
+        const owner = owners.get(host);
+        if (owner) {
+          for (const instance of instances.filter((x) => x.hostname === host)) {
+            const reason = `hostname ${host} is already defined by the ${owner} layout`;
+            problems.push({ layout: layout.name, path: instance.path, reason });
+          }
+          continue;
+        }
+        owners.set(host, layout.name);
+        services.set(host, assembled.service);
+        endpoints.set(host, assembled.endpoints);
+        this.remembered.set(host, {
+          layout: layout.name,
+          groups: assembled.groups,
+          service: assembled.service,
+        });
+      }
+      // A service whose last instance went away has no endpoints; it stays while its node does.
+      for (const [host, memory] of this.remembered) {
+        if (memory.layout !== layout.name || assembly.services.has(host)) continue;
+        if (![...memory.groups].some((g) => mirror.has(g))) {
+          this.remembered.delete(host);
+          continue;
+        }
+        if (owners.has(host)) continue;
+        owners.set(host, layout.name);
+        services.set(host, memory.service);
+        endpoints.set(host, []);
+      }
+    });
+
+    this.parseCache = nextCache;
+    this.reportProblems(problems);
+    this.state.replace({ services, endpoints });
+  }
+
+  /** Logs each problem once, when it first appears (or its reason changes). */
+  private reportProblems(problems: NodeProblem[]): void {
+    const before = new Map(this.problems.map((p) => [p.path, p.reason]));
+    for (const p of problems) {
+      if (before.get(p.path) !== p.reason) {
+        this.logger.warn({ layout: p.layout, path: p.path, reason: p.reason }, 'skipping ZooKeeper node');
+      }
+    }
+    this.problems = problems.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  }
+
+  private counts(): { services: number; endpoints: number; invalidNodes: number } {
+    const { services, endpoints } = this.status();
+    return { services, endpoints, invalidNodes: this.problems.length };
+  }
+}

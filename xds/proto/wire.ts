@@ -1,0 +1,265 @@
+// The ADS messages on the wire: DiscoveryRequest decoding (with node metadata as plain JSON) and
+// DiscoveryResponse encoding around already-encoded resources.
+import type protobuf from 'protobufjs';
+import { messageType, TO_OBJECT } from './protos.js';
+import type { NodeInfo } from '../proxy/proxy.js';
+import type { EncodedResource } from './resource.js';
+
+export interface DiscoveryRequest {
+  readonly versionInfo: string;
+  readonly node?: NodeInfo;
+  readonly resourceNames: readonly string[];
+  readonly typeUrl: string;
+  readonly responseNonce: string;
+  readonly errorDetail?: { readonly code: number; readonly message: string };
+}
+
+export interface DiscoveryResponse {
+  readonly versionInfo: string;
+  readonly resources: readonly EncodedResource[];
+  readonly typeUrl: string;
+  readonly nonce: string;
+}
+
+let requestType: protobuf.Type | undefined;
+let responseType: protobuf.Type | undefined;
+
+const CONTROL_PLANE = { identifier: `portolan` };
+
+export function decodeDiscoveryRequest(bytes: Buffer): DiscoveryRequest {
+  requestType ??= messageType('envoy.service.discovery.v3.DiscoveryRequest');
+  const raw = requestType.toObject(requestType.decode(bytes), { ...TO_OBJECT, arrays: true }) as RawRequest;
+  const status = raw.error_detail;
+  return {
+    versionInfo: raw.version_info ?? '',
+    ...(raw.node && { node: toNodeInfo(raw.node) }),
+    resourceNames: raw.resource_names ?? [],
+    typeUrl: raw.type_url ?? '',
+    responseNonce: raw.response_nonce ?? '',
+    ...(status && { errorDetail: { code: status.code ?? 0, message: status.message ?? '' } }),
+  };
+}
+
+export function encodeDiscoveryResponse(res: DiscoveryResponse): Buffer {
+  responseType ??= messageType('envoy.service.discovery.v3.DiscoveryResponse');
+  const message = {
+    version_info: res.versionInfo,
+    resources: res.resources.map((r) => ({ type_url: r.typeUrl, value: r.value })),
+    type_url: res.typeUrl,
+    nonce: res.nonce,
+    control_plane: CONTROL_PLANE,
+  };
+  return Buffer.from(responseType.encode(message).finish());
+}
+
+/**
+ * A response without its nonce, for sharing: every stream that sends the same resources sends the
+ * same body, followed by its own nonce (protobuf fields may come in any order; decoders merge them).
+ */
+export function encodeResponseBody(res: Omit<DiscoveryResponse, 'nonce'>): Buffer {
+  return encodeDiscoveryResponse({ ...res, nonce: '' });
+}
+
+/** `body` (from encodeResponseBody, or a DeltaDiscoveryResponse) followed by `nonce` as field `field`. */
+export function appendNonce(body: Buffer, nonce: string, field = 5): Buffer {
+  const length = Buffer.byteLength(nonce, 'utf8');
+  let varintLength = 1;
+  for (let n = length; n >= 0x80; n >>>= 7) varintLength += 1;
+  // One allocation per stream and response: the body is shared, the nonce is the stream's own.
+  const out = Buffer.allocUnsafe(body.length + 1 + varintLength + length);
+  body.copy(out, 0);
+  let pos = body.length;
+  out[pos++] = (field << 3) | 2;
+  let n = length;
+  while (n >= 0x80) {
+    out[pos++] = (n & 0x7f) | 0x80;
+    n >>>= 7;
+  }
+  out[pos++] = n;
+  out.write(nonce, pos, 'utf8');
+  return out;
+}
+
+/** For tests and tools that play the client: the inverse pair. */
+export function encodeDiscoveryRequest(req: object): Buffer {
+  requestType ??= messageType('envoy.service.discovery.v3.DiscoveryRequest');
+  return Buffer.from(requestType.encode(requestType.fromObject(req)).finish());
+}
+
+export function decodeDiscoveryResponse(bytes: Buffer): {
+  version_info: string;
+  nonce: string;
+  type_url: string;
+  resources: { type_url: string; value: Buffer }[];
+} {
+  responseType ??= messageType('envoy.service.discovery.v3.DiscoveryResponse');
+  const obj = responseType.toObject(responseType.decode(bytes), {
+    longs: String,
+    enums: String,
+    arrays: true,
+    defaults: true,
+  });
+  return obj as ReturnType<typeof decodeDiscoveryResponse>;
+}
+
+export interface DeltaDiscoveryRequest {
+  readonly node?: NodeInfo;
+  readonly typeUrl: string;
+  readonly subscribe: readonly string[];
+  readonly unsubscribe: readonly string[];
+  /** The versions the client already holds, on the first request of a reconnected stream. */
+  readonly initialVersions: ReadonlyMap<string, string>;
+  readonly responseNonce: string;
+  readonly errorDetail?: { readonly code: number; readonly message: string };
+}
+
+export interface DeltaDiscoveryResponse {
+  readonly systemVersion: string;
+  readonly resources: readonly EncodedResource[];
+  readonly removed: readonly string[];
+  readonly typeUrl: string;
+  readonly nonce: string;
+}
+
+let deltaRequestType: protobuf.Type | undefined;
+let deltaResponseType: protobuf.Type | undefined;
+
+export function decodeDeltaDiscoveryRequest(bytes: Buffer): DeltaDiscoveryRequest {
+  deltaRequestType ??= messageType('envoy.service.discovery.v3.DeltaDiscoveryRequest');
+  const raw = deltaRequestType.toObject(deltaRequestType.decode(bytes), {
+    ...TO_OBJECT,
+    arrays: true,
+    objects: true,
+  }) as RawDeltaRequest;
+  const status = raw.error_detail;
+  return {
+    ...(raw.node && { node: toNodeInfo(raw.node) }),
+    typeUrl: raw.type_url ?? '',
+    subscribe: raw.resource_names_subscribe ?? [],
+    unsubscribe: raw.resource_names_unsubscribe ?? [],
+    initialVersions: new Map(Object.entries(raw.initial_resource_versions ?? {})),
+    responseNonce: raw.response_nonce ?? '',
+    ...(status && { errorDetail: { code: status.code ?? 0, message: status.message ?? '' } }),
+  };
+}
+
+export function encodeDeltaDiscoveryResponse(res: DeltaDiscoveryResponse): Buffer {
+  deltaResponseType ??= messageType('envoy.service.discovery.v3.DeltaDiscoveryResponse');
+  const message = {
+    system_version_info: res.systemVersion,
+    resources: res.resources.map((r) => ({
+      name: r.name,
+      version: r.version,
+      resource: { type_url: r.typeUrl, value: r.value },
+    })),
+    type_url: res.typeUrl,
+    removed_resources: res.removed,
+    nonce: res.nonce,
+    control_plane: CONTROL_PLANE,
+  };
+  return Buffer.from(deltaResponseType.encode(message).finish());
+}
+
+/** For tests and tools that play a delta client. */
+export function encodeDeltaDiscoveryRequest(req: object): Buffer {
+  deltaRequestType ??= messageType('envoy.service.discovery.v3.DeltaDiscoveryRequest');
+  return Buffer.from(deltaRequestType.encode(deltaRequestType.fromObject(req)).finish());
+}
+
+export function decodeDeltaDiscoveryResponse(bytes: Buffer): {
+  system_version_info: string;
+  nonce: string;
+  type_url: string;
+  resources: { name: string; version: string; resource: { type_url: string; value: Buffer } }[];
+  removed_resources: string[];
+} {
+  deltaResponseType ??= messageType('envoy.service.discovery.v3.DeltaDiscoveryResponse');
+  const obj = deltaResponseType.toObject(deltaResponseType.decode(bytes), {
+    longs: String,
+    enums: String,
+    arrays: true,
+    defaults: true,
+  });
+  return obj as ReturnType<typeof decodeDeltaDiscoveryResponse>;
+}
+
+interface RawDeltaRequest {
+  node?: RawNode;
+  type_url?: string;
+  resource_names_subscribe?: string[];
+  resource_names_unsubscribe?: string[];
+  initial_resource_versions?: Record<string, string>;
+  response_nonce?: string;
+  error_detail?: { code?: number; message?: string };
+}
+
+interface RawRequest {
+  version_info?: string;
+  node?: RawNode;
+  resource_names?: string[];
+  type_url?: string;
+  response_nonce?: string;
+  error_detail?: { code?: number; message?: string };
+}
+
+interface RawNode {
+  id?: string;
+  cluster?: string;
+  user_agent_name?: string;
+  metadata?: RawStruct;
+  locality?: { region?: string; zone?: string; sub_zone?: string };
+}
+
+interface RawStruct {
+  fields?: Record<string, RawValue>;
+}
+
+interface RawValue {
+  null_value?: string;
+  number_value?: number;
+  string_value?: string;
+  bool_value?: boolean;
+  struct_value?: RawStruct;
+  list_value?: { values?: RawValue[] };
+}
+
+function toNodeInfo(node: RawNode): NodeInfo {
+  return {
+    ...(node.id !== undefined && { id: node.id }),
+    ...(node.cluster !== undefined && { cluster: node.cluster }),
+    ...(node.user_agent_name !== undefined && { user_agent_name: node.user_agent_name }),
+    metadata: structToJson(node.metadata),
+    ...(node.locality && { locality: node.locality }),
+  };
+}
+
+function structToJson(struct: RawStruct | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(struct?.fields ?? {})) out[k] = valueToJson(v);
+  return out;
+}
+
+// google.protobuf.Struct comes from protobufjs's built-in well-known types, whose field names are
+// camelCase (stringValue) whatever keepCase says; accept both spellings.
+function valueToJson(raw: RawValue): unknown {
+  const v = raw as RawValue & CamelValue;
+  const string = v.string_value ?? v.stringValue;
+  if (string !== undefined) return string;
+  const number = v.number_value ?? v.numberValue;
+  if (number !== undefined) return number;
+  const bool = v.bool_value ?? v.boolValue;
+  if (bool !== undefined) return bool;
+  const struct = v.struct_value ?? v.structValue;
+  if (struct !== undefined) return structToJson(struct);
+  const list = v.list_value ?? v.listValue;
+  if (list !== undefined) return (list.values ?? []).map(valueToJson);
+  return null;
+}
+
+interface CamelValue {
+  numberValue?: number;
+  stringValue?: string;
+  boolValue?: boolean;
+  structValue?: RawStruct;
+  listValue?: { values?: RawValue[] };
+}

@@ -1,0 +1,196 @@
+// One incremental (delta) ADS stream: sends only resources whose version (the hash of their bytes)
+// differs from what the client holds, and names removed ones in removed_resources. Shares the
+// caches, the pump and the make-before-break rule with the SotW connection.
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import type { Logger } from '../../log/logger.js';
+import type { GeneratorTable } from '../generators/index.js';
+import type { ResourceGenerator } from '../generators/generator.js';
+import { firstProxy, StreamError, type ConnectionDeps } from './sotw-connection.js';
+import { DeltaStreamState } from './delta-state.js';
+import type { Proxy } from '../proxy/proxy.js';
+import { wildcardKey, type ChangeSet } from './resource-cache.js';
+import type { EncodedResource } from '../proto/resource.js';
+import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE, shortTypeName } from '../proto/type-urls.js';
+import { encodeDeltaDiscoveryResponse, type DeltaDiscoveryRequest } from '../proto/wire.js';
+
+export class DeltaConnection {
+  readonly connectedAt = new Date().toISOString();
+  readonly state = new DeltaStreamState();
+  readonly api = 'delta';
+  private proxyInfo: Proxy | undefined;
+  private nonceCounter = 0;
+  private readonly generators = new Map<string, ResourceGenerator | undefined>();
+  /** Names to send again even if unchanged (load assignments of clusters just re-sent: warming). */
+  private readonly resend = new Map<string, Set<string>>();
+  private retained = false;
+  readonly pump: StreamPump;
+  private readonly logger: Logger;
+
+  constructor(
+    readonly id: string,
+    readonly peer: string,
+    private readonly deps: ConnectionDeps & { readonly generators: GeneratorTable },
+  ) {
+    this.logger = deps.logger;
+    this.pump = new StreamPump(deps.limiter, {
+      build: (typeUrl, work) => this.build(typeUrl, work),
+      write: (bytes, drained) => deps.send(bytes, drained),
+      idle: () => this.idle(),
+    });
+  }
+
+  get proxy(): Proxy | undefined {
+    return this.proxyInfo;
+  }
+
+  handleRequest(req: DeltaDiscoveryRequest): void {
+    if (!req.typeUrl)
+      throw new StreamError(GrpcStatus.INVALID_ARGUMENT, 'DeltaDiscoveryRequest.type_url is required on ADS');
+    this.proxyInfo ??= firstProxy(req.node);
+    const outcome = this.state.onRequest(req);
+    if (outcome.action === 'nack') {
+      this.logger.warn(
+        {
+          conn: this.id,
+          type: shortTypeName(req.typeUrl),
+          nonce: outcome.nonce,
+          error: req.errorDetail?.message,
+        },
+        'client rejected config (NACK)',
+      );
+      this.deps.observer?.nack(req.typeUrl);
+    }
+    const { added, wildcardEntered, first } = outcome.changed;
+    const t = this.state.type(req.typeUrl);
+    if (t && (first || req.subscribe.length > 0 || req.unsubscribe.length > 0))
+      this.deps.index?.update(this, this.proxyInfo.kind, req.typeUrl, t.names, t.wildcard);
+    if (first || wildcardEntered) this.pump.mark(req.typeUrl, { full: true, force: first });
+    else if (added.length > 0) this.pump.mark(req.typeUrl, { names: added, force: true });
+    else return;
+    this.pump.kick();
+  }
+
+  onChange(changes: ChangeSet, round: PushRound): boolean {
+    const proxy = this.proxyInfo;
+    if (!proxy) return false;
+    let touched = false;
+    if (changes.all) {
+      for (const typeUrl of this.state.watchedTypes()) {
+        if (!this.generator(typeUrl)) continue;
+        this.pump.mark(typeUrl, { full: true });
+        touched = true;
+      }
+    }
+    for (const c of changes.types) {
+      if (c.kind !== proxy.kind) continue;
+      const t = this.state.type(c.typeUrl);
+      const generator = this.generator(c.typeUrl);
+      if (!t || !generator) continue;
+      if (t.wildcard && changes.wildcards.has(wildcardKey(proxy.kind, c.typeUrl, generator.viewKey(proxy)))) {
+        this.pump.mark(c.typeUrl, { full: true });
+        touched = true;
+        continue;
+      }
+      const all = t.wildcard ? this.deps.cache.wildcardNames(generator, proxy).set : undefined;
+      let hit: string[] | undefined;
+      for (const n of c.names) if (t.names.has(n) || all?.has(n) || t.known.has(n)) (hit ??= []).push(n);
+      if (!hit) continue;
+      this.pump.mark(c.typeUrl, { names: hit });
+      touched = true;
+    }
+    if (touched) {
+      this.pump.join(round);
+      this.pump.kick();
+    }
+    return touched;
+  }
+
+  close(): void {
+    this.pump.close();
+  }
+
+  /** The resources the client holds now, per our record (for the config dump). */
+  heldResources(typeUrl: string): EncodedResource[] {
+    const t = this.state.type(typeUrl);
+    const generator = this.generator(typeUrl);
+    const proxy = this.proxyInfo;
+    if (!t || !generator || !proxy) return [];
+    const out: EncodedResource[] = [];
+    for (const name of t.known.keys()) {
+      const r = this.deps.cache.get(generator, proxy, name);
+      if (r && r.version === t.known.get(name)) out.push(r);
+    }
+    return out;
+  }
+
+  private generator(typeUrl: string): ResourceGenerator | undefined {
+    if (!this.generators.has(typeUrl)) {
+      const proxy = this.proxyInfo;
+      this.generators.set(typeUrl, proxy && this.deps.generators.find(proxy.kind, typeUrl));
+    }
+    return this.generators.get(typeUrl);
+  }
+
+  private build(typeUrl: string, work: PendingWork): Buffer | undefined {
+    const proxy = this.proxyInfo;
+    const t = this.state.type(typeUrl);
+    const generator = this.generator(typeUrl);
+    if (!proxy || !t) return undefined;
+    const started = performance.now();
+    const cache = this.deps.cache;
+    const wildcard = generator && t.wildcard ? cache.wildcardNames(generator, proxy).set : undefined;
+    const wanted = (n: string): boolean => t.names.has(n) || (wildcard?.has(n) ?? false);
+    const again = this.resend.get(typeUrl);
+    this.resend.delete(typeUrl);
+    const candidates = new Set<string>();
+    if (work.full) {
+      for (const n of t.names) candidates.add(n);
+      for (const n of wildcard ?? []) candidates.add(n);
+      for (const n of t.known.keys()) candidates.add(n);
+    } else for (const n of work.names) candidates.add(n);
+    for (const n of again ?? []) candidates.add(n);
+    const holdRemovals =
+      (typeUrl === CLUSTER || typeUrl === ENDPOINT) && (this.pump.has(LISTENER) || this.pump.has(ROUTE));
+    const resources: EncodedResource[] = [];
+    const removed: string[] = [];
+    for (const name of candidates) {
+      const r = generator && wanted(name) ? cache.get(generator, proxy, name) : undefined;
+      const held = t.known.get(name);
+      if (r) {
+        if (held !== r.version || again?.has(name)) resources.push(r);
+      } else if (held !== undefined && held !== '') {
+        if (holdRemovals) this.retained = true;
+        else removed.push(name);
+      } else if (held === undefined && wanted(name) && t.names.has(name)) {
+        // Tell a client that asked for a name which does not exist, once.
+        removed.push(name);
+      }
+    }
+    if (resources.length === 0 && removed.length === 0 && !work.force) return undefined;
+    const nonce = `${++this.nonceCounter}`;
+    const bytes = encodeDeltaDiscoveryResponse({ systemVersion: '', resources, removed, typeUrl, nonce });
+    for (const r of resources) t.known.set(r.name, r.version);
+    for (const n of removed) {
+      if (t.names.has(n)) t.known.set(n, '');
+      else t.known.delete(n);
+    }
+    this.state.recordSent(typeUrl, nonce);
+    if (typeUrl === CLUSTER && resources.length > 0 && this.state.type(ENDPOINT)) {
+      // Envoy re-warms every updated cluster and waits for its load assignment: send it again.
+      const names = this.resend.get(ENDPOINT) ?? new Set<string>();
+      for (const r of resources) names.add(r.name);
+      this.resend.set(ENDPOINT, names);
+      this.pump.mark(ENDPOINT, { names });
+    }
+    this.deps.observer?.sent(typeUrl, resources.length, bytes.length, performance.now() - started);
+    return bytes;
+  }
+
+  private idle(): void {
+    if (!this.retained) return;
+    this.retained = false;
+    if (this.state.type(CLUSTER)) this.pump.mark(CLUSTER, { full: true });
+    if (this.state.type(ENDPOINT)) this.pump.mark(ENDPOINT, { full: true });
+  }
+}

@@ -1,0 +1,109 @@
+// A fast path for the requests that dominate at scale: ACKs and NACKs, which carry no node. Reading
+// their few top-level fields by hand avoids protobufjs's object conversion for every ACK of every
+// push; a request with a node (or any field this reader does not know) returns undefined and goes
+// through the full decoder.
+import type { DeltaDiscoveryRequest, DiscoveryRequest } from '../proto/wire.js';
+
+class Reader {
+  pos = 0;
+  constructor(readonly buf: Buffer) {}
+  get done(): boolean {
+    return this.pos >= this.buf.length;
+  }
+  varint(): number {
+    let result = 0;
+    let shift = 0;
+    for (;;) {
+      if (this.pos >= this.buf.length) throw new RangeError('truncated varint');
+      const b = this.buf[this.pos++] ?? 0;
+      result += (b & 0x7f) * 2 ** shift;
+      if (b < 0x80) return result;
+      shift += 7;
+      if (shift > 63) throw new RangeError('varint too long');
+    }
+  }
+  bytes(): Buffer {
+    const len = this.varint();
+    const end = this.pos + len;
+    if (end > this.buf.length) throw new RangeError('truncated field');
+    const out = this.buf.subarray(this.pos, end);
+    this.pos = end;
+    return out;
+  }
+  string(): string {
+    return this.bytes().toString('utf8');
+  }
+}
+
+/** google.rpc.Status: code (1), message (2); details are not needed. */
+function readStatus(buf: Buffer): { code: number; message: string } {
+  const r = new Reader(buf);
+  let code = 0;
+  let message = '';
+  while (!r.done) {
+    const tag = r.varint();
+    if (tag === 8) code = r.varint() | 0;
+    else if (tag === 18) message = r.string();
+    else if ((tag & 7) === 0) r.varint();
+    else if ((tag & 7) === 2) r.bytes();
+    else throw new RangeError('unexpected wire type');
+  }
+  return { code, message };
+}
+
+/** A SotW request without node, or undefined to use the full decoder. */
+export function readPlainRequest(buf: Buffer): DiscoveryRequest | undefined {
+  const r = new Reader(buf);
+  let versionInfo = '';
+  let typeUrl = '';
+  let responseNonce = '';
+  const resourceNames: string[] = [];
+  let errorDetail: { code: number; message: string } | undefined;
+  try {
+    while (!r.done) {
+      const tag = r.varint();
+      if (tag === 10) versionInfo = r.string();
+      else if (tag === 26) resourceNames.push(r.string());
+      else if (tag === 34) typeUrl = r.string();
+      else if (tag === 42) responseNonce = r.string();
+      else if (tag === 50) errorDetail = readStatus(r.bytes());
+      else return undefined;
+    }
+  } catch {
+    return undefined;
+  }
+  return { versionInfo, typeUrl, responseNonce, resourceNames, ...(errorDetail && { errorDetail }) };
+}
+
+const NO_VERSIONS: ReadonlyMap<string, string> = new Map();
+
+/** A delta request without node and initial versions, or undefined to use the full decoder. */
+export function readPlainDeltaRequest(buf: Buffer): DeltaDiscoveryRequest | undefined {
+  const r = new Reader(buf);
+  let typeUrl = '';
+  let responseNonce = '';
+  const subscribe: string[] = [];
+  const unsubscribe: string[] = [];
+  let errorDetail: { code: number; message: string } | undefined;
+  try {
+    while (!r.done) {
+      const tag = r.varint();
+      if (tag === 18) typeUrl = r.string();
+      else if (tag === 26) subscribe.push(r.string());
+      else if (tag === 34) unsubscribe.push(r.string());
+      else if (tag === 50) responseNonce = r.string();
+      else if (tag === 58) errorDetail = readStatus(r.bytes());
+      else return undefined;
+    }
+  } catch {
+    return undefined;
+  }
+  return {
+    typeUrl,
+    subscribe,
+    unsubscribe,
+    initialVersions: NO_VERSIONS,
+    responseNonce,
+    ...(errorDetail && { errorDetail }),
+  };
+}

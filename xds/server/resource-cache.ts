@@ -1,0 +1,229 @@
+// Generate once, send many: encoded resources shared by every stream whose proxy has the same view
+// (generator.viewKey), keyed by what they depend on and invalidated precisely. A change names
+// hostnames. On an endpoint-only change, a resource that belongs to one hostname (a cluster, its load
+// assignment) is rebuilt only when that hostname changed; resources spanning the catalog (Envoy's
+// listeners) are rebuilt too. A service change rebuilds every entry (traffic config can make one
+// service's routes depend on another's ports). Either way, only resources whose bytes changed are
+// reported. A change with no hostnames (a config change) drops everything.
+import type { ChangeEvent } from '../../model/change.js';
+import type { GenerateContext, ResourceGenerator } from '../generators/generator.js';
+import { parseClusterName, parseHostPort } from '../generators/names.js';
+import type { Proxy, ProxyKind } from '../proxy/proxy.js';
+import type { EncodedResource } from '../proto/resource.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../proto/type-urls.js';
+
+/** What a change did to the cache, for deciding which streams must hear about it. */
+export interface ChangeSet {
+  /** Everything may have changed (a config change): every stream re-evaluates everything. */
+  readonly all: boolean;
+  /** `kind type` → names whose bytes changed, appeared or disappeared. */
+  readonly names: ReadonlyMap<string, ReadonlySet<string>>;
+  /** The same as `names`, as a list with kind and type apart (what streams iterate). */
+  readonly types: readonly ChangedType[];
+  /** wildcardKey(kind, type, viewKey) of wildcard name lists that changed. */
+  readonly wildcards: ReadonlySet<string>;
+}
+
+export interface ChangedType {
+  readonly kind: ProxyKind;
+  readonly typeUrl: string;
+  readonly names: ReadonlySet<string>;
+}
+
+export function typeKey(kind: ProxyKind, typeUrl: string): string {
+  return `${kind} ${typeUrl}`;
+}
+
+export function wildcardKey(kind: ProxyKind, typeUrl: string, viewKey: string): string {
+  return `${kind}\0${typeUrl}\0${viewKey}`;
+}
+
+interface Entry {
+  resource: EncodedResource | undefined;
+  readonly generator: ResourceGenerator;
+  /** A proxy with this entry's view: rebuilding for it rebuilds for all of them. */
+  readonly proxy: Proxy;
+  readonly host: string | undefined;
+  usedAt: number;
+}
+
+interface WildcardEntry {
+  names: readonly string[];
+  set: ReadonlySet<string>;
+  readonly generator: ResourceGenerator;
+  readonly proxy: Proxy;
+  usedAt: number;
+}
+
+/** Entries unused for this long are dropped at the next change (a stream that needs one rebuilds it). */
+const IDLE_EVICT_MS = 5 * 60_000;
+
+export class ResourceCache {
+  private readonly entries = new Map<string, Entry>();
+  private readonly byHost = new Map<string, Set<string>>();
+  private readonly global = new Set<string>();
+  private readonly wildcard = new Map<string, WildcardEntry>();
+  /** Bumped per `kind type` whenever something of it changes: responses built at an older epoch are stale. */
+  private readonly epochs = new Map<string, number>();
+  /** Bumped when everything is dropped. */
+  private allEpoch = 0;
+  private lastSweep = Date.now();
+  hits = 0;
+  misses = 0;
+
+  constructor(private readonly context: (proxy: Proxy) => GenerateContext) {}
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  epoch(kind: ProxyKind, typeUrl: string): number {
+    return this.epochOf(typeKey(kind, typeUrl));
+  }
+
+  /** epoch() for a typeKey already at hand. */
+  epochOf(typeKey: string): number {
+    return this.allEpoch * 1e9 + (this.epochs.get(typeKey) ?? 0);
+  }
+
+  get(generator: ResourceGenerator, proxy: Proxy, name: string): EncodedResource | undefined {
+    const key = `${generator.proxyKind}\0${generator.typeUrl}\0${generator.viewKey(proxy)}\0${name}`;
+    const cached = this.entries.get(key);
+    const now = Date.now();
+    if (cached) {
+      this.hits += 1;
+      cached.usedAt = now;
+      return cached.resource;
+    }
+    this.misses += 1;
+    const resource = generator.build(this.context(proxy), name);
+    const host = hostOf(generator.proxyKind, generator.typeUrl, name);
+    this.entries.set(key, { resource, generator, proxy, host, usedAt: now });
+    if (host === undefined) this.global.add(key);
+    else {
+      let keys = this.byHost.get(host);
+      if (!keys) this.byHost.set(host, (keys = new Set()));
+      keys.add(key);
+    }
+    return resource;
+  }
+
+  /** The names a wildcard subscription resolves to for this proxy, and the same as a set. */
+  wildcardNames(
+    generator: ResourceGenerator,
+    proxy: Proxy,
+  ): { names: readonly string[]; set: ReadonlySet<string> } {
+    const key = wildcardKey(generator.proxyKind, generator.typeUrl, generator.viewKey(proxy));
+    const now = Date.now();
+    let entry = this.wildcard.get(key);
+    if (!entry) {
+      const names = generator.wildcardNames(this.context(proxy));
+      entry = { names, set: new Set(names), generator, proxy, usedAt: now };
+      this.wildcard.set(key, entry);
+    }
+    entry.usedAt = now;
+    return entry;
+  }
+
+  /** Applies a change to the cache (the catalog behind `context` is already the new one). */
+  apply(event: ChangeEvent): ChangeSet {
+    const now = Date.now();
+    if (event.hostnames.size === 0) {
+      this.entries.clear();
+      this.byHost.clear();
+      this.global.clear();
+      this.wildcard.clear();
+      this.allEpoch += 1;
+      this.lastSweep = now;
+      return { all: true, names: new Map(), types: [], wildcards: new Set() };
+    }
+    const names = new Map<string, Set<string>>();
+    const wildcards = new Set<string>();
+    const rebuild = (key: string): void => {
+      const entry = this.entries.get(key);
+      if (!entry) return;
+      const { generator } = entry;
+      if (!affects(generator, event, entry.host !== undefined)) return;
+      const next = generator.build(this.context(entry.proxy), key.slice(key.lastIndexOf('\0') + 1));
+      if (next?.version === entry.resource?.version) return;
+      entry.resource = next;
+      const tk = typeKey(generator.proxyKind, generator.typeUrl);
+      let set = names.get(tk);
+      if (!set) names.set(tk, (set = new Set()));
+      set.add(key.slice(key.lastIndexOf('\0') + 1));
+    };
+    if (event.endpointsOnly) {
+      for (const host of event.hostnames) for (const key of this.byHost.get(host) ?? []) rebuild(key);
+      for (const key of this.global) rebuild(key);
+    } else {
+      // A service change can reach resources of other hostnames through the traffic config (a
+      // route to another service's port): rebuild every entry, and report only changed bytes.
+      for (const key of this.entries.keys()) rebuild(key);
+    }
+    for (const [key, entry] of this.wildcard) {
+      const { generator } = entry;
+      if (!affects(generator, event, false)) continue;
+      const next = generator.wildcardNames(this.context(entry.proxy));
+      if (sameList(next, entry.names)) continue;
+      entry.names = next;
+      entry.set = new Set(next);
+      wildcards.add(key);
+      const tk = typeKey(generator.proxyKind, generator.typeUrl);
+      if (!names.has(tk)) names.set(tk, new Set());
+    }
+    const types: ChangedType[] = [];
+    for (const [tk, set] of names) {
+      this.epochs.set(tk, (this.epochs.get(tk) ?? 0) + 1);
+      const [kind = 'grpc', typeUrl = ''] = tk.split(' ');
+      types.push({ kind: kind as ProxyKind, typeUrl, names: set });
+    }
+    if (now - this.lastSweep > IDLE_EVICT_MS) this.sweep(now);
+    return { all: false, names, types, wildcards };
+  }
+
+  private sweep(now: number): void {
+    this.lastSweep = now;
+    for (const [key, entry] of this.entries) {
+      if (now - entry.usedAt < IDLE_EVICT_MS) continue;
+      this.entries.delete(key);
+      this.global.delete(key);
+      if (entry.host !== undefined) this.byHost.get(entry.host)?.delete(key);
+    }
+    for (const [host, keys] of this.byHost) if (keys.size === 0) this.byHost.delete(host);
+    for (const [key, entry] of this.wildcard)
+      if (now - entry.usedAt >= IDLE_EVICT_MS) this.wildcard.delete(key);
+  }
+}
+
+/**
+ * The hostname a resource belongs to, when it belongs to exactly one: clusters and load assignments
+ * (`outbound|PORT|SUBSET|HOST`) for every kind, and proxyless listeners and routes (`HOST[:PORT]`).
+ * Envoy's listeners and routes span many services: undefined.
+ */
+export function hostOf(kind: ProxyKind, typeUrl: string, name: string): string | undefined {
+  if (typeUrl === CLUSTER || typeUrl === ENDPOINT) {
+    const key = parseClusterName(name);
+    return key?.direction === 'outbound' ? key.hostname : undefined;
+  }
+  if (kind === 'grpc' && (typeUrl === LISTENER || typeUrl === ROUTE)) return parseHostPort(name)?.hostname;
+  return undefined;
+}
+
+/**
+ * Whether an entry can depend on what `event` changed. Endpoint-only changes reach load assignments,
+ * clusters (a LOGICAL_DNS cluster embeds its endpoint) and, for Envoy, everything that spans the
+ * catalog (inbound listeners and clusters come from the endpoints at the proxy's IPs). Proxyless
+ * listeners and routes, and wildcard lists of proxyless clients, depend on services alone.
+ */
+function affects(generator: ResourceGenerator, event: ChangeEvent, hostScoped: boolean): boolean {
+  if (!event.endpointsOnly) return true;
+  if (generator.typeUrl === ENDPOINT || generator.typeUrl === CLUSTER)
+    return hostScoped || generator.proxyKind === 'envoy';
+  return generator.proxyKind === 'envoy' && !hostScoped;
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}

@@ -1,0 +1,303 @@
+// One state-of-the-world ADS stream: applies the protocol state machine to requests, and answers
+// them and pushes through its StreamPump (one response in flight, types in make-before-break order),
+// with resources and whole response bodies from the shared caches.
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import type { Logger } from '../../log/logger.js';
+import type { GeneratorTable } from '../generators/index.js';
+import type { ResourceGenerator } from '../generators/generator.js';
+import type { PushLimiter } from './flow-control.js';
+import { proxyFromNode, NodeError, type Proxy } from '../proxy/proxy.js';
+import { typeKey, wildcardKey, type ChangeSet, type ResourceCache } from './resource-cache.js';
+import type { EncodedResource } from '../proto/resource.js';
+import { ownResponse, type ResponseCache, type SharedResponse } from './response-cache.js';
+import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
+import { StreamState } from './sotw-state.js';
+import type { SubscriptionIndex } from './subscription-index.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE, shortTypeName } from '../proto/type-urls.js';
+import { appendNonce, type DiscoveryRequest } from '../proto/wire.js';
+
+/** What a connection reports as it works (metrics live in the server). */
+export interface PushObserver {
+  sent(typeUrl: string, resources: number, bytes: number, buildMs: number): void;
+  nack(typeUrl: string): void;
+}
+
+export interface ConnectionDeps {
+  readonly generators: GeneratorTable;
+  readonly cache: ResourceCache;
+  readonly responses: ResponseCache;
+  readonly limiter: PushLimiter;
+  /** Writes one message; `drained` runs once gRPC has taken it. */
+  readonly send: (bytes: Buffer, drained: () => void) => void;
+  readonly logger: Logger;
+  readonly observer?: PushObserver;
+  /** Where the stream's subscriptions are indexed for the server's push fan-out. */
+  readonly index?: SubscriptionIndex<object>;
+}
+
+/** A request the server must refuse; the stream ends with this gRPC status. */
+export class StreamError extends Error {
+  constructor(
+    readonly code: GrpcStatus,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Reads the proxy from a stream's first request, or refuses the stream. */
+export function firstProxy(node: Parameters<typeof proxyFromNode>[0] | undefined): Proxy {
+  if (!node) throw new StreamError(GrpcStatus.INVALID_ARGUMENT, 'the first request must carry node');
+  try {
+    return proxyFromNode(node);
+  } catch (err) {
+    if (err instanceof NodeError)
+      throw new StreamError(GrpcStatus.INVALID_ARGUMENT, `invalid node: ${err.message}`);
+    throw err;
+  }
+}
+
+/** Types whose SotW responses need not repeat unchanged resources (xDS: all but LDS and CDS). */
+function partialAllowed(typeUrl: string): boolean {
+  return typeUrl === ENDPOINT || typeUrl === ROUTE;
+}
+
+interface TypeView {
+  readonly generator: ResourceGenerator | undefined;
+  readonly viewKey: string;
+  /** The subscription as a response-cache key, recomputed when the subscription changes. */
+  subKey: string;
+  /** typeKey(kind, type), computed once. */
+  readonly typeKey: string;
+}
+
+export class AdsConnection {
+  readonly connectedAt = new Date().toISOString();
+  readonly state = new StreamState();
+  readonly api = 'sotw';
+  private proxyInfo: Proxy | undefined;
+  private nonceCounter = 0;
+  private readonly views = new Map<string, TypeView>();
+  /** What each type's last full response held, plus names sent by later partial responses. */
+  private readonly lastSent = new Map<
+    string,
+    { full: readonly EncodedResource[]; since: Map<string, EncodedResource> }
+  >();
+  /** A CDS or EDS response kept removed resources (make-before-break): clean up once LDS/RDS went out. */
+  private retained = false;
+  readonly pump: StreamPump;
+
+  constructor(
+    readonly id: string,
+    readonly peer: string,
+    private readonly deps: ConnectionDeps,
+  ) {
+    this.pump = new StreamPump(deps.limiter, {
+      build: (typeUrl, work) => this.build(typeUrl, work),
+      write: (bytes, drained) => deps.send(bytes, drained),
+      idle: () => this.idle(),
+    });
+  }
+
+  get proxy(): Proxy | undefined {
+    return this.proxyInfo;
+  }
+
+  handleRequest(req: DiscoveryRequest): void {
+    if (!req.typeUrl)
+      throw new StreamError(GrpcStatus.INVALID_ARGUMENT, 'DiscoveryRequest.type_url is required on ADS');
+    this.proxyInfo ??= firstProxy(req.node);
+    const outcome = this.state.onRequest(req);
+    const log = { conn: this.id, type: shortTypeName(req.typeUrl), nonce: req.responseNonce };
+    if (outcome.action === 'ignore') {
+      this.deps.logger.debug(log, 'ignoring request with stale nonce');
+      return;
+    }
+    if (outcome.action === 'nack') {
+      this.deps.logger.warn({ ...log, error: req.errorDetail?.message }, 'client rejected config (NACK)');
+      this.deps.observer?.nack(req.typeUrl);
+    }
+    if (!outcome.respond) return;
+    this.typeView(req.typeUrl).subKey = this.subscriptionKey(req.typeUrl);
+    const sub = this.state.subscription(req.typeUrl);
+    if (sub) this.deps.index?.update(this, this.proxyInfo.kind, req.typeUrl, sub.names, sub.wildcard);
+    this.pump.mark(req.typeUrl, { force: true, full: true });
+    this.pump.kick();
+  }
+
+  /** Marks what `changes` touched for this stream; returns whether anything was. */
+  onChange(changes: ChangeSet, round: PushRound): boolean {
+    const proxy = this.proxyInfo;
+    if (!proxy) return false;
+    let touched = false;
+    if (changes.all) {
+      for (const typeUrl of this.state.watchedTypes()) {
+        if (!this.typeView(typeUrl).generator) continue;
+        this.pump.mark(typeUrl, { full: true });
+        touched = true;
+      }
+    }
+    // Only the types that changed, and only this stream's kind: this runs per stream per push.
+    for (const c of changes.types) {
+      if (c.kind !== proxy.kind) continue;
+      const sub = this.state.subscription(c.typeUrl);
+      if (!sub) continue;
+      const view = this.typeView(c.typeUrl);
+      if (!view.generator) continue;
+      if (sub.wildcard && changes.wildcards.has(wildcardKey(proxy.kind, c.typeUrl, view.viewKey))) {
+        this.pump.mark(c.typeUrl, { full: true });
+        touched = true;
+        continue;
+      }
+      const all = sub.wildcard ? this.deps.cache.wildcardNames(view.generator, proxy).set : undefined;
+      let hit: string[] | undefined;
+      for (const n of c.names) if (sub.names.has(n) || all?.has(n)) (hit ??= []).push(n);
+      if (!hit) continue;
+      touched = true;
+      if (partialAllowed(c.typeUrl)) this.pump.mark(c.typeUrl, { names: hit });
+      else this.pump.mark(c.typeUrl, { full: true });
+    }
+    if (touched) {
+      this.pump.join(round);
+      this.pump.kick();
+    }
+    return touched;
+  }
+
+  close(): void {
+    this.pump.close();
+  }
+
+  /** Resources as last sent per type (for the config dump). */
+  lastSentResources(typeUrl: string): readonly EncodedResource[] {
+    const sent = this.lastSent.get(typeUrl);
+    if (!sent) return [];
+    if (sent.since.size === 0) return sent.full;
+    const merged = new Map(sent.full.map((r) => [r.name, r]));
+    for (const [n, r] of sent.since) merged.set(n, r);
+    return [...merged.values()];
+  }
+
+  private typeView(typeUrl: string): TypeView {
+    let v = this.views.get(typeUrl);
+    if (!v) {
+      const proxy = this.proxyInfo;
+      const generator = proxy && this.deps.generators.find(proxy.kind, typeUrl);
+      v = {
+        generator,
+        viewKey: proxy && generator ? generator.viewKey(proxy) : '',
+        subKey: '',
+        typeKey: typeKey(proxy?.kind ?? 'grpc', typeUrl),
+      };
+      this.views.set(typeUrl, v);
+    }
+    return v;
+  }
+
+  private subscriptionKey(typeUrl: string): string {
+    const sub = this.state.subscription(typeUrl);
+    if (!sub) return '';
+    const names = [...sub.names].sort();
+    return `${sub.wildcard ? '*' : '-'}\0${names.join('\0')}`;
+  }
+
+  private build(typeUrl: string, work: PendingWork): Buffer | undefined {
+    const proxy = this.proxyInfo;
+    const sub = this.state.subscription(typeUrl);
+    if (!proxy || !sub) return undefined;
+    const started = performance.now();
+    const view = this.typeView(typeUrl);
+    const { generator } = view;
+    const cache = this.deps.cache;
+    const tk = view.typeKey;
+    const epoch = cache.epochOf(tk);
+    let response: SharedResponse;
+    let partial = false;
+    if (!work.full && !work.force && partialAllowed(typeUrl) && generator) {
+      const names =
+        work.names.size === 1 ? [...work.names] : [...work.names].filter((n) => sub.names.has(n)).sort();
+      if (names.length === 1 && !sub.names.has(names[0] ?? '')) return undefined;
+      if (names.length === 0) return undefined;
+      partial = true;
+      response = this.deps.responses.get(tk, epoch, `${view.viewKey}\0p\0${names.join('\0')}`, typeUrl, () =>
+        present(names.map((n) => cache.get(generator, proxy, n))),
+      );
+      if (response.resources.length === 0) return undefined;
+    } else {
+      const collect = (): EncodedResource[] => {
+        if (!generator) return [];
+        const names = new Set(sub.names);
+        if (sub.wildcard) for (const n of cache.wildcardNames(generator, proxy).names) names.add(n);
+        return present([...names].map((n) => cache.get(generator, proxy, n)));
+      };
+      response = this.deps.responses.get(tk, epoch, `${view.viewKey}\0${view.subKey}`, typeUrl, collect);
+      response = this.makeBeforeBreak(typeUrl, response);
+    }
+    if (!partial && !this.state.shouldSend(typeUrl, response.version, work.force)) return undefined;
+    if (partial && this.state.typeState(typeUrl)?.nack?.version === response.version) return undefined;
+    const rewarm =
+      typeUrl === CLUSTER && proxy.kind === 'envoy'
+        ? updatedNames(this.lastSentResources(CLUSTER), response.resources)
+        : [];
+    const nonce = `${++this.nonceCounter}`;
+    const bytes = appendNonce(response.body, nonce);
+    this.state.recordSent(typeUrl, {
+      version: response.version,
+      nonce,
+      names: response.names,
+      at: new Date().toISOString(),
+    });
+    this.remember(typeUrl, response.resources, partial);
+    // Envoy re-warms every updated cluster and waits for its load assignment: follow CDS with the
+    // EDS of the clusters that changed, even if unchanged, or such a cluster stays warming.
+    const eds = this.state.subscription(ENDPOINT);
+    const again = rewarm.filter((n) => eds?.names.has(n));
+    if (again.length > 0) this.pump.mark(ENDPOINT, { names: again });
+    this.deps.observer?.sent(typeUrl, response.resources.length, bytes.length, performance.now() - started);
+    return bytes;
+  }
+
+  /**
+   * A cluster (or its load assignment) that disappeared stays in the response while this stream
+   * still has listeners or routes to re-evaluate that may name it; it goes once they went out.
+   */
+  private makeBeforeBreak(typeUrl: string, response: SharedResponse): SharedResponse {
+    if (typeUrl !== CLUSTER && typeUrl !== ENDPOINT) return response;
+    if (!this.pump.has(LISTENER) && !this.pump.has(ROUTE)) return response;
+    const before = this.lastSentResources(typeUrl);
+    if (before.length === 0) return response;
+    const now = new Set(response.resources.map((r) => r.name));
+    const sub = this.state.subscription(typeUrl);
+    const kept = before.filter((r) => !now.has(r.name) && (sub?.wildcard || sub?.names.has(r.name)));
+    if (kept.length === 0) return response;
+    this.retained = true;
+    return ownResponse(typeUrl, [...response.resources, ...kept]);
+  }
+
+  private remember(typeUrl: string, resources: readonly EncodedResource[], partial: boolean): void {
+    if (!partial) {
+      this.lastSent.set(typeUrl, { full: resources, since: new Map() });
+      return;
+    }
+    let sent = this.lastSent.get(typeUrl);
+    if (!sent) this.lastSent.set(typeUrl, (sent = { full: [], since: new Map() }));
+    for (const r of resources) sent.since.set(r.name, r);
+  }
+
+  private idle(): void {
+    if (!this.retained) return;
+    this.retained = false;
+    if (this.state.subscription(CLUSTER)) this.pump.mark(CLUSTER, { full: true });
+    if (this.state.subscription(ENDPOINT)) this.pump.mark(ENDPOINT, { full: true });
+  }
+}
+
+/** Names in `next` that are new or whose bytes differ from `before`. */
+function updatedNames(before: readonly EncodedResource[], next: readonly EncodedResource[]): string[] {
+  const old = new Map(before.map((r) => [r.name, r.version]));
+  return next.filter((r) => old.get(r.name) !== r.version).map((r) => r.name);
+}
+
+function present(list: readonly (EncodedResource | undefined)[]): EncodedResource[] {
+  return list.filter((r): r is EncodedResource => r !== undefined);
+}

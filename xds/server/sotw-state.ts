@@ -1,0 +1,137 @@
+// The protocol state of one ADS stream, per type URL, following Envoy's xDS protocol document:
+// subscriptions (wildcard and named), the last response sent (version, nonce), ACKs and NACKs.
+// Pure: it decides, the connection sends. One test per rule in test/unit/xds/stream-state.test.ts.
+import { supportsWildcard } from '../proto/type-urls.js';
+
+export interface RequestView {
+  readonly typeUrl: string;
+  readonly versionInfo: string;
+  readonly responseNonce: string;
+  readonly resourceNames: readonly string[];
+  readonly errorDetail?: { readonly code: number; readonly message: string };
+}
+
+export interface SentResponse {
+  readonly version: string;
+  readonly nonce: string;
+  readonly names: readonly string[];
+  readonly at: string;
+}
+
+export interface Nack {
+  readonly version: string;
+  readonly nonce: string;
+  readonly code: number;
+  readonly message: string;
+  readonly at: string;
+}
+
+export interface TypeState {
+  wildcard: boolean;
+  names: Set<string>;
+  sent?: SentResponse;
+  ackedVersion?: string;
+  ackedAt?: string;
+  nack?: Nack;
+  nackCount: number;
+}
+
+/** What to do with a request: ignore it (stale), or respond now (`force`: even if nothing changed). */
+export type RequestOutcome =
+  | { readonly action: 'ignore'; readonly reason: 'stale-nonce' }
+  | { readonly action: 'ack' | 'nack'; readonly respond: boolean }
+  | { readonly action: 'initial'; readonly respond: true };
+
+export class StreamState {
+  private readonly types = new Map<string, TypeState>();
+
+  onRequest(req: RequestView, now = new Date().toISOString()): RequestOutcome {
+    const existing = this.types.get(req.typeUrl);
+    // A nonce we did not send last for this type answers an older response: ignore it whole.
+    // A nonce on a type we never answered is a client reconnecting with state from an earlier stream.
+    if (existing?.sent && req.responseNonce && req.responseNonce !== existing.sent.nonce) {
+      return { action: 'ignore', reason: 'stale-nonce' };
+    }
+    const state = existing ?? { wildcard: false, names: new Set<string>(), nackCount: 0 };
+    this.types.set(req.typeUrl, state);
+    const subscriptionChanged = this.updateSubscription(state, req, existing === undefined);
+
+    if (!state.sent || !req.responseNonce) return { action: 'initial', respond: true };
+    if (req.errorDetail) {
+      state.nack = {
+        version: state.sent.version,
+        nonce: req.responseNonce,
+        code: req.errorDetail.code,
+        message: req.errorDetail.message,
+        at: now,
+      };
+      state.nackCount += 1;
+      return { action: 'nack', respond: subscriptionChanged };
+    }
+    state.ackedVersion = state.sent.version;
+    state.ackedAt = now;
+    state.nack = undefined;
+    return { action: 'ack', respond: subscriptionChanged };
+  }
+
+  /**
+   * Whether a response with `version` should go out: always when forced (a new or changed
+   * subscription), otherwise only when it differs from what was last sent and was not NACKed.
+   */
+  shouldSend(typeUrl: string, version: string, force: boolean): boolean {
+    const state = this.types.get(typeUrl);
+    if (!state) return false;
+    if (force) return true;
+    if (state.sent?.version === version) return false;
+    return state.nack?.version !== version;
+  }
+
+  recordSent(typeUrl: string, sent: SentResponse): void {
+    const state = this.types.get(typeUrl);
+    if (state) state.sent = sent;
+  }
+
+  subscription(
+    typeUrl: string,
+  ): { readonly wildcard: boolean; readonly names: ReadonlySet<string> } | undefined {
+    return this.types.get(typeUrl);
+  }
+
+  watchedTypes(): string[] {
+    return [...this.types.keys()];
+  }
+
+  typeState(typeUrl: string): Readonly<TypeState> | undefined {
+    return this.types.get(typeUrl);
+  }
+
+  // Wildcard rules (xDS protocol, "How the client specifies what resources to return"): for LDS and
+  // CDS, a first request with no names, or any request naming "*", subscribes to everything; a
+  // later request with names and no "*" leaves wildcard mode.
+  private updateSubscription(state: TypeState, req: RequestView, first: boolean): boolean {
+    let wildcard = false;
+    if (supportsWildcard(req.typeUrl)) {
+      if (req.resourceNames.includes('*')) wildcard = true;
+      else if (req.resourceNames.length === 0) wildcard = first || state.wildcard;
+    }
+    // Most requests are ACKs naming what is already subscribed: keep the set, allocate nothing.
+    const sameNames = sameAsSet(req.resourceNames, state.names);
+    const changed = wildcard !== state.wildcard || !sameNames;
+    state.wildcard = wildcard;
+    if (!sameNames) state.names = new Set(req.resourceNames.filter((n) => n !== '*'));
+    return changed;
+  }
+}
+
+/** Whether `names` (without "*") are exactly the members of `set`. */
+function sameAsSet(names: readonly string[], set: ReadonlySet<string>): boolean {
+  let count = 0;
+  const seen = new Set<string>();
+  for (const n of names) {
+    if (n === '*' || seen.has(n)) continue;
+    if (!set.has(n)) return false;
+    if (names.length > 1) seen.add(n);
+    count += 1;
+  }
+  return count === set.size;
+}

@@ -1,0 +1,125 @@
+// One stream's push queue: which types need (re)evaluating, merged, and at most one response in
+// flight. Work on a type is a flag plus, for partial pushes, the names that changed: a stream that
+// cannot keep up accumulates at most one entry per type and name, never a backlog of responses, and
+// gets the latest state when it drains. Types go out in make-before-break order (xds/proto/type-urls.ts).
+import type { PushLimiter, SlotHolder } from './flow-control.js';
+import { PUSH_ORDER } from '../proto/type-urls.js';
+
+export interface PendingWork {
+  /** Send even if the version is unchanged (a new or changed subscription, or warming after CDS). */
+  force: boolean;
+  /** Evaluate the whole subscription; otherwise only `names` changed (EDS and RDS may send just those). */
+  full: boolean;
+  readonly names: Set<string>;
+}
+
+/** A push the server tracks until every stream it touched has sent it (convergence). */
+export interface PushRound {
+  done(): void;
+}
+
+export interface PumpTarget {
+  /** Builds the response for `typeUrl`, or undefined when there is nothing to send. */
+  build(typeUrl: string, work: PendingWork): Buffer | undefined;
+  write(bytes: Buffer, drained: () => void): void;
+  /** Nothing is pending or in flight any more. */
+  idle(): void;
+}
+
+/** About 13 s of pushes at the quiet-period cadence under churn. */
+export const MAX_HELD_ROUNDS = 64;
+
+export class StreamPump implements SlotHolder {
+  private readonly pending = new Map<string, PendingWork>();
+  private rounds: PushRound[] = [];
+  private writing = false;
+  private queued = false;
+  admitted = false;
+  closed = false;
+
+  constructor(
+    private readonly limiter: PushLimiter,
+    private readonly target: PumpTarget,
+  ) {}
+
+  /** Whether work is pending for `typeUrl` (the make-before-break rule asks). */
+  has(typeUrl: string): boolean {
+    return this.pending.has(typeUrl);
+  }
+
+  get busy(): boolean {
+    return this.writing || this.queued || this.pending.size > 0;
+  }
+
+  mark(typeUrl: string, work: { force?: boolean; full?: boolean; names?: Iterable<string> }): void {
+    let p = this.pending.get(typeUrl);
+    if (!p) this.pending.set(typeUrl, (p = { force: false, full: false, names: new Set() }));
+    p.force ||= work.force ?? false;
+    p.full ||= work.full ?? false;
+    if (!p.full) for (const n of work.names ?? []) p.names.add(n);
+    else p.names.clear();
+  }
+
+  /**
+   * Ties this stream's next quiet moment to `round`. A stream that never drains would hold every
+   * round pushed at it; past MAX_HELD_ROUNDS the oldest is released as if sent, so its memory stays
+   * bounded and a stuck client stops only its own share of the convergence metric.
+   */
+  join(round: PushRound): void {
+    if (this.rounds.length >= MAX_HELD_ROUNDS) this.rounds.shift()?.done();
+    this.rounds.push(round);
+  }
+
+  kick(): void {
+    if (this.closed || this.writing || this.queued) return;
+    if (this.pending.size === 0) return this.settle();
+    this.queued = true;
+    this.limiter.acquire(this);
+  }
+
+  grant(): void {
+    this.queued = false;
+    if (this.closed) return this.limiter.release(this);
+    while (this.pending.size > 0) {
+      const typeUrl = this.nextType();
+      const work = this.pending.get(typeUrl);
+      this.pending.delete(typeUrl);
+      if (!work) continue;
+      const bytes = this.target.build(typeUrl, work);
+      if (!bytes) continue;
+      this.writing = true;
+      this.target.write(bytes, () => this.drained());
+      return;
+    }
+    this.limiter.release(this);
+    this.settle();
+  }
+
+  close(): void {
+    this.closed = true;
+    this.pending.clear();
+    this.limiter.release(this);
+    this.settle();
+  }
+
+  private drained(): void {
+    this.writing = false;
+    this.admitted = true;
+    this.limiter.release(this);
+    this.kick();
+  }
+
+  // Called when nothing is pending: the target may add work (make-before-break clean-up) first.
+  private settle(): void {
+    if (!this.closed) this.target.idle();
+    if (this.pending.size > 0 && !this.closed) return this.kick();
+    const rounds = this.rounds;
+    this.rounds = [];
+    for (const r of rounds) r.done();
+  }
+
+  private nextType(): string {
+    for (const t of PUSH_ORDER) if (this.pending.has(t)) return t;
+    return this.pending.keys().next().value as string;
+  }
+}
