@@ -148,7 +148,10 @@ function checkAny(any: { type_url?: string; value?: Uint8Array }, path: string, 
   try {
     type = protoRoot().lookupType(typeName);
   } catch {
-    out.push({ path, message: `unknown type ${url}: cannot be checked (is its .proto in xds/proto/protos.json?)` });
+    out.push({
+      path,
+      message: `unknown type ${url}: cannot be checked (is its .proto in xds/proto/protos.json?)`,
+    });
     return;
   }
   let decoded: protobuf.Message;
