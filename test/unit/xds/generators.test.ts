@@ -28,14 +28,10 @@ import {
   type DecodedLoadAssignment,
   type DecodedRouteConfiguration,
 } from '../../support/decoded-xds.js';
-import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
+import { DNS, grpcFixtureServices, NONE, ONE, TWO } from '../../support/grpc-fixture-mesh.js';
+import { endpoint } from '../../support/model-fixtures.js';
 
-const ONE = 'one.test'; // single port 7070
-const TWO = 'two.test'; // ports 7070 and 8080
-const DNS = 'dns.test';
-const NONE = 'none.test';
-
-function ctxFor(services: Service[], endpoints: Record<string, Endpoint[]> = {}): GenerateContext {
+function ctxFor(services: readonly Service[], endpoints: Record<string, Endpoint[]> = {}): GenerateContext {
   const catalog = buildCatalog(services, new Map(Object.entries(endpoints)));
   return {
     proxy: proxyFromNode({ id: 'client-1', user_agent_name: 'gRPC Node' }),
@@ -44,12 +40,7 @@ function ctxFor(services: Service[], endpoints: Record<string, Endpoint[]> = {})
   };
 }
 
-const defaultServices = [
-  service(ONE, [servicePort('grpc', 7070)]),
-  service(TWO, [servicePort('grpc', 7070), servicePort('http', 8080, 'HTTP')]),
-  service(DNS, [servicePort('grpc', 443)], { resolution: 'DNS' }),
-  service(NONE, [servicePort('grpc', 9090)], { resolution: 'NONE' }),
-];
+const defaultServices = grpcFixtureServices;
 
 /** Builds `name` and decodes it as `T`; undefined when the generator has no such resource. */
 function build<T>(g: ResourceGenerator, ctx: GenerateContext, name: string): T | undefined {
