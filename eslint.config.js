@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 import layers from './tools/eslint-layers.mjs';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'xds/generated/', 'tools/', 'eslint.config.js'] },
+  { ignores: ['dist/', 'node_modules/', 'xds/generated/', 'tools/', 'examples/', 'eslint.config.js'] },
   ...tseslint.configs.recommendedTypeChecked,
   {
     plugins: { layers },

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Echo client on gRPC C-core (Debian python3-grpcio), for checking Portolan's xDS output.
 
-Makes N unary calls to /portolan.test.Echo/Echo and prints one JSON line per call:
+Makes N unary calls to /portolan.echo.Echo/Echo and prints one JSON line per call:
   {"ok": true, "backend": "..."}
   {"ok": false, "code": "UNAVAILABLE", "details": "..."}
 then exits 0. It exits non-zero only on a usage error (2) or when grpc cannot be imported (3).
@@ -14,7 +14,7 @@ without an xDS server.
 Run it with /usr/bin/python3: python3-grpcio installs into Debian's Python only, not into a
 pyenv or venv Python that may come first on PATH.
 
-No generated stubs: the two messages (see test/support/echo.proto) are encoded by hand.
+No generated stubs: the two messages (see demo/echo.proto) are encoded by hand.
   EchoRequest { string message = 1; }
   EchoReply   { string message = 1; string backend = 2; }
 """
@@ -25,7 +25,7 @@ import os
 import sys
 import time
 
-METHOD = "/portolan.test.Echo/Echo"
+METHOD = "/portolan.echo.Echo/Echo"
 
 
 # ---- protobuf wire format, just enough for two messages of strings ----

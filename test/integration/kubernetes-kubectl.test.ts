@@ -1,6 +1,6 @@
 // The stand-in API server's fidelity, checked with the real kubectl (Debian: `kubernetes-client`;
-// .ci/run installs it): discovery, Table lists across namespaces, JSON pagination with continue
-// tokens, and a watch stream.
+// npm test installs it as root): discovery, Table lists across namespaces, JSON pagination with
+// continue tokens, and a watch stream.
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

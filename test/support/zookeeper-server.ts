@@ -43,7 +43,7 @@ export interface ZooKeeperServerOptions {
 export async function startZooKeeperServer(options: ZooKeeperServerOptions = {}): Promise<ZooKeeperServer> {
   if (!existsSync(ZOOKEEPER_JAR)) {
     throw new Error(
-      `${ZOOKEEPER_JAR} is missing: install ZooKeeper with apt-get install zookeeper (.ci/run does)`,
+      `${ZOOKEEPER_JAR} is missing: install ZooKeeper with apt-get install zookeeper (npm test does, as root)`,
     );
   }
   const dir = mkdtempSync(join(tmpdir(), 'portolan-zk-'));

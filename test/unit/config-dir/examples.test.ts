@@ -27,6 +27,7 @@ test('examples/config loads with no errors or warnings', async (t) => {
       ['services/catalog.yaml', 'ok', [], []],
       ['services/echo.yaml', 'ok', [], []],
       ['traffic/echo-destination-rule.yaml', 'ok', [], []],
+      ['traffic/echo-split.yaml', 'ok', [], []],
       ['workloads/echo-1.yaml', 'ok', [], []],
       ['workloads/echo-2.yaml', 'ok', [], []],
     ],
@@ -60,6 +61,19 @@ test('examples/config loads with no errors or warnings', async (t) => {
   assert.deepEqual(
     registry.meshConfig().destinationRules.map((dr) => [dr.spec.host, dr.spec.subsets?.map((s) => s.name)]),
     [['echo.example.internal', ['v1', 'v2']]],
+  );
+  assert.deepEqual(
+    registry
+      .meshConfig()
+      .virtualServices.filter((vs) => vs.spec.hosts.includes('echo.example.internal'))
+      .map((vs) => vs.spec.http?.[0]?.route?.map((r) => [r.destination.subset, r.weight])),
+    [
+      [
+        ['v1', 80],
+        ['v2', 20],
+      ],
+    ],
+    'the split npm run demo shows: 80% to v1, 20% to v2',
   );
   assert.deepEqual(
     registry.meshConfig().gateways.map((g) => [g.name, g.spec.servers.map((s) => s.port.number)]),
