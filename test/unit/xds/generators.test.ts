@@ -29,6 +29,7 @@ import {
   type DecodedRouteConfiguration,
 } from '../../support/decoded-xds.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
+import { generateContext } from '../../../xds/generators/view-memo.js';
 
 const ONE = 'one.test'; // single port 7070
 const TWO = 'two.test'; // ports 7070 and 8080
@@ -37,11 +38,11 @@ const NONE = 'none.test';
 
 function ctxFor(services: Service[], endpoints: Record<string, Endpoint[]> = {}): GenerateContext {
   const catalog = buildCatalog(services, new Map(Object.entries(endpoints)));
-  return {
+  return generateContext({
     proxy: proxyFromNode({ id: 'client-1', user_agent_name: 'gRPC Node' }),
     catalog,
     config: EMPTY_MESH_CONFIG,
-  };
+  });
 }
 
 const defaultServices = [
