@@ -11,7 +11,7 @@ import type { Logger } from '../log/logger.js';
 import { AdsServer } from '../xds/server/ads-server.js';
 import { ConnectionLogObserver } from '../xds/server/connection-log.js';
 import { composeObservers } from '../xds/server/observer.js';
-import { GeneratorTable } from '../xds/generators/index.js';
+import { DEFAULT_GENERATORS, GeneratorTable } from '../xds/generators/index.js';
 import { protoRoot } from '../xds/proto/protos.js';
 import { checkPushConsistency } from '../xds/validate/push-consistency.js';
 import { validatePushesEnabled } from '../xds/validate/validating-generator.js';
@@ -80,7 +80,11 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
   // checked for dangling references across each Envoy view.
   const validate = validatePushesEnabled();
   const adsLogger = logger.child({ component: 'ads' });
-  const generators = new GeneratorTable(undefined, validate, logger.child({ component: 'validate-pushes' }));
+  const generators = new GeneratorTable(
+    DEFAULT_GENERATORS,
+    validate,
+    logger.child({ component: 'validate-pushes' }),
+  );
   const ads = new AdsServer({
     discovery,
     logger: adsLogger,

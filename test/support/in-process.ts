@@ -13,7 +13,7 @@ import type { Registry } from '../../model/registry.js';
 import { RegistryPersistence } from '../../store/registry-persistence.js';
 import type { Store } from '../../store/store.js';
 import type { GeneratorLookup } from '../../xds/generators/generator.js';
-import { GeneratorTable } from '../../xds/generators/index.js';
+import { DEFAULT_GENERATORS, GeneratorTable } from '../../xds/generators/index.js';
 import { AdsServer } from '../../xds/server/ads-server.js';
 import { ConnectionLogObserver, type ConnectionLog } from '../../xds/server/connection-log.js';
 import { composeObservers, type AdsObserver } from '../../xds/server/observer.js';
@@ -80,7 +80,7 @@ export async function startInProcessPlane(options: PlaneOptions = {}): Promise<I
   await discovery.start();
 
   const validate = options.validatePushes ?? validatePushesEnabled();
-  const generators = options.generators ?? new GeneratorTable(undefined, validate);
+  const generators = options.generators ?? new GeneratorTable(DEFAULT_GENERATORS, validate);
   const observers = [
     ...(options.metrics ? [new AdsMetrics(options.metrics)] : []),
     ...(options.connectionLog ? [new ConnectionLogObserver(options.connectionLog)] : []),
