@@ -23,6 +23,8 @@ export default tseslint.config(
       '@typescript-eslint/require-await': 'off',
       // The folder graph (tools/eslint-layers.mjs): acyclic, lower layers never import upper ones.
       'layers/folder-imports': 'error',
+      // Inside xds/: the ADS server sees generation only through its seam (tools/eslint-layers.mjs).
+      'layers/seam-imports': 'error',
     },
   },
 );

@@ -13,6 +13,7 @@ import type { MeshConfig } from '../mesh/mesh-config.js';
 import { configz } from './configz.js';
 import { handleMockRequest } from './mock-api.js';
 import { adsz, registryz } from './debug-views.js';
+import { configDump } from '../xds/server/config-dump.js';
 import { envoyConfigDump } from '../xds/server/envoy-config-dump.js';
 
 export interface AdminDeps {
@@ -101,12 +102,11 @@ export class AdminServer {
       case '/debug/config_dump': {
         const proxyId = url.searchParams.get('proxyID');
         if (!proxyId) throw new HttpError(400, 'proxyID query parameter is required');
+        const stream = this.deps.ads.findStream(proxyId);
+        if (!stream) throw new HttpError(404, `no connected proxy with node id ${proxyId}`);
         // Envoys get the shape of Envoy's own /config_dump; other clients the per-type list.
-        const envoy = this.deps.ads.connectionList().find((c) => c.proxy?.id === proxyId);
-        if (envoy?.proxy?.kind === 'envoy') return sendJson(res, 200, envoyConfigDump(envoy));
-        const dump = this.deps.ads.configDump(proxyId);
-        if (!dump) throw new HttpError(404, `no connected proxy with node id ${proxyId}`);
-        return sendJson(res, 200, { proxyID: proxyId, configs: dump });
+        if (stream.proxy?.kind === 'envoy') return sendJson(res, 200, envoyConfigDump(stream));
+        return sendJson(res, 200, { proxyID: proxyId, configs: configDump(stream) });
       }
       default:
         throw new HttpError(404, `no such path: ${path}`);

@@ -3,10 +3,9 @@
 import { CertificateAuthority } from '../ca/authority.js';
 import { PASSPHRASE_ENV } from '../ca/key-protection.js';
 import { CaSetupError } from '../ca/plugin-ca.js';
-import { SecurePort } from '../ca/secure-server.js';
+import { SecurePort, type SecureService } from '../ca/secure-server.js';
 import type { Logger } from '../log/logger.js';
 import type { Store } from '../store/store.js';
-import type { AdsServer } from '../xds/server/ads-server.js';
 import type { CaServeOptions } from './ca-options.js';
 import { OptionError, type HostAndPort } from './options.js';
 
@@ -36,7 +35,8 @@ export async function openCa(options: CaServeOptions, store: Store): Promise<Cer
 export async function startCa(
   options: CaServeOptions,
   store: Store,
-  ads: AdsServer,
+  /** What the secure port serves besides the CA (the ADS server, with its streams authorized by certificate). */
+  ads: SecureService,
   logger: Logger,
 ): Promise<RunningCa> {
   const ca = await openCa(options, store);

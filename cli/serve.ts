@@ -9,7 +9,13 @@ import { AggregateDiscovery } from '../aggregate/aggregate-discovery.js';
 import { ConfigDirRegistry } from '../config-dir/registry.js';
 import type { Logger } from '../log/logger.js';
 import { AdsServer } from '../xds/server/ads-server.js';
+import { ConnectionLogObserver } from '../xds/server/connection-log.js';
+import { composeObservers } from '../xds/server/observer.js';
+import { DEFAULT_GENERATORS, GeneratorTable } from '../xds/generators/index.js';
 import { protoRoot } from '../xds/proto/protos.js';
+import { checkPushConsistency } from '../xds/validate/push-consistency.js';
+import { validatePushesEnabled } from '../xds/validate/validating-generator.js';
+import { AdsMetrics } from '../metrics/ads-metrics.js';
 import { PortolanMetrics } from '../metrics/metrics.js';
 import { RegistryPersistence } from '../store/registry-persistence.js';
 import { Store } from '../store/store.js';
@@ -70,20 +76,31 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
   const discovery = new AggregateDiscovery(registries);
   await discovery.start();
 
+  // PORTOLAN_VALIDATE_PUSHES (debug): every resource checked against Envoy's rules, and every push
+  // checked for dangling references across each Envoy view.
+  const validate = validatePushesEnabled();
+  const adsLogger = logger.child({ component: 'ads' });
+  const generators = new GeneratorTable(
+    DEFAULT_GENERATORS,
+    validate,
+    logger.child({ component: 'validate-pushes' }),
+  );
   const ads = new AdsServer({
     discovery,
-    logger: logger.child({ component: 'ads' }),
+    logger: adsLogger,
     ...(config && { meshConfig: config }),
+    generators,
+    ...(validate && { checkPush: (contexts) => checkPushConsistency(generators, contexts, adsLogger) }),
+    observer: composeObservers(new AdsMetrics(metrics), new ConnectionLogObserver(store.proxies)),
     pushWindowMs: options.pushWindowMs,
     maxPushDelayMs: options.pushMaxDelayMs,
     flowControl: {
       concurrency: options.pushConcurrency,
       newStreamsPerSecond: options.pushNewStreamsPerSecond,
     },
-    metrics,
-    connectionLog: store.proxies,
     ...(options.ca && { trustDomain: options.ca.trustDomain }),
   });
+  metrics.watchAds(ads.gauges);
 
   const grpcServer = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
   ads.register(grpcServer);

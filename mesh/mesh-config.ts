@@ -15,7 +15,7 @@ export interface MeshConfig {
   readonly virtualServices: readonly VirtualServiceResource[];
   readonly destinationRules: readonly DestinationRuleResource[];
   readonly gateways: readonly GatewayResource[];
-  /** Sidecar scoping: which services each Envoy proxy is sent (xds/traffic/sidecar-scope.ts). */
+  /** Sidecar scoping: which services each Envoy proxy is sent (mesh/sidecar-index.ts). */
   readonly sidecars: readonly SidecarResource[];
   /** Inbound mTLS modes (xds/traffic/peer-authentication.ts). */
   readonly peerAuthentications: readonly PeerAuthenticationResource[];

@@ -1,6 +1,7 @@
-// The folder dependency rule, enforced by `npm run lint`: each top-level source folder may import
+// The folder dependency rules, enforced by `npm run lint`: each top-level source folder may import
 // only the folders listed for it, so the graph stays acyclic and data flows one way (README,
-// "Layout"). Relative imports are resolved to their top-level folder; packages are not checked.
+// "Layout"); and inside xds/, the server reaches generation only through the generator seam.
+// Relative imports are resolved to their folder; packages are not checked.
 import { dirname, relative, resolve, sep } from 'node:path';
 
 const LEAVES = ['model', 'log'];
@@ -30,6 +31,19 @@ function topFolder(root, file) {
   const rel = relative(root, file);
   return rel.startsWith('..') ? undefined : rel.split(sep)[0];
 }
+
+/**
+ * Inside a top-level folder: files under `from` may not import under `forbidden`, except `allowed`.
+ * The ADS server is given its generator table and push check (by cli/): it sees the generator
+ * interface, the per-view memo in the generate context and the resource names, nothing that builds.
+ */
+export const SEAMS = [
+  {
+    from: 'xds/server',
+    forbidden: ['xds/generators', 'xds/traffic', 'xds/validate'],
+    allowed: ['xds/generators/generator.ts', 'xds/generators/view-memo.ts', 'xds/generators/names.ts'],
+  },
+];
 
 const rule = {
   meta: {
@@ -78,4 +92,41 @@ const rule = {
   },
 };
 
-export default { rules: { 'folder-imports': rule } };
+const under = (path, folder) => path === folder || path.startsWith(`${folder}/`);
+
+const seamRule = {
+  meta: {
+    type: 'problem',
+    docs: { description: 'sub-folders reach each other only through their seams' },
+    schema: [],
+  },
+  create(context) {
+    const root = context.cwd;
+    const file = relative(root, context.filename).split(sep).join('/');
+    const seams = SEAMS.filter((s) => under(file, s.from));
+    if (seams.length === 0) return {};
+    const check = (node, source) => {
+      if (typeof source !== 'string' || !source.startsWith('.')) return;
+      // Sources name the compiled .js; the rule lists the .ts files.
+      const target = relative(root, resolve(dirname(context.filename), source))
+        .split(sep)
+        .join('/')
+        .replace(/\.js$/, '.ts');
+      for (const seam of seams) {
+        if (!seam.forbidden.some((f) => under(target, f)) || seam.allowed.includes(target)) continue;
+        context.report({
+          node,
+          message: `${seam.from}/ may not import ${target}: of ${seam.forbidden.join(', ')} it may import only ${seam.allowed.join(', ')} (it is given the rest)`,
+        });
+      }
+    };
+    return {
+      ImportDeclaration: (node) => check(node, node.source.value),
+      ExportNamedDeclaration: (node) => node.source && check(node, node.source.value),
+      ExportAllDeclaration: (node) => check(node, node.source.value),
+      ImportExpression: (node) => node.source.type === 'Literal' && check(node, node.source.value),
+    };
+  },
+};
+
+export default { rules: { 'folder-imports': rule, 'seam-imports': seamRule } };

@@ -5,6 +5,7 @@
 // gRPC: its listeners by name (and the wildcard, for every target), then the route configurations,
 // clusters and load assignments they lead to, as a gRPC client follows them.
 import type { GenerateContext } from '../../xds/generators/generator.js';
+import { generateContext as serverContext } from '../../xds/generators/view-memo.js';
 import { DEFAULT_GENERATORS, GeneratorTable } from '../../xds/generators/index.js';
 import { decodeAny } from '../../xds/proto/protos.js';
 import { proxyFromNode } from '../../xds/proxy/proxy.js';
@@ -17,12 +18,12 @@ type Obj = Record<string, unknown>;
 
 /** The GenerateContext the ADS server gives a stream's generators (AdsServer.context). */
 export function generateContext(c: GoldenCase): GenerateContext {
-  return {
+  return serverContext({
     proxy: proxyFromNode(c.node),
     catalog: c.catalog,
     config: c.config,
     ...(c.trustDomain && { trustDomain: c.trustDomain }),
-  };
+  });
 }
 
 /** The server's table, unwrapped: the golden test runs the validator itself, on every resource. */

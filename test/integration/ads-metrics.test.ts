@@ -2,14 +2,11 @@
 // pushes, convergence and debounce observations, responses, resources and bytes, NACKs.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import * as grpc from '@grpc/grpc-js';
 import { MockRegistry } from '../../adapters/mock/registry.js';
-import { AggregateDiscovery } from '../../aggregate/aggregate-discovery.js';
-import { silentLogger } from '../../log/logger.js';
 import { PortolanMetrics } from '../../metrics/metrics.js';
-import { AdsServer } from '../../xds/server/ads-server.js';
 import { ENDPOINT } from '../../xds/proto/type-urls.js';
 import { eventually } from '../support/eventually.js';
+import { startInProcessPlane } from '../support/in-process.js';
 import { endpoint, mockService, servicePort } from '../support/model-fixtures.js';
 import { grpcNode, RawAdsClient } from '../support/raw-ads-client.js';
 import { RawDeltaClient } from '../support/raw-delta-client.js';
@@ -25,27 +22,16 @@ function sample(text: string, line: string): number | undefined {
 
 test('push metrics count streams, pushes, convergence, responses, bytes and NACKs', async (t) => {
   const mock = new MockRegistry();
-  const discovery = new AggregateDiscovery([mock]);
-  await discovery.start();
   mock.putService(mockService(HOST, [servicePort('grpc', 7070)]));
   mock.setEndpoints(HOST, [endpoint('10.0.0.1', { grpc: 9000 })]);
   const metrics = new PortolanMetrics();
-  const ads = new AdsServer({ discovery, logger: silentLogger, pushWindowMs: 10, metrics });
-  const server = new grpc.Server();
-  ads.register(server);
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
-  );
-  const sotw = new RawAdsClient(`127.0.0.1:${port}`);
-  const delta = new RawDeltaClient(`127.0.0.1:${port}`);
+  const plane = await startInProcessPlane({ mock, pushWindowMs: 10, metrics });
+  const sotw = new RawAdsClient(plane.address);
+  const delta = new RawDeltaClient(plane.address);
   t.after(async () => {
     sotw.close();
     delta.close();
-    ads.stop();
-    server.forceShutdown();
-    await discovery.stop();
+    await plane.stop();
   });
 
   sotw.send({ node: grpcNode('metrics-1'), type_url: ENDPOINT, resource_names: [CLUSTER_NAME] });

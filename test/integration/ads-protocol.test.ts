@@ -3,10 +3,6 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
-import { buildCatalog } from '../../model/catalog.js';
-import type { ServiceDiscovery } from '../../model/discovery.js';
-import { silentLogger } from '../../log/logger.js';
-import { AdsServer } from '../../xds/server/ads-server.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../xds/proto/type-urls.js';
 import {
   lbAddresses,
@@ -17,6 +13,7 @@ import {
 } from '../support/decoded-xds.js';
 import { startInProcessPlane, type InProcessPlane } from '../support/in-process.js';
 import { endpoint, mockService, servicePort } from '../support/model-fixtures.js';
+import { StubRegistry } from '../support/stub-registry.js';
 import {
   decodedResources,
   grpcNode,
@@ -407,29 +404,14 @@ test('a second client with the same view gets byte-identical resources', async (
 });
 
 test('a stream is refused with UNAVAILABLE while the discovery has not synced', async (t) => {
-  const empty = buildCatalog([], new Map());
-  const discovery: ServiceDiscovery = {
-    ...empty,
-    catalog: () => empty,
-    hasSynced: () => false,
-    onChange: () => () => {},
-  };
-  const ads = new AdsServer({ discovery, logger: silentLogger, pushWindowMs: 0 });
-  const server = new grpc.Server();
-  ads.register(server);
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
-  );
-  t.after(() => {
-    ads.stop();
-    server.forceShutdown();
-  });
-  const client = connect(t, `127.0.0.1:${port}`);
+  // A registry that has not published its first snapshot yet.
+  const plane = await startInProcessPlane({ extraRegistries: [new StubRegistry('late')] });
+  t.after(() => plane.stop());
+  assert.equal(plane.discovery.hasSynced(), false);
+  const client = connect(t, plane.address);
   client.send({ node: grpcNode('early'), type_url: CLUSTER });
   const status = await client.status();
   assert.equal(status.code, grpc.status.UNAVAILABLE);
   assert.match(status.details, /not ready/);
-  assert.deepEqual(ads.connectionList(), []);
+  assert.deepEqual(plane.ads.connectionList(), []);
 });

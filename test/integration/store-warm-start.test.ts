@@ -5,15 +5,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import * as grpc from '@grpc/grpc-js';
-import { AggregateDiscovery } from '../../aggregate/aggregate-discovery.js';
 import { silentLogger } from '../../log/logger.js';
 import type { RegistrySnapshot } from '../../model/change.js';
-import { RegistryPersistence } from '../../store/registry-persistence.js';
 import { Store } from '../../store/store.js';
-import { AdsServer } from '../../xds/server/ads-server.js';
 import { callEcho, startEchoBackend, type EchoBackend } from '../support/echo-backend.js';
 import { eventually } from '../support/eventually.js';
+import { startInProcessPlane } from '../support/in-process.js';
 import { endpoint, service, servicePort } from '../support/model-fixtures.js';
 import { SwitchableRegistry } from '../support/switchable-registry.js';
 import { xdsEchoClient } from '../support/xds-client.js';
@@ -32,29 +29,18 @@ function pointingAt(b: EchoBackend): RegistrySnapshot {
 /** One run of the control plane: store → (restore) → registry → aggregate → ADS on loopback. */
 async function run(registry: SwitchableRegistry, serveStale: boolean) {
   const store = Store.open({ dataDir: dir, logger: silentLogger });
-  const persistence = new RegistryPersistence(store, [registry], silentLogger, { debounceMs: 20 });
-  persistence.watch();
-  const restored = serveStale ? persistence.restore() : [];
-  const discovery = new AggregateDiscovery([registry]);
-  await discovery.start();
-  const ads = new AdsServer({ discovery, logger: silentLogger, pushWindowMs: 10 });
-  const server = new grpc.Server();
-  ads.register(server);
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) =>
-      e ? reject(e) : resolve(p),
-    ),
-  );
+  const plane = await startInProcessPlane({
+    pushWindowMs: 10,
+    extraRegistries: [registry],
+    persistence: { store, serveStale, debounceMs: 20 },
+  });
   return {
-    restored,
+    restored: plane.restored,
     store,
-    discovery,
-    address: `127.0.0.1:${port}`,
+    discovery: plane.discovery,
+    address: plane.address,
     async stop() {
-      ads.stop();
-      server.forceShutdown();
-      await discovery.stop();
-      persistence.stop();
+      await plane.stop();
       store.close();
     },
   };

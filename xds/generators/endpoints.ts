@@ -22,7 +22,7 @@ export function buildLoadAssignment(ctx: GenerateContext, name: string): Encoded
   if (!service || service.resolution !== 'STATIC') return undefined;
   let endpoints = catalog.endpoints(key.hostname, key.port);
   if (key.subset !== '') {
-    const subset = findSubset(ctx.config, catalog, key.hostname, key.subset, ctx.proxy.namespace);
+    const subset = findSubset(ctx.index, catalog, key.hostname, key.subset, ctx.proxy.namespace);
     if (!subset) return undefined;
     endpoints = subsetEndpoints(endpoints, subset);
   }

@@ -1,16 +1,27 @@
-// The seam between the ADS server and what it serves: one generator per type URL and kind of proxy.
+// The seam between the ADS server and what it serves: one generator per type URL and kind of proxy,
+// looked up in a table the server is given.
 import type { Catalog } from '../../model/catalog.js';
 import type { MeshConfig } from '../../mesh/mesh-config.js';
+import type { MeshIndex } from '../../mesh/mesh-index.js';
 import type { Proxy, ProxyKind } from '../proxy/proxy.js';
 import type { EncodedResource } from '../proto/resource.js';
+import type { ViewMemo } from './view-memo.js';
 
-export interface GenerateContext {
-  readonly proxy: Proxy;
+/** What one serving generation generates from: the catalog and mesh config, and what derives from them. */
+export interface ServingView {
   readonly catalog: Catalog;
   /** The traffic config (VirtualServices, DestinationRules, Gateways) of this serving generation. */
   readonly config: MeshConfig;
+  /** Lookups into `config`, built once per config. */
+  readonly index: MeshIndex;
+  /** Values many proxies of this view share (a sidecar view's listeners), built on first use. */
+  readonly memo: ViewMemo;
   /** The SPIFFE trust domain of workload identities (`--trust-domain`); default cluster.local. */
   readonly trustDomain?: string;
+}
+
+export interface GenerateContext extends ServingView {
+  readonly proxy: Proxy;
 }
 
 export interface ResourceGenerator {
@@ -25,4 +36,9 @@ export interface ResourceGenerator {
    * resources; '' means they depend on the catalog alone.
    */
   viewKey(proxy: Proxy): string;
+}
+
+/** Which generator serves a type URL to a kind of proxy (xds/generators/index.ts has the table). */
+export interface GeneratorLookup {
+  find(kind: ProxyKind, typeUrl: string): ResourceGenerator | undefined;
 }

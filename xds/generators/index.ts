@@ -1,12 +1,13 @@
 // The table of contents: which generator serves which type URL for which kind of proxy.
-import type { ResourceGenerator } from './generator.js';
+import type { Logger } from '../../log/logger.js';
+import type { GeneratorLookup, ResourceGenerator } from './generator.js';
 import type { ProxyKind } from '../proxy/proxy.js';
 import { grpcClusterGenerator } from './grpc/cluster.js';
 import { grpcEndpointGenerator } from './grpc/endpoint.js';
 import { grpcListenerGenerator } from './grpc/listener.js';
 import { grpcRouteGenerator } from './grpc/route.js';
 import { envoyGenerators } from './envoy/generators.js';
-import { validatePushesEnabled, validatingGenerator } from '../validate/validating-generator.js';
+import { validatingGenerator } from '../validate/validating-generator.js';
 
 export const DEFAULT_GENERATORS: readonly ResourceGenerator[] = [
   grpcClusterGenerator,
@@ -16,15 +17,20 @@ export const DEFAULT_GENERATORS: readonly ResourceGenerator[] = [
   ...envoyGenerators(),
 ];
 
-export class GeneratorTable {
+export class GeneratorTable implements GeneratorLookup {
   private readonly table = new Map<string, ResourceGenerator>();
 
+  /**
+   * With `validate` (cli/ sets it from PORTOLAN_VALIDATE_PUSHES), every resource is checked against
+   * Envoy's validation rules before it is served, and withheld (logged to `logger`) if it fails.
+   */
   constructor(
     generators: readonly ResourceGenerator[] = DEFAULT_GENERATORS,
-    validate: boolean = validatePushesEnabled(),
+    validate = false,
+    logger?: Logger,
   ) {
     for (const g of generators)
-      this.table.set(`${g.proxyKind} ${g.typeUrl}`, validate ? validatingGenerator(g) : g);
+      this.table.set(`${g.proxyKind} ${g.typeUrl}`, validate ? validatingGenerator(g, logger) : g);
   }
 
   find(kind: ProxyKind, typeUrl: string): ResourceGenerator | undefined {

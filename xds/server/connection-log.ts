@@ -1,6 +1,12 @@
-// Connection records for the history, written in batches: a connect storm of thousands of streams
-// would otherwise cost one synchronous, fsynced database write per stream on the event loop. Events
-// queue here and go to the log once per interval, inside one transaction when the log offers one.
+// Connection records for the history (the store's proxy table), as an observer of the ADS server:
+// a stream is recorded when its proxy is known, and its disconnect with the last ACK and NACK of
+// each type, whichever protocol variant it spoke. Written in batches: a connect storm of thousands
+// of streams would otherwise cost one synchronous, fsynced database write per stream on the event
+// loop. Events queue here and go to the log once per interval, inside one transaction when the log
+// offers one.
+import { shortTypeName } from '../proto/type-urls.js';
+import type { AdsStream } from './ads-stream.js';
+import type { AdsObserver } from './observer.js';
 
 export interface ConnectionLog {
   /** Returns an id to pass to `disconnected`. */
@@ -71,5 +77,36 @@ export class BatchedConnectionLog {
   private push(e: Pending): void {
     this.queue.push(e);
     this.timer ??= setTimeout(() => this.flush(), this.intervalMs);
+  }
+}
+
+/** Records each identified stream's connect and disconnect in `log`. */
+export class ConnectionLogObserver implements AdsObserver {
+  private readonly batched: BatchedConnectionLog;
+  private readonly tokens = new WeakMap<AdsStream, object>();
+
+  constructor(log: ConnectionLog, intervalMs?: number) {
+    this.batched = new BatchedConnectionLog(log, intervalMs);
+  }
+
+  streamIdentified(stream: AdsStream): void {
+    const proxy = stream.proxy;
+    if (proxy) this.tokens.set(stream, this.batched.connected(proxy.id, stream.peer, proxy.kind));
+  }
+
+  streamClosed(stream: AdsStream): void {
+    const token = this.tokens.get(stream);
+    if (token === undefined) return;
+    const acks: Record<string, unknown> = {};
+    const nacks: Record<string, unknown> = {};
+    for (const t of stream.typeStatus()) {
+      if (t.acked) acks[shortTypeName(t.typeUrl)] = t.acked;
+      if (t.nack) nacks[shortTypeName(t.typeUrl)] = t.nack;
+    }
+    this.batched.disconnected(token, acks, nacks);
+  }
+
+  serverStopped(): void {
+    this.batched.flush();
   }
 }

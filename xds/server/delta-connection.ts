@@ -2,19 +2,25 @@
 // differs from what the client holds, and names removed ones in removed_resources. Shares the
 // caches, the pump and the make-before-break rule with the SotW connection.
 import { status as GrpcStatus } from '@grpc/grpc-js';
-import type { Logger } from '../../log/logger.js';
-import type { GeneratorTable } from '../generators/index.js';
 import type { ResourceGenerator } from '../generators/generator.js';
-import { firstProxy, StreamError, type ConnectionDeps } from './sotw-connection.js';
+import {
+  firstProxy,
+  StreamError,
+  type AdsStream,
+  type StreamCall,
+  type StreamDeps,
+  type TypeStatus,
+} from './ads-stream.js';
 import { DeltaStreamState } from './delta-state.js';
 import type { Proxy } from '../proxy/proxy.js';
+import { readPlainDeltaRequest } from './request-reader.js';
 import { wildcardKey, type ChangeSet } from './resource-cache.js';
 import type { EncodedResource } from '../proto/resource.js';
 import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE, shortTypeName } from '../proto/type-urls.js';
-import { encodeDeltaDiscoveryResponse, type DeltaDiscoveryRequest } from '../proto/wire.js';
+import { decodeDeltaDiscoveryRequest, encodeDeltaDiscoveryResponse } from '../proto/wire.js';
 
-export class DeltaConnection {
+export class DeltaConnection implements AdsStream {
   readonly connectedAt = new Date().toISOString();
   readonly state = new DeltaStreamState();
   readonly api = 'delta';
@@ -25,17 +31,16 @@ export class DeltaConnection {
   private readonly resend = new Map<string, Set<string>>();
   private retained = false;
   readonly pump: StreamPump;
-  private readonly logger: Logger;
 
   constructor(
     readonly id: string,
     readonly peer: string,
-    private readonly deps: ConnectionDeps & { readonly generators: GeneratorTable },
+    private readonly deps: StreamDeps,
+    private readonly call: StreamCall,
   ) {
-    this.logger = deps.logger;
     this.pump = new StreamPump(deps.limiter, {
       build: (typeUrl, work) => this.build(typeUrl, work),
-      write: (bytes, drained) => deps.send(bytes, drained),
+      write: (bytes, drained) => this.call.send(bytes, drained),
       idle: () => this.idle(),
     });
   }
@@ -44,13 +49,16 @@ export class DeltaConnection {
     return this.proxyInfo;
   }
 
-  handleRequest(req: DeltaDiscoveryRequest): void {
+  handleRequest(bytes: Buffer): void {
+    const req = readPlainDeltaRequest(bytes) ?? decodeDeltaDiscoveryRequest(bytes);
+    if (!this.proxyInfo && req.node) this.call.admit?.(req.node);
     if (!req.typeUrl)
       throw new StreamError(GrpcStatus.INVALID_ARGUMENT, 'DeltaDiscoveryRequest.type_url is required on ADS');
     this.proxyInfo ??= firstProxy(req.node);
+    this.deps.observer.request?.(this, req.typeUrl);
     const outcome = this.state.onRequest(req);
     if (outcome.action === 'nack') {
-      this.logger.warn(
+      this.deps.logger.warn(
         {
           conn: this.id,
           type: shortTypeName(req.typeUrl),
@@ -59,12 +67,18 @@ export class DeltaConnection {
         },
         'client rejected config (NACK)',
       );
-      this.deps.observer?.nack(req.typeUrl);
+      this.deps.observer.nack?.(this, {
+        typeUrl: req.typeUrl,
+        type: shortTypeName(req.typeUrl),
+        nonce: outcome.nonce,
+        code: req.errorDetail?.code ?? 0,
+        message: req.errorDetail?.message ?? '',
+      });
     }
     const { added, wildcardEntered, first } = outcome.changed;
     const t = this.state.type(req.typeUrl);
     if (t && (first || req.subscribe.length > 0 || req.unsubscribe.length > 0))
-      this.deps.index?.update(this, this.proxyInfo.kind, req.typeUrl, t.names, t.wildcard);
+      this.deps.subscriptions.update(this, this.proxyInfo.kind, req.typeUrl, t.names, t.wildcard);
     if (first || wildcardEntered) this.pump.mark(req.typeUrl, { full: true, force: first });
     else if (added.length > 0) this.pump.mark(req.typeUrl, { names: added, force: true });
     else return;
@@ -110,8 +124,21 @@ export class DeltaConnection {
     this.pump.close();
   }
 
-  /** The resources the client holds now, per our record (for the config dump). */
-  heldResources(typeUrl: string): EncodedResource[] {
+  typeStatus(): readonly TypeStatus[] {
+    return this.state.watchedTypes().map((typeUrl) => {
+      const t = this.state.type(typeUrl);
+      return {
+        typeUrl,
+        sentVersion: t?.lastNonce ?? '',
+        ...(t?.lastSentAt && { sentAt: t.lastSentAt }),
+        ...(t?.ackedNonce && t.ackedAt && { acked: { version: t.ackedNonce, at: t.ackedAt } }),
+        ...(t?.nack && { nack: t.nack }),
+      };
+    });
+  }
+
+  /** The resources the client holds now, per our record. */
+  heldResources(typeUrl: string): readonly EncodedResource[] {
     const t = this.state.type(typeUrl);
     const generator = this.generator(typeUrl);
     const proxy = this.proxyInfo;
@@ -183,7 +210,13 @@ export class DeltaConnection {
       this.resend.set(ENDPOINT, names);
       this.pump.mark(ENDPOINT, { names });
     }
-    this.deps.observer?.sent(typeUrl, resources.length, bytes.length, performance.now() - started);
+    this.deps.observer.responseSent?.(this, {
+      typeUrl,
+      type: shortTypeName(typeUrl),
+      resources: resources.length,
+      bytes: bytes.length,
+      buildMs: performance.now() - started,
+    });
     return bytes;
   }
 

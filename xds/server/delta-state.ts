@@ -14,6 +14,8 @@ export interface DeltaTypeState {
   /** Nonces sent and not yet answered, with the versions they carried. */
   readonly inFlight: Map<string, { readonly at: string }>;
   lastNonce?: string;
+  /** When the response with `lastNonce` was sent. */
+  lastSentAt?: string;
   ackedAt?: string;
   ackedNonce?: string;
   nack?: Nack;
@@ -69,6 +71,7 @@ export class DeltaStreamState {
     const state = this.types.get(typeUrl);
     if (!state) return;
     state.lastNonce = nonce;
+    state.lastSentAt = at;
     state.inFlight.set(nonce, { at });
     // A client that never answers must not grow this without bound: keep the latest few.
     if (state.inFlight.size > 16) {

@@ -1,19 +1,20 @@
 // What an Envoy was last sent, in the shape of Envoy's own admin /config_dump (envoy.admin.v3.ConfigDump
 // with Clusters/Endpoints/Listeners/RoutesConfigDump entries), so tools that read Envoy dumps read it.
 // Messages are in proto JSON field names (snake_case) with `@type` on every Any.
-import type { AdsConnection } from './sotw-connection.js';
+import type { AdsStream } from './ads-stream.js';
 import { decodeAny } from '../proto/protos.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../proto/type-urls.js';
 
 const ADMIN = 'type.googleapis.com/envoy.admin.v3.';
 
-export function envoyConfigDump(conn: AdsConnection): { configs: Record<string, unknown>[] } {
+export function envoyConfigDump(stream: AdsStream): { configs: Record<string, unknown>[] } {
+  const status = new Map(stream.typeStatus().map((t) => [t.typeUrl, t]));
   const sent = (typeUrl: string): { version: string; at: string; resources: Record<string, unknown>[] } => {
-    const state = conn.state.typeState(typeUrl)?.sent;
+    const t = status.get(typeUrl);
     return {
-      version: state?.version ?? '',
-      at: state?.at ?? conn.connectedAt,
-      resources: conn.lastSentResources(typeUrl).map((r) => decodeAny(r.typeUrl, r.value)),
+      version: t?.sentVersion ?? '',
+      at: t?.sentAt ?? stream.connectedAt,
+      resources: stream.heldResources(typeUrl).map((r) => decodeAny(r.typeUrl, r.value)),
     };
   };
   const clusters = sent(CLUSTER);

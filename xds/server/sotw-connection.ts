@@ -2,60 +2,24 @@
 // them and pushes through its StreamPump (one response in flight, types in make-before-break order),
 // with resources and whole response bodies from the shared caches.
 import { status as GrpcStatus } from '@grpc/grpc-js';
-import type { Logger } from '../../log/logger.js';
-import type { GeneratorTable } from '../generators/index.js';
 import type { ResourceGenerator } from '../generators/generator.js';
-import type { PushLimiter } from './flow-control.js';
-import { proxyFromNode, NodeError, type Proxy } from '../proxy/proxy.js';
-import { typeKey, wildcardKey, type ChangeSet, type ResourceCache } from './resource-cache.js';
+import type { Proxy } from '../proxy/proxy.js';
+import {
+  firstProxy,
+  StreamError,
+  type AdsStream,
+  type StreamCall,
+  type StreamDeps,
+  type TypeStatus,
+} from './ads-stream.js';
+import { readPlainRequest } from './request-reader.js';
+import { typeKey, wildcardKey, type ChangeSet } from './resource-cache.js';
 import type { EncodedResource } from '../proto/resource.js';
-import { ownResponse, type ResponseCache, type SharedResponse } from './response-cache.js';
+import { ownResponse, type SharedResponse } from './response-cache.js';
 import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
 import { StreamState } from './sotw-state.js';
-import type { SubscriptionIndex } from './subscription-index.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE, shortTypeName } from '../proto/type-urls.js';
-import { appendNonce, type DiscoveryRequest } from '../proto/wire.js';
-
-/** What a connection reports as it works (metrics live in the server). */
-export interface PushObserver {
-  sent(typeUrl: string, resources: number, bytes: number, buildMs: number): void;
-  nack(typeUrl: string): void;
-}
-
-export interface ConnectionDeps {
-  readonly generators: GeneratorTable;
-  readonly cache: ResourceCache;
-  readonly responses: ResponseCache;
-  readonly limiter: PushLimiter;
-  /** Writes one message; `drained` runs once gRPC has taken it. */
-  readonly send: (bytes: Buffer, drained: () => void) => void;
-  readonly logger: Logger;
-  readonly observer?: PushObserver;
-  /** Where the stream's subscriptions are indexed for the server's push fan-out. */
-  readonly index?: SubscriptionIndex<object>;
-}
-
-/** A request the server must refuse; the stream ends with this gRPC status. */
-export class StreamError extends Error {
-  constructor(
-    readonly code: GrpcStatus,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** Reads the proxy from a stream's first request, or refuses the stream. */
-export function firstProxy(node: Parameters<typeof proxyFromNode>[0] | undefined): Proxy {
-  if (!node) throw new StreamError(GrpcStatus.INVALID_ARGUMENT, 'the first request must carry node');
-  try {
-    return proxyFromNode(node);
-  } catch (err) {
-    if (err instanceof NodeError)
-      throw new StreamError(GrpcStatus.INVALID_ARGUMENT, `invalid node: ${err.message}`);
-    throw err;
-  }
-}
+import { appendNonce, decodeDiscoveryRequest } from '../proto/wire.js';
 
 /** Types whose SotW responses need not repeat unchanged resources (xDS: all but LDS and CDS). */
 function partialAllowed(typeUrl: string): boolean {
@@ -71,7 +35,7 @@ interface TypeView {
   readonly typeKey: string;
 }
 
-export class AdsConnection {
+export class SotwConnection implements AdsStream {
   readonly connectedAt = new Date().toISOString();
   readonly state = new StreamState();
   readonly api = 'sotw';
@@ -90,11 +54,12 @@ export class AdsConnection {
   constructor(
     readonly id: string,
     readonly peer: string,
-    private readonly deps: ConnectionDeps,
+    private readonly deps: StreamDeps,
+    private readonly call: StreamCall,
   ) {
     this.pump = new StreamPump(deps.limiter, {
       build: (typeUrl, work) => this.build(typeUrl, work),
-      write: (bytes, drained) => deps.send(bytes, drained),
+      write: (bytes, drained) => this.call.send(bytes, drained),
       idle: () => this.idle(),
     });
   }
@@ -103,10 +68,13 @@ export class AdsConnection {
     return this.proxyInfo;
   }
 
-  handleRequest(req: DiscoveryRequest): void {
+  handleRequest(bytes: Buffer): void {
+    const req = readPlainRequest(bytes) ?? decodeDiscoveryRequest(bytes);
+    if (!this.proxyInfo && req.node) this.call.admit?.(req.node);
     if (!req.typeUrl)
       throw new StreamError(GrpcStatus.INVALID_ARGUMENT, 'DiscoveryRequest.type_url is required on ADS');
     this.proxyInfo ??= firstProxy(req.node);
+    this.deps.observer.request?.(this, req.typeUrl);
     const outcome = this.state.onRequest(req);
     const log = { conn: this.id, type: shortTypeName(req.typeUrl), nonce: req.responseNonce };
     if (outcome.action === 'ignore') {
@@ -115,12 +83,18 @@ export class AdsConnection {
     }
     if (outcome.action === 'nack') {
       this.deps.logger.warn({ ...log, error: req.errorDetail?.message }, 'client rejected config (NACK)');
-      this.deps.observer?.nack(req.typeUrl);
+      this.deps.observer.nack?.(this, {
+        typeUrl: req.typeUrl,
+        type: log.type,
+        nonce: req.responseNonce,
+        code: req.errorDetail?.code ?? 0,
+        message: req.errorDetail?.message ?? '',
+      });
     }
     if (!outcome.respond) return;
     this.typeView(req.typeUrl).subKey = this.subscriptionKey(req.typeUrl);
     const sub = this.state.subscription(req.typeUrl);
-    if (sub) this.deps.index?.update(this, this.proxyInfo.kind, req.typeUrl, sub.names, sub.wildcard);
+    if (sub) this.deps.subscriptions.update(this, this.proxyInfo.kind, req.typeUrl, sub.names, sub.wildcard);
     this.pump.mark(req.typeUrl, { force: true, full: true });
     this.pump.kick();
   }
@@ -168,8 +142,21 @@ export class AdsConnection {
     this.pump.close();
   }
 
-  /** Resources as last sent per type (for the config dump). */
-  lastSentResources(typeUrl: string): readonly EncodedResource[] {
+  typeStatus(): readonly TypeStatus[] {
+    return this.state.watchedTypes().map((typeUrl) => {
+      const t = this.state.typeState(typeUrl);
+      return {
+        typeUrl,
+        sentVersion: t?.sent?.version ?? '',
+        ...(t?.sent && { sentAt: t.sent.at }),
+        ...(t?.ackedVersion && t.ackedAt && { acked: { version: t.ackedVersion, at: t.ackedAt } }),
+        ...(t?.nack && { nack: t.nack }),
+      };
+    });
+  }
+
+  /** Resources as last sent per type: the last full response, updated by partial ones since. */
+  heldResources(typeUrl: string): readonly EncodedResource[] {
     const sent = this.lastSent.get(typeUrl);
     if (!sent) return [];
     if (sent.since.size === 0) return sent.full;
@@ -237,7 +224,7 @@ export class AdsConnection {
     if (partial && this.state.typeState(typeUrl)?.nack?.version === response.version) return undefined;
     const rewarm =
       typeUrl === CLUSTER && proxy.kind === 'envoy'
-        ? updatedNames(this.lastSentResources(CLUSTER), response.resources)
+        ? updatedNames(this.heldResources(CLUSTER), response.resources)
         : [];
     const nonce = `${++this.nonceCounter}`;
     const bytes = appendNonce(response.body, nonce);
@@ -253,7 +240,13 @@ export class AdsConnection {
     const eds = this.state.subscription(ENDPOINT);
     const again = rewarm.filter((n) => eds?.names.has(n));
     if (again.length > 0) this.pump.mark(ENDPOINT, { names: again });
-    this.deps.observer?.sent(typeUrl, response.resources.length, bytes.length, performance.now() - started);
+    this.deps.observer.responseSent?.(this, {
+      typeUrl,
+      type: shortTypeName(typeUrl),
+      resources: response.resources.length,
+      bytes: bytes.length,
+      buildMs: performance.now() - started,
+    });
     return bytes;
   }
 
@@ -264,7 +257,7 @@ export class AdsConnection {
   private makeBeforeBreak(typeUrl: string, response: SharedResponse): SharedResponse {
     if (typeUrl !== CLUSTER && typeUrl !== ENDPOINT) return response;
     if (!this.pump.has(LISTENER) && !this.pump.has(ROUTE)) return response;
-    const before = this.lastSentResources(typeUrl);
+    const before = this.heldResources(typeUrl);
     if (before.length === 0) return response;
     const now = new Set(response.resources.map((r) => r.name));
     const sub = this.state.subscription(typeUrl);

@@ -5,15 +5,15 @@ import type { ClientTLSSettings, TrafficPolicy } from '../../mesh/types.js';
 import type { Catalog } from '../../model/catalog.js';
 import type { Service } from '../../model/service.js';
 import type { GenerateContext } from '../generators/generator.js';
-import { destinationRuleFor, subsetOf } from './destination-rules.js';
+import { subsetOf } from '../../mesh/destination-rule-index.js';
 
 export function clientTlsFor(
-  ctx: Pick<GenerateContext, 'config' | 'proxy'>,
+  ctx: Pick<GenerateContext, 'index' | 'proxy'>,
   service: Service,
   port: number,
   subset = '',
 ): ClientTLSSettings | undefined {
-  const rule = destinationRuleFor(ctx.config, service.hostname, ctx.proxy.namespace, service.namespace);
+  const rule = ctx.index.destinationRules.lookup(service.hostname, ctx.proxy.namespace, service.namespace);
   const fromPolicy = (policy: TrafficPolicy | undefined): ClientTLSSettings | undefined =>
     policy?.portLevelSettings?.find((s) => s.port.number === port)?.tls ?? policy?.tls;
   return (

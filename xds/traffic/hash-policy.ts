@@ -2,7 +2,7 @@
 // hashes on a header only). The cluster's RING_HASH/MAGLEV policy is rendered with the cluster.
 import type { _envoy_config_route_v3_RouteAction_HashPolicy as HashPolicy } from '../generated/envoy/config/route/v3/RouteAction.js';
 import type { ConsistentHashLB, DestinationRuleResource, LoadBalancerSettings } from '../../mesh/types.js';
-import { destinationRuleFor, subsetOf } from './destination-rules.js';
+import { subsetOf } from '../../mesh/destination-rule-index.js';
 import { durationOf } from './fault.js';
 import type { RouteClient, RouteContext } from './route-context.js';
 
@@ -42,7 +42,11 @@ export function hashPolicies(hash: ConsistentHashLB, client: RouteClient): HashP
 
 /** The hash policy for traffic to host:port[/subset] as this proxy sees the DestinationRules. */
 export function hashPolicyFor(ctx: RouteContext, host: string, port: number, subset: string): HashPolicy[] {
-  const rule = destinationRuleFor(ctx.config, host, ctx.proxyNamespace, ctx.catalog.service(host)?.namespace);
+  const rule = ctx.index.destinationRules.lookup(
+    host,
+    ctx.proxyNamespace,
+    ctx.catalog.service(host)?.namespace,
+  );
   const hash = loadBalancerFor(rule, port, subset)?.consistentHash;
   return hash ? hashPolicies(hash, ctx.client) : [];
 }

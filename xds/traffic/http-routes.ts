@@ -22,11 +22,10 @@ import { resolveHost } from '../../mesh/hosts.js';
 import { retryPolicy } from './retries.js';
 import type { RouteContext } from './route-context.js';
 import { routeMatch } from './route-match.js';
-import { virtualServiceFor } from './virtual-services.js';
 
 /** The routes for traffic to `host` on ctx.port: its VirtualService's, else the default route. */
 export function routesForHost(ctx: RouteContext, host: string): Route[] {
-  const vs = virtualServiceFor(ctx.config, host, ctx.proxyNamespace, ctx.gateway);
+  const vs = ctx.index.virtualServices.lookup(host, ctx.proxyNamespace, ctx.gateway);
   const routes = vs ? virtualServiceRoutes(vs, ctx) : [];
   // A VirtualService with nothing for this port and proxy (tcp only, or every match elsewhere)
   // leaves the host's default route in place rather than a host that answers nothing.

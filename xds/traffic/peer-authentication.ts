@@ -7,7 +7,7 @@
 // (file path order, then document order) wins; Istio uses the oldest.
 import type { MeshConfig } from '../../mesh/mesh-config.js';
 import type { MtlsMode, PeerAuthenticationResource } from '../../mesh/types.js';
-import { ROOT_NAMESPACE } from './destination-rules.js';
+import { ROOT_NAMESPACE } from '../../mesh/destination-rule-index.js';
 
 export type EffectiveMtls = Exclude<MtlsMode, 'UNSET'>;
 

@@ -2,6 +2,7 @@
 // proxy (namespace, labels) and the port and gateway the traffic arrives on.
 import type { Catalog } from '../../model/catalog.js';
 import type { MeshConfig } from '../../mesh/mesh-config.js';
+import type { MeshIndex } from '../../mesh/mesh-index.js';
 import type { Proxy } from '../proxy/proxy.js';
 
 /** Envoy renders all of a route; proxyless gRPC only what gRFCs A28/A31/A33/A42/A44 define. */
@@ -9,7 +10,8 @@ export type RouteClient = 'envoy' | 'grpc';
 
 export interface RouteContext {
   readonly client: RouteClient;
-  readonly config: MeshConfig;
+  /** The mesh config's lookups: which VirtualService and DestinationRule apply. */
+  readonly index: MeshIndex;
   readonly catalog: Catalog;
   /** Namespace of the proxy: DestinationRule lookup and `sourceNamespace` matches. */
   readonly proxyNamespace: string;
@@ -41,14 +43,14 @@ export function routeViewKey(proxy: Proxy): string {
 
 /** The route context of a proxy for traffic on `port` (as a sidecar or proxyless client unless `gateway`). */
 export function routeContext(
-  gen: { readonly proxy: Proxy; readonly catalog: Catalog; readonly config: MeshConfig },
+  gen: { readonly proxy: Proxy; readonly catalog: Catalog; readonly index: MeshIndex },
   client: RouteClient,
   port: number,
   gateway = 'mesh',
 ): RouteContext {
   return {
     client,
-    config: gen.config,
+    index: gen.index,
     catalog: gen.catalog,
     proxyNamespace: gen.proxy.namespace,
     proxyLabels: proxyLabels(gen.proxy),

@@ -3,39 +3,28 @@
 // adds "destinations inferred from virtual services". Without it a route could name a cluster the
 // proxy is never sent, and Envoy would answer 503 (no cluster) for traffic the config allows.
 import type { Catalog } from '../../model/catalog.js';
-import type { MeshConfig } from '../../mesh/mesh-config.js';
+import type { MeshIndex } from '../../mesh/mesh-index.js';
 import type { Destination, VirtualServiceResource } from '../../mesh/types.js';
 import { resolveHost } from '../../mesh/hosts.js';
-import { UNSCOPED, type ProxyScope } from './sidecar-scope.js';
-import { virtualServiceFor } from './virtual-services.js';
+import { UNSCOPED, type ProxyScope } from '../../mesh/sidecar-scope.js';
 
 /**
  * `scope` with its clusters widened to the destinations of the mesh VirtualServices that route the
  * services it admits, as seen from `namespace` (the same lookup the routes are rendered with).
+ * Reads the whole catalog: callers keep the result per serving view (xds/generators/envoy/view.ts).
  */
 export function withRouteDestinations(
   scope: ProxyScope,
-  config: MeshConfig,
+  index: MeshIndex,
   catalog: Catalog,
   namespace: string,
 ): ProxyScope {
-  if (scope === UNSCOPED || config.virtualServices.length === 0) return scope;
-  // scopeFor returns one object per config and view, so this is computed once per catalog and view.
-  let byCatalog = memo.get(scope);
-  if (!byCatalog) memo.set(scope, (byCatalog = new WeakMap<Catalog, ProxyScope>()));
-  let widened = byCatalog.get(catalog);
-  if (!widened) byCatalog.set(catalog, (widened = widen(scope, config, catalog, namespace)));
-  return widened;
-}
-
-const memo = new WeakMap<ProxyScope, WeakMap<Catalog, ProxyScope>>();
-
-function widen(scope: ProxyScope, config: MeshConfig, catalog: Catalog, namespace: string): ProxyScope {
+  if (scope === UNSCOPED || index.config.virtualServices.length === 0) return scope;
   const extra = new Set<string>();
   const seen = new Set<VirtualServiceResource>();
   for (const s of catalog.services()) {
     if (!scope.clusters(s)) continue;
-    const vs = virtualServiceFor(config, s.hostname, namespace);
+    const vs = index.virtualServices.lookup(s.hostname, namespace);
     if (!vs || seen.has(vs)) continue;
     seen.add(vs);
     for (const d of routeDestinations(vs)) extra.add(resolveHost(d.host, vs.namespace));

@@ -7,12 +7,11 @@ import { clusterName } from '../generators/names.js';
 import { destinationOf } from './http-routes.js';
 import type { RouteContext } from './route-context.js';
 import { appliesToProxy } from './route-match.js';
-import { virtualServiceFor } from './virtual-services.js';
 
 export type TcpTarget = Pick<TcpProxy, 'cluster' | 'weighted_clusters'>;
 
 export function tcpTargetForHost(ctx: RouteContext, host: string): TcpTarget {
-  const vs = virtualServiceFor(ctx.config, host, ctx.proxyNamespace, ctx.gateway);
+  const vs = ctx.index.virtualServices.lookup(host, ctx.proxyNamespace, ctx.gateway);
   return (vs && tcpRouteTarget(vs, ctx)) ?? { cluster: clusterName('outbound', ctx.port, '', host) };
 }
 

@@ -2,7 +2,7 @@
 // top level, overridden by the rule's port-level settings for the port, then by the subset's top
 // level, then by the subset's port-level settings. Each component (loadBalancer, connectionPool,
 // outlierDetection) is replaced whole, never merged field by field. `tls` is rendered elsewhere.
-import type { MeshConfig } from '../../mesh/mesh-config.js';
+import type { MeshIndex } from '../../mesh/mesh-index.js';
 import type {
   ConnectionPoolSettings,
   DestinationRuleResource,
@@ -10,7 +10,7 @@ import type {
   OutlierDetection,
   TrafficPolicy,
 } from '../../mesh/types.js';
-import { destinationRuleFor, subsetOf } from './destination-rules.js';
+import { subsetOf } from '../../mesh/destination-rule-index.js';
 
 export interface ClusterPolicy {
   readonly loadBalancer?: LoadBalancerSettings;
@@ -52,14 +52,14 @@ function strip(p: ClusterPolicy): ClusterPolicy {
  * DestinationRule applies, or the subset is not defined by the rule that applies.
  */
 export function clusterPolicy(
-  config: MeshConfig,
+  index: MeshIndex,
   host: string,
   port: number,
   subset: string,
   proxyNamespace: string,
   serviceNamespace: string | undefined,
 ): PolicySource | undefined {
-  const rule = destinationRuleFor(config, host, proxyNamespace, serviceNamespace);
+  const rule = index.destinationRules.lookup(host, proxyNamespace, serviceNamespace);
   if (!rule) return undefined;
   if (subset === '') return { rule, policy: mergePolicy(rule.spec.trafficPolicy, undefined, port) };
   const s = subsetOf(rule, subset);

@@ -1,13 +1,12 @@
 // What an Envoy subscribed the usual way holds for one view: LDS and CDS wildcard, then the RDS
 // names its listeners use and the EDS names its clusters use. The consistency check runs over it.
-import type { GenerateContext, ResourceGenerator } from '../generators/generator.js';
-import type { GeneratorTable } from '../generators/index.js';
+import type { GenerateContext, GeneratorLookup, ResourceGenerator } from '../generators/generator.js';
 import { decodeAny } from '../proto/protos.js';
 import type { EncodedResource } from '../proto/resource.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../proto/type-urls.js';
 
 export function envoyResourceSet(
-  generators: GeneratorTable,
+  generators: GeneratorLookup,
   ctx: GenerateContext,
 ): Map<string, EncodedResource[]> {
   const generator = (typeUrl: string): ResourceGenerator => {

@@ -3,8 +3,7 @@
 // a cluster no CDS entry defines, an EDS cluster without endpoints) — go-control-plane's snapshot
 // consistency check. Violations are logged; what is sent is unchanged. One check per distinct view.
 import type { Logger } from '../../log/logger.js';
-import type { GenerateContext } from '../generators/generator.js';
-import type { GeneratorTable } from '../generators/index.js';
+import type { GenerateContext, GeneratorLookup } from '../generators/generator.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../proto/type-urls.js';
 import { checkConsistency } from './consistency.js';
 import { envoyResourceSet } from './envoy-resource-set.js';
@@ -13,7 +12,7 @@ const ENVOY_TYPES = [CLUSTER, ENDPOINT, LISTENER, ROUTE];
 
 /** Checks each distinct Envoy view among `contexts`; returns how many views had violations. */
 export function checkPushConsistency(
-  generators: GeneratorTable,
+  generators: GeneratorLookup,
   contexts: Iterable<GenerateContext>,
   logger: Logger,
 ): number {

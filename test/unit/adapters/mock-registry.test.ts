@@ -1,14 +1,13 @@
 // The mock registry: its change events, and its admin HTTP API (plus the admin read endpoints).
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
-import * as grpc from '@grpc/grpc-js';
 import { MockRegistry } from '../../../adapters/mock/registry.js';
 import { AdminServer } from '../../../admin/admin-server.js';
-import { AggregateDiscovery } from '../../../aggregate/aggregate-discovery.js';
 import { silentLogger } from '../../../log/logger.js';
 import type { ChangeEvent } from '../../../model/change.js';
-import { AdsServer } from '../../../xds/server/ads-server.js';
+import type { AdsServer } from '../../../xds/server/ads-server.js';
 import { CLUSTER } from '../../../xds/proto/type-urls.js';
+import { startInProcessPlane } from '../../support/in-process.js';
 import { endpoint, mockService, servicePort } from '../../support/model-fixtures.js';
 import { grpcNode, RawAdsClient } from '../../support/raw-ads-client.js';
 import { StubRegistry } from '../../support/stub-registry.js';
@@ -121,26 +120,15 @@ interface Admin {
 
 /** Admin server on 127.0.0.1:0 over a mock registry, with an ADS server on another loopback port. */
 async function startAdmin(t: TestContext, extra: StubRegistry[] = []): Promise<Admin> {
-  const mock = new MockRegistry();
-  const discovery = new AggregateDiscovery([mock, ...extra]);
-  await discovery.start();
-  const ads = new AdsServer({ discovery, logger: silentLogger, pushWindowMs: 0 });
-  const grpcServer = new grpc.Server();
-  ads.register(grpcServer);
-  const port = await new Promise<number>((resolve, reject) =>
-    grpcServer.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
-  );
+  const plane = await startInProcessPlane({ extraRegistries: extra });
+  const { discovery, ads, mock } = plane;
   const admin = new AdminServer({ discovery, ads, mock, logger: silentLogger });
   const addr = await admin.listen('127.0.0.1', 0);
   t.after(async () => {
     await admin.close();
-    ads.stop();
-    grpcServer.forceShutdown();
-    await discovery.stop();
+    await plane.stop();
   });
-  return { base: `http://127.0.0.1:${addr.port}`, mock, ads, xdsAddress: `127.0.0.1:${port}` };
+  return { base: `http://127.0.0.1:${addr.port}`, mock, ads, xdsAddress: plane.address };
 }
 
 interface RegistryzView {

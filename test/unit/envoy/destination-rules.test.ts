@@ -25,6 +25,7 @@ import {
   WEB,
   type Collected,
 } from './fixture-mesh.js';
+import { generateContext } from '../../../xds/generators/view-memo.js';
 
 type Obj = Record<string, unknown>;
 const HTTP_OPTIONS = 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions';
@@ -276,8 +277,12 @@ test('the most specific host wins; a rule exported to its own namespace shapes o
 
 test('a subset cluster the proxy’s rule does not define is not served', () => {
   const cds = envoyGenerators().find((g) => g.typeUrl === CLUSTER) ?? assert.fail();
-  const ctx = { proxy: sidecar, catalog, config: fixtureMeshConfig() };
+  const source = { proxy: sidecar, catalog, config: fixtureMeshConfig() };
+  const ctx = generateContext(source);
   assert.ok(cds.build(ctx, `outbound|7070|v1|${ECHO}`));
   assert.equal(cds.build(ctx, `outbound|7070|v9|${ECHO}`), undefined);
-  assert.equal(cds.build({ ...ctx, config: EMPTY_MESH_CONFIG }, `outbound|7070|v1|${ECHO}`), undefined);
+  assert.equal(
+    cds.build(generateContext({ ...source, config: EMPTY_MESH_CONFIG }), `outbound|7070|v1|${ECHO}`),
+    undefined,
+  );
 });

@@ -22,6 +22,7 @@ import { decodeAny } from '../../../xds/proto/protos.js';
 import { proxyFromNode, type Proxy } from '../../../xds/proxy/proxy.js';
 import type { EncodedResource } from '../../../xds/proto/resource.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
+import { generateContext } from '../../../xds/generators/view-memo.js';
 
 export const WEB = 'web.mesh.internal';
 export const SHOP = 'shop.mesh.internal';
@@ -373,7 +374,10 @@ export type Collected = Map<string, EncodedResource[]>;
 
 /** What an Envoy subscribed the usual way would hold: LDS/CDS wildcard, then referenced RDS and EDS. */
 export function collect(proxy: Proxy, catalog: Catalog, config: MeshConfig = fixtureMeshConfig()): Collected {
-  return envoyResourceSet(new GeneratorTable(envoyGenerators(), false), { proxy, catalog, config });
+  return envoyResourceSet(
+    new GeneratorTable(envoyGenerators(), false),
+    generateContext({ proxy, catalog, config }),
+  );
 }
 
 /** Decoded resources of one type, by name. */

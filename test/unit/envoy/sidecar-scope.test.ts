@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import { EMPTY_MESH_CONFIG, type MeshConfig } from '../../../mesh/mesh-config.js';
 import type { SidecarResource, SidecarSpec } from '../../../mesh/types.js';
 import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
-import { scopeFor, sidecarFor } from '../../../xds/traffic/sidecar-scope.js';
+import { MeshIndex } from '../../../mesh/mesh-index.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE, TYPE_URL_PREFIX } from '../../../xds/proto/type-urls.js';
 import { checkConsistency } from '../../../xds/validate/consistency.js';
 import { validateEncoded } from '../../../xds/validate/pgv-validator.js';
@@ -29,6 +29,7 @@ import {
   SHOP,
   WEB,
 } from './fixture-mesh.js';
+import { generateContext } from '../../../xds/generators/view-memo.js';
 
 const catalog = fixtureCatalog();
 const proxies = fixtureProxies();
@@ -42,6 +43,10 @@ function sidecar(name: string, namespace: string, spec: SidecarSpec): SidecarRes
 function meshWith(sidecars: SidecarResource[]): MeshConfig {
   return { ...EMPTY_MESH_CONFIG, generation: 3, sidecars };
 }
+const sidecarFor = (config: MeshConfig, namespace: string, labels: Record<string, string>) =>
+  new MeshIndex(config).sidecars.lookup(namespace, labels);
+const scopeFor = (config: MeshConfig, namespace: string, labels: Record<string, string>) =>
+  new MeshIndex(config).sidecars.scope(namespace, labels);
 const outboundHosts = (names: Iterable<string>): string[] =>
   [...new Set([...names].filter((n) => n.startsWith('outbound|')).map((n) => n.split('|')[3] ?? ''))].sort();
 
@@ -115,7 +120,10 @@ test('a Sidecar with egress ./* plus named hosts removes other services’ clust
   assert.deepEqual(outboundHosts(decodedByName(c, ENDPOINT).keys()), [ECHO, WEB].sort());
   const cds = envoyGenerators().find((g) => g.typeUrl === CLUSTER) ?? assert.fail();
   assert.equal(
-    cds.build({ proxy: scoped, catalog, config: fixtureMeshConfig() }, `outbound|8080||${SHOP}`),
+    cds.build(
+      generateContext({ proxy: scoped, catalog, config: fixtureMeshConfig() }),
+      `outbound|8080||${SHOP}`,
+    ),
     undefined,
   );
 
@@ -175,7 +183,7 @@ test('gateways are not scoped by Sidecars', () => {
   const gateway = proxies.gateway ?? assert.fail();
   const config = {
     ...fixtureMeshConfig(),
-    generation: 99, // another config: listener memos are per generation
+    generation: 99, // another config generation, as a config directory would give
     sidecars: [sidecar('root', 'istio-system', { egress: [{ hosts: ['~/*'] }] })],
   };
   assert.ok(outboundHosts(decodedByName(collect(gateway, catalog, config), CLUSTER).keys()).includes(SHOP));
@@ -190,7 +198,7 @@ test('a VirtualService of an admitted host that routes outside the egress list b
   const base = fixtureMeshConfig();
   const config: MeshConfig = {
     ...base,
-    generation: 100, // another config: listener memos are per generation
+    generation: 100, // another config generation, as a config directory would give
     virtualServices: [
       ...base.virtualServices.filter((vs) => vs.name !== 'mesh-only'),
       {

@@ -15,6 +15,7 @@ import { CLUSTER, LISTENER, ROUTE } from '../../../xds/proto/type-urls.js';
 import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
 import { checkPushConsistency } from '../../../xds/validate/push-consistency.js';
 import { collect, fixtureCatalog, fixtureMeshConfig, fixtureProxies } from './fixture-mesh.js';
+import { generateContext } from '../../../xds/generators/view-memo.js';
 
 const catalog = fixtureCatalog();
 
@@ -155,7 +156,11 @@ test('with PORTOLAN_VALIDATE_PUSHES an invalid generated resource is logged and 
   const logger = { error: (obj: unknown) => logged.push(obj) } as unknown as Logger;
   const table = new GeneratorTable([validatingGenerator(bad, logger)], false);
   const g = table.find('envoy', CLUSTER) ?? assert.fail('generator');
-  const ctx = { proxy: fixtureProxies().explicit ?? assert.fail(), catalog, config: EMPTY_MESH_CONFIG };
+  const ctx = generateContext({
+    proxy: fixtureProxies().explicit ?? assert.fail(),
+    catalog,
+    config: EMPTY_MESH_CONFIG,
+  });
   assert.equal(g.build(ctx, 'good')?.name, 'good');
   assert.equal(g.build(ctx, ''), undefined);
   assert.equal(logged.length, 1);
@@ -167,7 +172,7 @@ test('the per-push check logs each Envoy view whose set dangles, once per view, 
   const proxies = fixtureProxies();
   const transparent = proxies.transparent ?? assert.fail();
   const good = new GeneratorTable(envoyGenerators(), false);
-  const ctx = (proxy: typeof transparent) => ({ proxy, catalog, config: fixtureMeshConfig() });
+  const ctx = (proxy: typeof transparent) => generateContext({ proxy, catalog, config: fixtureMeshConfig() });
   const logged: { proxy: string; violations: string[] }[] = [];
   const logger = {
     error: (fields: { proxy: string; violations: string[] }) => logged.push(fields),

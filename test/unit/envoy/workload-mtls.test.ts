@@ -23,6 +23,7 @@ import { validateEncoded } from '../../../xds/validate/pgv-validator.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 import { at, list } from './at.js';
 import { collect, envoyProxy } from './fixture-mesh.js';
+import { generateContext } from '../../../xds/generators/view-memo.js';
 
 type Obj = Record<string, unknown>;
 
@@ -104,7 +105,7 @@ function sidecar(metadata: Record<string, unknown> = {}): Proxy {
 }
 
 function generate(proxy: Proxy, mesh: MeshConfig, typeUrl: string): Map<string, Obj> {
-  const ctx: GenerateContext = { proxy, catalog, config: mesh, trustDomain: TD };
+  const ctx: GenerateContext = generateContext({ proxy, catalog, config: mesh, trustDomain: TD });
   const g: ResourceGenerator | undefined = envoyGenerators().find((x) => x.typeUrl === typeUrl);
   assert.ok(g);
   const out = new Map<string, Obj>();
@@ -355,7 +356,7 @@ test('a subset with its own tls overrides the rule: subset cluster plaintext, th
       }),
     ],
   );
-  const ctx: GenerateContext = { proxy: sidecar(), catalog, config: mesh, trustDomain: TD };
+  const ctx: GenerateContext = generateContext({ proxy: sidecar(), catalog, config: mesh, trustDomain: TD });
   const g = envoyGenerators().find((x) => x.typeUrl === CLUSTER);
   assert.ok(g);
   const cluster = (name: string): Obj => {

@@ -30,14 +30,15 @@ import {
 } from '../../support/decoded-xds.js';
 import { DNS, grpcFixtureServices, NONE, ONE, TWO } from '../../support/grpc-fixture-mesh.js';
 import { endpoint } from '../../support/model-fixtures.js';
+import { generateContext } from '../../../xds/generators/view-memo.js';
 
 function ctxFor(services: readonly Service[], endpoints: Record<string, Endpoint[]> = {}): GenerateContext {
   const catalog = buildCatalog(services, new Map(Object.entries(endpoints)));
-  return {
+  return generateContext({
     proxy: proxyFromNode({ id: 'client-1', user_agent_name: 'gRPC Node' }),
     catalog,
     config: EMPTY_MESH_CONFIG,
-  };
+  });
 }
 
 const defaultServices = grpcFixtureServices;

@@ -16,6 +16,7 @@ import { CLUSTER } from '../../../xds/proto/type-urls.js';
 import { validateEncoded } from '../../../xds/validate/pgv-validator.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 import { at } from '../envoy/at.js';
+import { generateContext } from '../../../xds/generators/view-memo.js';
 
 const PAYMENTS = 'payments.shop.internal';
 const NAME = `outbound|7070||${PAYMENTS}`;
@@ -63,7 +64,12 @@ function meshWith(tls: ClientTLSSettings | undefined, generation: number): MeshC
 }
 
 function build(tls: ClientTLSSettings | undefined) {
-  const ctx: GenerateContext = { proxy, catalog, config: meshWith(tls, 1), trustDomain: 'example.org' };
+  const ctx: GenerateContext = generateContext({
+    proxy,
+    catalog,
+    config: meshWith(tls, 1),
+    trustDomain: 'example.org',
+  });
   return grpcClusterGenerator.build(ctx, NAME);
 }
 

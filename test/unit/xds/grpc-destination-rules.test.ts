@@ -22,6 +22,7 @@ import {
   VM_IP,
   WEB,
 } from '../envoy/fixture-mesh.js';
+import { generateContext } from '../../../xds/generators/view-memo.js';
 
 const catalog = fixtureCatalog();
 const config = fixtureMeshConfig();
@@ -31,7 +32,7 @@ const grpcProxy = (namespace = 'default') =>
     user_agent_name: 'gRPC Node',
     metadata: { NAMESPACE: namespace },
   });
-const ctx = { proxy: grpcProxy(), catalog, config };
+const ctx = generateContext({ proxy: grpcProxy(), catalog, config });
 
 function cluster(name: string, context = ctx): Record<string, unknown> {
   const r = grpcClusterGenerator.build(context, name);
@@ -97,7 +98,7 @@ test('rules are seen by namespace, so the gRPC CDS cache key is the namespace', 
 });
 
 test('a Sidecar does not restrict what a gRPC client may ask for (documented choice)', () => {
-  const scopedCtx = { proxy: grpcProxy(SCOPED_NAMESPACE), catalog, config };
+  const scopedCtx = generateContext({ proxy: grpcProxy(SCOPED_NAMESPACE), catalog, config });
   assert.ok(
     grpcClusterGenerator.build(scopedCtx, `outbound|8080||${SHOP}`),
     'SHOP is outside the Sidecar’s egress',

@@ -19,6 +19,7 @@ import { proxyFromNode } from '../../../xds/proxy/proxy.js';
 import { LISTENER } from '../../../xds/proto/type-urls.js';
 import { validateEncoded } from '../../../xds/validate/pgv-validator.js';
 import { at } from '../envoy/at.js';
+import { generateContext } from '../../../xds/generators/view-memo.js';
 
 const proxy = proxyFromNode({
   id: 'ledger-1',
@@ -54,7 +55,7 @@ function build(mode: MtlsMode | undefined, name = NAME) {
         ]
       : [],
   };
-  const ctx: GenerateContext = { proxy, catalog: buildCatalog([], new Map()), config };
+  const ctx: GenerateContext = generateContext({ proxy, catalog: buildCatalog([], new Map()), config });
   return grpcListenerGenerator.build(ctx, name);
 }
 

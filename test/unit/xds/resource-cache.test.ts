@@ -12,6 +12,7 @@ import { proxyFromNode } from '../../../xds/proxy/proxy.js';
 import { ResourceCache, typeKey, wildcardKey } from '../../../xds/server/resource-cache.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../../xds/proto/type-urls.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
+import { generateContext } from '../../../xds/generators/view-memo.js';
 
 const proxy = proxyFromNode({ id: 'p1', user_agent_name: 'gRPC Node' });
 const A = 'a.mock.internal';
@@ -29,7 +30,9 @@ function world() {
     [B, [endpoint('10.0.0.2', { grpc: 9000 })]],
   ]);
   let catalog: Catalog = buildCatalog(services.values(), endpoints);
-  const cache = new ResourceCache((p) => ({ proxy: p, catalog, config: NO_MESH_CONFIG.meshConfig() }));
+  const cache = new ResourceCache((p) =>
+    generateContext({ proxy: p, catalog, config: NO_MESH_CONFIG.meshConfig() }),
+  );
   return {
     cache,
     services,

@@ -19,6 +19,8 @@ import { grpcRouteGenerator } from '../../../xds/generators/grpc/route.js';
 import { decodeAny } from '../../../xds/proto/protos.js';
 import { proxyFromNode } from '../../../xds/proxy/proxy.js';
 import { encodeResource } from '../../../xds/proto/resource.js';
+import { MeshIndex } from '../../../mesh/mesh-index.js';
+import { generateContext } from '../../../xds/generators/view-memo.js';
 import { routesForHost, virtualServiceRoutes } from '../../../xds/traffic/http-routes.js';
 import {
   proxyLabels,
@@ -70,7 +72,7 @@ function mesh(parts: Partial<MeshConfig>): MeshConfig {
 function ctx(client: RouteClient, config: MeshConfig, over: Partial<RouteContext> = {}): RouteContext {
   return {
     client,
-    config,
+    index: new MeshIndex(config),
     catalog,
     proxyNamespace: 'shop',
     proxyLabels: {},
@@ -562,7 +564,7 @@ test('grpc generators: RDS follows the VirtualService; LDS gains the fault filte
   const rule = dr({ host: 'reviews', subsets: [{ name: 'v2', labels: { version: 'v2' } }] });
   const config = mesh({ virtualServices: [service], destinationRules: [rule] });
   const proxy = proxyFromNode({ id: 'c1', user_agent_name: 'gRPC Node', metadata: { NAMESPACE: 'shop' } });
-  const gen = { proxy, catalog, config };
+  const gen = generateContext({ proxy, catalog, config });
   const rds = grpcRouteGenerator.build(gen, `${REVIEWS}:9080`) ?? assert.fail('rds');
   const decoded = decodeAny(rds.typeUrl, rds.value) as {
     virtual_hosts: { routes: { route: { cluster: string } }[] }[];
@@ -570,7 +572,8 @@ test('grpc generators: RDS follows the VirtualService; LDS gains the fault filte
   assert.equal(decoded.virtual_hosts[0]?.routes[0]?.route.cluster, `outbound|9080|v2|${REVIEWS}`);
   const filters = (config_: MeshConfig): string[] => {
     const lds =
-      grpcListenerGenerator.build({ ...gen, config: config_ }, `${REVIEWS}:9080`) ?? assert.fail('lds');
+      grpcListenerGenerator.build(generateContext({ proxy, catalog, config: config_ }), `${REVIEWS}:9080`) ??
+      assert.fail('lds');
     const listener = decodeAny(lds.typeUrl, lds.value) as {
       api_listener: { api_listener: { http_filters: { name: string }[] } };
     };
@@ -616,11 +619,12 @@ test('a gRPC client is matched on the LABELS of its node metadata; routes are ca
       { route: toReviews },
     ],
   });
-  const gen = (labels: unknown) => ({
-    proxy: node(labels),
-    catalog,
-    config: mesh({ virtualServices: [service] }),
-  });
+  const gen = (labels: unknown) =>
+    generateContext({
+      proxy: node(labels),
+      catalog,
+      config: mesh({ virtualServices: [service] }),
+    });
   const first = (labels: unknown): unknown => {
     const rds = grpcRouteGenerator.build(gen(labels), `${REVIEWS}:9080`) ?? assert.fail('rds');
     const decoded = decodeAny(rds.typeUrl, rds.value) as {

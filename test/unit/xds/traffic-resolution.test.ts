@@ -14,11 +14,11 @@ import { buildLoadAssignment } from '../../../xds/generators/endpoints.js';
 import { decodeAny } from '../../../xds/proto/protos.js';
 import { proxyFromNode } from '../../../xds/proxy/proxy.js';
 import { bestMatch, hostMatches, resolveHost } from '../../../mesh/hosts.js';
-import { destinationRuleFor } from '../../../xds/traffic/destination-rules.js';
-import { virtualServiceFor } from '../../../xds/traffic/virtual-services.js';
+import { MeshIndex } from '../../../mesh/mesh-index.js';
 import { visibleTo } from '../../../mesh/visibility.js';
 import { ENDPOINT } from '../../../xds/proto/type-urls.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
+import { generateContext } from '../../../xds/generators/view-memo.js';
 
 function dr(name: string, namespace: string, spec: DestinationRuleSpec): DestinationRuleResource {
   return envelope('DestinationRule', name, namespace, spec);
@@ -73,15 +73,17 @@ test('DestinationRule lookup: proxy namespace, then the service namespace, then 
       dr('client', 'web', { host: '*.internal' }),
     ],
   });
-  assert.equal(destinationRuleFor(config, 'pay.mesh.internal', 'web', 'payments')?.name, 'client');
-  assert.equal(destinationRuleFor(config, 'pay.mesh.internal', 'shop', 'payments')?.name, 'svc-exact');
-  assert.equal(destinationRuleFor(config, 'pay.mesh.internal', 'payments', 'payments')?.name, 'svc-exact');
-  assert.equal(destinationRuleFor(config, 'other.mesh.internal', 'shop', 'default')?.name, 'root');
-  assert.equal(destinationRuleFor(config, 'other.example.com', 'shop', 'default'), undefined);
+  const rules = new MeshIndex(config).destinationRules;
+  assert.equal(rules.lookup('pay.mesh.internal', 'web', 'payments')?.name, 'client');
+  assert.equal(rules.lookup('pay.mesh.internal', 'shop', 'payments')?.name, 'svc-exact');
+  assert.equal(rules.lookup('pay.mesh.internal', 'payments', 'payments')?.name, 'svc-exact');
+  assert.equal(rules.lookup('other.mesh.internal', 'shop', 'default')?.name, 'root');
+  assert.equal(rules.lookup('other.example.com', 'shop', 'default'), undefined);
   // A short host resolves in the rule's namespace.
-  const short = mesh({ destinationRules: [dr('short', 'shop', { host: 'reviews' })] });
-  assert.equal(destinationRuleFor(short, 'reviews.shop.svc.cluster.local', 'shop')?.name, 'short');
-  assert.equal(destinationRuleFor(short, 'reviews.other.svc.cluster.local', 'shop'), undefined);
+  const short = new MeshIndex(mesh({ destinationRules: [dr('short', 'shop', { host: 'reviews' })] }))
+    .destinationRules;
+  assert.equal(short.lookup('reviews.shop.svc.cluster.local', 'shop')?.name, 'short');
+  assert.equal(short.lookup('reviews.other.svc.cluster.local', 'shop'), undefined);
 });
 
 test('VirtualService lookup: bound gateway, visibility, most specific host, then config order', () => {
@@ -94,11 +96,12 @@ test('VirtualService lookup: bound gateway, visibility, most specific host, then
       vs('private', 'team', { hosts: ['db.mesh.internal'], exportTo: ['.'] }),
     ],
   });
-  assert.equal(virtualServiceFor(config, 'echo.mesh.internal', 'default')?.name, 'exact');
-  assert.equal(virtualServiceFor(config, 'shop.mesh.internal', 'default')?.name, 'wide');
-  assert.equal(virtualServiceFor(config, 'echo.mesh.internal', 'default', 'default/ingress')?.name, 'edge');
-  assert.equal(virtualServiceFor(config, 'db.mesh.internal', 'team')?.name, 'private');
-  assert.equal(virtualServiceFor(config, 'db.mesh.internal', 'default')?.name, 'wide');
+  const virtualServices = new MeshIndex(config).virtualServices;
+  assert.equal(virtualServices.lookup('echo.mesh.internal', 'default')?.name, 'exact');
+  assert.equal(virtualServices.lookup('shop.mesh.internal', 'default')?.name, 'wide');
+  assert.equal(virtualServices.lookup('echo.mesh.internal', 'default', 'default/ingress')?.name, 'edge');
+  assert.equal(virtualServices.lookup('db.mesh.internal', 'team')?.name, 'private');
+  assert.equal(virtualServices.lookup('db.mesh.internal', 'default')?.name, 'wide');
 });
 
 test('EDS for a subset cluster holds the endpoints with the subset labels; an unknown subset has none', () => {
@@ -129,7 +132,7 @@ test('EDS for a subset cluster holds the endpoints with the subset labels; an un
   });
   const proxy = proxyFromNode({ id: 'client', user_agent_name: 'gRPC Node' });
   const addresses = (name: string): string[] | undefined => {
-    const r = buildLoadAssignment({ proxy, catalog, config }, name);
+    const r = buildLoadAssignment(generateContext({ proxy, catalog, config }), name);
     if (!r) return undefined;
     const cla = decodeAny(ENDPOINT, r.value) as {
       endpoints: { lb_endpoints: { endpoint: { address: { socket_address: { address: string } } } }[] }[];

@@ -7,10 +7,9 @@
 import type { Cluster } from '../../generated/envoy/config/cluster/v3/Cluster.js';
 import type { CircuitBreakers } from '../../generated/envoy/config/cluster/v3/CircuitBreakers.js';
 import type { HttpProtocolOptions } from '../../generated/envoy/extensions/upstreams/http/v3/HttpProtocolOptions.js';
-import type { MeshConfig } from '../../../mesh/mesh-config.js';
+import type { MeshIndex } from '../../../mesh/mesh-index.js';
 import type { Catalog } from '../../../model/catalog.js';
 import { findPort, type Service, type ServicePort } from '../../../model/service.js';
-import { destinationRuleFor } from '../../traffic/destination-rules.js';
 import { findSubset, subsetEndpoints } from '../../traffic/subsets.js';
 import { clusterPolicy } from '../../traffic/traffic-policy.js';
 import {
@@ -47,13 +46,14 @@ export const CIRCUIT_BREAKERS: CircuitBreakers = {
  */
 export function outboundClusterNames(
   catalog: Catalog,
-  config: MeshConfig,
+  index: MeshIndex,
   proxyNamespace: string,
   inScope: (service: Service) => boolean = () => true,
 ): string[] {
   return catalog.services().flatMap((s) => {
     if (!inScope(s)) return [];
-    const subsets = destinationRuleFor(config, s.hostname, proxyNamespace, s.namespace)?.spec.subsets ?? [];
+    const subsets =
+      index.destinationRules.lookup(s.hostname, proxyNamespace, s.namespace)?.spec.subsets ?? [];
     return s.ports.flatMap((p) => [
       clusterName('outbound', p.number, '', s.hostname),
       ...subsets.map((sub) => clusterName('outbound', p.number, sub.name, s.hostname)),
@@ -63,7 +63,7 @@ export function outboundClusterNames(
 
 /** What an outbound cluster is built from besides the catalog. */
 export interface OutboundClusterOptions {
-  readonly config: MeshConfig;
+  readonly index: MeshIndex;
   readonly proxyNamespace: string;
   /** '' for the service's own cluster. */
   readonly subset: string;
@@ -82,7 +82,7 @@ export function outboundCluster(
   const source =
     options &&
     clusterPolicy(
-      options.config,
+      options.index,
       service.hostname,
       port.number,
       subset,
@@ -122,7 +122,7 @@ function baseCluster(
       let endpoints = catalog.endpoints(service.hostname, port.number);
       const sub =
         options && subset !== ''
-          ? findSubset(options.config, catalog, service.hostname, subset, options.proxyNamespace)
+          ? findSubset(options.index, catalog, service.hostname, subset, options.proxyNamespace)
           : undefined;
       if (sub) endpoints = subsetEndpoints(endpoints, sub);
       // A subset names labelled endpoints; the bare hostname stands in only for the whole service.

@@ -43,7 +43,7 @@ function clusters(): ResourceGenerator {
     viewKey: (proxy) =>
       `${envoyNode(proxy).role} ${scopeViewKey(proxy)} ${JSON.stringify([envoyNode(proxy).appPorts, envoyNode(proxy).certDir])}`,
     wildcardNames: (ctx) => [
-      ...outboundClusterNames(ctx.catalog, ctx.config, ctx.proxy.namespace, proxyScope(ctx).clusters),
+      ...outboundClusterNames(ctx.catalog, ctx.index, ctx.proxy.namespace, proxyScope(ctx).clusters),
       PASSTHROUGH_CLUSTER,
       BLACKHOLE_CLUSTER,
       ...(isSidecar(ctx.proxy)
@@ -72,7 +72,7 @@ function buildCluster(ctx: GenerateContext, name: string): ReturnType<typeof pas
   const service = ctx.catalog.service(key.hostname);
   if (!service || !proxyScope(ctx).clusters(service)) return undefined;
   const cluster = outboundCluster(ctx.catalog, service, key.port, {
-    config: ctx.config,
+    index: ctx.index,
     proxyNamespace: ctx.proxy.namespace,
     subset: key.subset,
   });

@@ -16,7 +16,7 @@ import type { GenerateContext } from '../generator.js';
 import { routesForHost } from '../../traffic/http-routes.js';
 import { routeContext } from '../../traffic/route-context.js';
 import { tcpTargetForHost, tcpTargetName } from '../../traffic/tcp-routes.js';
-import { ALL_SERVICES, type ServiceScope } from '../../traffic/sidecar-scope.js';
+import { ALL_SERVICES, type ServiceScope } from '../../../mesh/sidecar-scope.js';
 import {
   BLACKHOLE_CLUSTER,
   clusterName,

@@ -12,7 +12,7 @@ import type { GenerateContext } from '../generator.js';
 import { HTTP_PROXY_ROUTE, PASSTHROUGH_CLUSTER, portRouteName } from '../names.js';
 import { routesForHost } from '../../traffic/http-routes.js';
 import { routeContext } from '../../traffic/route-context.js';
-import { ALL_SERVICES, type ServiceScope } from '../../traffic/sidecar-scope.js';
+import { ALL_SERVICES, type ServiceScope } from '../../../mesh/sidecar-scope.js';
 
 export function portRoute(
   ctx: GenerateContext,

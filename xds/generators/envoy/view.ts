@@ -1,11 +1,12 @@
 // What Envoy's resources depend on besides the catalog, as a cache key; and the listener set of a
-// view computed once per catalog (LDS asks for it by name many times per push).
+// view computed once per serving view (LDS asks for it by name many times per push).
 import type { Listener } from '../../generated/envoy/config/listener/v3/Listener.js';
 import type { EnvoyNode } from '../../proxy/envoy-node.js';
 import type { GenerateContext } from '../generator.js';
+import { memoSlot } from '../view-memo.js';
 import type { Proxy } from '../../proxy/proxy.js';
 import { withRouteDestinations } from '../../traffic/scope-destinations.js';
-import { scopeFor, sidecarOutboundPolicy, UNSCOPED, type ProxyScope } from '../../traffic/sidecar-scope.js';
+import { UNSCOPED, type ProxyScope } from '../../../mesh/sidecar-scope.js';
 import { DEFAULT_CERT_DIR } from '../../../mesh/workload-certs.js';
 import { gatewayListeners } from './gateway.js';
 import { inboundSecurity, type InboundSecurity } from './inbound-tls.js';
@@ -37,15 +38,20 @@ export function envoyNode(proxy: Proxy): EnvoyNode {
 export function proxyScope(ctx: GenerateContext): ProxyScope {
   const node = envoyNode(ctx.proxy);
   if (node.role !== 'sidecar') return UNSCOPED;
-  const scope = scopeFor(ctx.config, ctx.proxy.namespace, node.labels);
-  return withRouteDestinations(scope, ctx.config, ctx.catalog, ctx.proxy.namespace);
+  // Asked once per cluster, listener and route built; the widening reads the whole catalog.
+  return ctx.memo.get(WIDENED_SCOPES, scopeViewKey(ctx.proxy), () => {
+    const scope = ctx.index.sidecars.scope(ctx.proxy.namespace, node.labels);
+    return withRouteDestinations(scope, ctx.index, ctx.catalog, ctx.proxy.namespace);
+  });
 }
+
+const WIDENED_SCOPES = memoSlot<ProxyScope>('envoy sidecar scopes');
 
 /** The node as the config has it: a selecting Sidecar's outboundTrafficPolicy overrides the metadata's. */
 export function effectiveNode(ctx: GenerateContext): EnvoyNode {
   const node = envoyNode(ctx.proxy);
   if (node.role !== 'sidecar') return node;
-  const mode = sidecarOutboundPolicy(ctx.config, ctx.proxy.namespace, node.labels);
+  const mode = ctx.index.sidecars.outboundPolicy(ctx.proxy.namespace, node.labels);
   return mode && mode !== node.outboundPolicy ? { ...node, outboundPolicy: mode } : node;
 }
 
@@ -60,24 +66,16 @@ export function listenerViewKey(proxy: Proxy): string {
   return JSON.stringify([proxy.ips, proxy.namespace, node]);
 }
 
-// Keyed by catalog, then config generation and view: a new catalog drops everything built for the old.
-const listenerMemo = new WeakMap<object, Map<string, Map<string, Listener>>>();
+const LISTENERS = memoSlot<Map<string, Listener>>('envoy listeners');
 
+/** The listeners of the proxy's view, by name: built once per serving view and listener view key. */
 export function listenersFor(ctx: GenerateContext): Map<string, Listener> {
-  const { catalog, proxy, config } = ctx;
-  const key = `${config.generation}\0${listenerViewKey(proxy)}`;
-  let byView = listenerMemo.get(catalog);
-  if (!byView) listenerMemo.set(catalog, (byView = new Map<string, Map<string, Listener>>()));
-  let listeners = byView.get(key);
-  if (!listeners) {
+  return ctx.memo.get(LISTENERS, listenerViewKey(ctx.proxy), () => {
     const node = effectiveNode(ctx);
-    listeners =
-      node.role === 'router'
-        ? gatewayListeners(ctx)
-        : sidecarListeners(ctx, node, proxyScope(ctx).listeners, inboundSecurityFor(ctx));
-    byView.set(key, listeners);
-  }
-  return listeners;
+    return node.role === 'router'
+      ? gatewayListeners(ctx)
+      : sidecarListeners(ctx, node, proxyScope(ctx).listeners, inboundSecurityFor(ctx));
+  });
 }
 
 /** PeerAuthentication for this proxy's workload (its namespace and LABELS). */

@@ -12,7 +12,6 @@ import { clusterName, parseClusterName } from '../names.js';
 import { encodeResource } from '../../proto/resource.js';
 import { CLUSTER } from '../../proto/type-urls.js';
 import { findPort, type Service, type ServicePort } from '../../../model/service.js';
-import { destinationRuleFor } from '../../traffic/destination-rules.js';
 import { findSubset, subsetEndpoints } from '../../traffic/subsets.js';
 import { clusterPolicy, type ClusterPolicy } from '../../traffic/traffic-policy.js';
 
@@ -30,7 +29,7 @@ export const grpcClusterGenerator: ResourceGenerator = {
       .services()
       .filter((s) => s.resolution !== 'NONE')
       .flatMap((s) => {
-        const rule = destinationRuleFor(ctx.config, s.hostname, ctx.proxy.namespace, s.namespace);
+        const rule = ctx.index.destinationRules.lookup(s.hostname, ctx.proxy.namespace, s.namespace);
         const subsets = rule?.spec.subsets ?? [];
         return s.ports.flatMap((p) => [
           clusterName('outbound', p.number, '', s.hostname),
@@ -44,7 +43,7 @@ export const grpcClusterGenerator: ResourceGenerator = {
     const port = service && findPort(service, key.port);
     if (!service || !port || service.resolution === 'NONE') return undefined;
     const source = clusterPolicy(
-      ctx.config,
+      ctx.index,
       service.hostname,
       port.number,
       key.subset,
@@ -82,7 +81,7 @@ function baseCluster(
     };
   let endpoints = ctx.catalog.endpoints(service.hostname, port.number);
   if (subset !== '') {
-    const sub = findSubset(ctx.config, ctx.catalog, service.hostname, subset, ctx.proxy.namespace);
+    const sub = findSubset(ctx.index, ctx.catalog, service.hostname, subset, ctx.proxy.namespace);
     endpoints = sub ? subsetEndpoints(endpoints, sub) : [];
     // gRPC's LOGICAL_DNS takes exactly one address: a subset matching none has no gRPC form.
     if (endpoints.length === 0) return undefined;

@@ -1,0 +1,55 @@
+// The ADS server's observer for Prometheus: responses, resources, bytes and build time per type,
+// NACKs, model changes, and each push's debounce, size, hand-out and convergence times. The server
+// reports through xds's observer seam; this side only counts.
+import type { ChangeEvent } from '../model/change.js';
+import type { AdsStream } from '../xds/server/ads-stream.js';
+import type { AdsObserver, NackReceived, PushInfo, ResponseSent } from '../xds/server/observer.js';
+import type { PortolanMetrics } from './metrics.js';
+
+export class AdsMetrics implements AdsObserver {
+  // Label lookups cost more than the increments; resolve each type's children once.
+  private readonly byType = new Map<string, ReturnType<AdsMetrics['typeMetrics']>>();
+
+  constructor(private readonly metrics: PortolanMetrics) {}
+
+  responseSent(_stream: AdsStream, r: ResponseSent): void {
+    let m = this.byType.get(r.typeUrl);
+    if (!m) this.byType.set(r.typeUrl, (m = this.typeMetrics(r.type)));
+    m.responses.inc();
+    m.resources.inc(r.resources);
+    m.bytes.inc(r.bytes);
+    m.build.observe(r.buildMs / 1000);
+  }
+
+  nack(_stream: AdsStream, n: NackReceived): void {
+    this.metrics.nacks.inc({ type: n.type });
+  }
+
+  modelChanged(event: ChangeEvent): void {
+    this.metrics.modelChanges.inc({ kind: event.endpointsOnly ? 'endpoints' : 'services' });
+  }
+
+  pushStarted(push: PushInfo): void {
+    this.metrics.debounceSeconds.observe(push.debounceMs / 1000);
+    this.metrics.changesPerPush.observe(push.changesMerged);
+    this.metrics.pushes.inc({ kind: push.kind });
+  }
+
+  pushHandedOut(push: PushInfo, pushMs: number): void {
+    this.metrics.pushSeconds.observe({ kind: push.kind }, pushMs / 1000);
+  }
+
+  pushConverged(push: PushInfo, convergenceMs: number): void {
+    this.metrics.convergenceSeconds.observe({ kind: push.kind }, convergenceMs / 1000);
+  }
+
+  private typeMetrics(type: string) {
+    const m = this.metrics;
+    return {
+      responses: m.responses.labels({ type }),
+      resources: m.resourcesSent.labels({ type }),
+      bytes: m.bytesSent.labels({ type }),
+      build: m.responseBuildSeconds.labels({ type }),
+    };
+  }
+}

@@ -1,0 +1,61 @@
+// Values derived from one serving view (a catalog and a mesh config) that many proxies share, such
+// as the listener set of a sidecar view: built on first use and dropped with the view. A new
+// catalog or config is a new view with an empty memo, so nothing kept here can be stale.
+import type { Catalog } from '../../model/catalog.js';
+import type { MeshConfig } from '../../mesh/mesh-config.js';
+import { MeshIndex } from '../../mesh/mesh-index.js';
+import type { GenerateContext, ServingView } from './generator.js';
+import type { Proxy } from '../proxy/proxy.js';
+
+/** One kind of memoized value; the type parameter ties the slot to what it holds. */
+export interface MemoSlot<T> {
+  readonly name: string;
+  /** Never set: carries T. */
+  readonly value?: T;
+}
+
+export function memoSlot<T>(name: string): MemoSlot<T> {
+  return { name };
+}
+
+export class ViewMemo {
+  private readonly slots = new Map<MemoSlot<unknown>, Map<string, unknown>>();
+
+  /** The value of `slot` for `key`, built by `build` the first time. */
+  get<T>(slot: MemoSlot<T>, key: string, build: () => T): T {
+    let values = this.slots.get(slot);
+    if (!values) this.slots.set(slot, (values = new Map<string, unknown>()));
+    if (values.has(key)) return values.get(key) as T;
+    const value = build();
+    values.set(key, value);
+    return value;
+  }
+}
+
+/**
+ * The view of `catalog` and `config`. What `previous` derived is kept when it still applies: its
+ * index when the config is the same, its memo when the catalog is too.
+ */
+export function servingView(
+  source: { readonly catalog: Catalog; readonly config: MeshConfig; readonly trustDomain?: string },
+  previous?: ServingView,
+): ServingView {
+  const sameConfig = previous?.config === source.config;
+  return {
+    catalog: source.catalog,
+    config: source.config,
+    index: sameConfig && previous ? previous.index : new MeshIndex(source.config),
+    memo: sameConfig && previous?.catalog === source.catalog ? previous.memo : new ViewMemo(),
+    ...(source.trustDomain && { trustDomain: source.trustDomain }),
+  };
+}
+
+/** A context on a view of its own (tests and one-off generation; the server shares one view). */
+export function generateContext(source: {
+  readonly proxy: Proxy;
+  readonly catalog: Catalog;
+  readonly config: MeshConfig;
+  readonly trustDomain?: string;
+}): GenerateContext {
+  return { ...servingView(source), proxy: source.proxy };
+}

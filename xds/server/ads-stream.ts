@@ -1,0 +1,90 @@
+// One ADS stream as the rest of the server sees it, whichever protocol variant it speaks: SotW
+// (sotw-connection.ts) and delta (delta-connection.ts) implement this, so the registry, the push
+// fan-out, disconnect records, config dumps and stream counts treat them alike.
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import type { Logger } from '../../log/logger.js';
+import type { GeneratorLookup } from '../generators/generator.js';
+import { proxyFromNode, NodeError, type NodeInfo, type Proxy } from '../proxy/proxy.js';
+import type { EncodedResource } from '../proto/resource.js';
+import type { PushLimiter } from './flow-control.js';
+import type { AdsObserver } from './observer.js';
+import type { ChangeSet, ResourceCache } from './resource-cache.js';
+import type { ResponseCache } from './response-cache.js';
+import type { Nack } from './sotw-state.js';
+import type { PushRound } from './stream-pump.js';
+import type { SubscriptionIndex } from './subscription-index.js';
+
+export type AdsApi = 'sotw' | 'delta';
+
+export interface AdsStream {
+  /** `conn-N`, unique per server. */
+  readonly id: string;
+  /** The client's address as gRPC reports it. */
+  readonly peer: string;
+  readonly api: AdsApi;
+  readonly connectedAt: string;
+  /** The proxy, from the first request's node; undefined before it. */
+  readonly proxy: Proxy | undefined;
+  /** Applies one request as it came off the wire; throws (StreamError to choose the status) to end the stream. */
+  handleRequest(bytes: Buffer): void;
+  /** Marks what `changes` touched for this stream and joins `round`; returns whether anything was. */
+  onChange(changes: ChangeSet, round: PushRound): boolean;
+  close(): void;
+  /** Per type the stream subscribes to, in the order it first asked: what was sent, ACKed and NACKed. */
+  typeStatus(): readonly TypeStatus[];
+  /** The resources of `typeUrl` the client holds, as far as the server knows (config dumps). */
+  heldResources(typeUrl: string): readonly EncodedResource[];
+}
+
+export interface TypeStatus {
+  readonly typeUrl: string;
+  /** What identifies the last response: its version (SotW) or nonce (delta); '' before any. */
+  readonly sentVersion: string;
+  readonly sentAt?: string;
+  /** The last response the client accepted, by the same identifier, and when. */
+  readonly acked?: { readonly version: string; readonly at: string };
+  /** The last rejection, until the next ACK. */
+  readonly nack?: Nack;
+}
+
+/** What every stream of a server shares. */
+export interface StreamDeps {
+  readonly generators: GeneratorLookup;
+  readonly cache: ResourceCache;
+  readonly responses: ResponseCache;
+  readonly limiter: PushLimiter;
+  /** Where the stream's subscriptions are indexed for the push fan-out. */
+  readonly subscriptions: SubscriptionIndex<AdsStream>;
+  readonly observer: AdsObserver;
+  readonly logger: Logger;
+}
+
+/** What is particular to one stream's call. */
+export interface StreamCall {
+  /** Writes one message; `drained` runs once gRPC has taken it. */
+  send(bytes: Buffer, drained: () => void): void;
+  /** Checks the node of the first request that carries one, before anything is answered; throws to refuse. */
+  admit?(node: NodeInfo): void;
+}
+
+/** A request the server must refuse; the stream ends with this gRPC status. */
+export class StreamError extends Error {
+  constructor(
+    readonly code: GrpcStatus,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Reads the proxy from a stream's first request, or refuses the stream. */
+export function firstProxy(node: NodeInfo | undefined): Proxy {
+  if (!node) throw new StreamError(GrpcStatus.INVALID_ARGUMENT, 'the first request must carry node');
+  try {
+    return proxyFromNode(node);
+  } catch (err) {
+    if (err instanceof NodeError)
+      throw new StreamError(GrpcStatus.INVALID_ARGUMENT, `invalid node: ${err.message}`);
+    throw err;
+  }
+}

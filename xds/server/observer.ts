@@ -1,0 +1,88 @@
+// What the ADS server reports as it works, in the style of go-control-plane's server Callbacks:
+// streams opening, identifying their proxy and closing; requests, responses and NACKs on them;
+// changes to the model and the push rounds they cause. The server reports only through this seam:
+// metrics (metrics/ads-metrics.ts) and the proxy history (connection-log.ts) implement it, and
+// cli/ composes them. Every method is optional; observers must not throw and must be cheap, since
+// responses are reported per stream per push.
+import type { ChangeEvent } from '../../model/change.js';
+import type { AdsStream } from './ads-stream.js';
+
+/** One response written to a stream. */
+export interface ResponseSent {
+  readonly typeUrl: string;
+  /** The type as LDS, RDS, CDS or EDS (the label metrics and debug views use). */
+  readonly type: string;
+  /** Resources in it (for delta, those added or updated). */
+  readonly resources: number;
+  /** Its protobuf size, before gRPC framing. */
+  readonly bytes: number;
+  /** Time spent building it for this stream (cache lookups, diff, framing). */
+  readonly buildMs: number;
+}
+
+/** A client rejecting what it was sent. */
+export interface NackReceived {
+  readonly typeUrl: string;
+  /** The type as LDS, RDS, CDS or EDS. */
+  readonly type: string;
+  /** The nonce of the response it rejects. */
+  readonly nonce: string;
+  readonly code: number;
+  readonly message: string;
+}
+
+/** eds: endpoints only; services: a service changed; config: the mesh config changed. */
+export type PushKind = 'eds' | 'services' | 'config';
+
+/** One push: a debounced batch of changes applied to the cache and handed to the streams. */
+export interface PushInfo {
+  /** 1 for the first push of this server. */
+  readonly round: number;
+  readonly kind: PushKind;
+  /** Change events merged into it. */
+  readonly changesMerged: number;
+  /** From its first change being seen to the push starting. */
+  readonly debounceMs: number;
+}
+
+export interface AdsObserver {
+  /** A stream was accepted; its proxy is not known until `streamIdentified`. */
+  streamOpened?(stream: AdsStream): void;
+  /** The stream's first request named its node: `stream.proxy` is set from now on. */
+  streamIdentified?(stream: AdsStream): void;
+  /** The stream ended ('client closed', 'cancelled', 'error' or 'refused'). */
+  streamClosed?(stream: AdsStream, reason: string): void;
+  /** A request for `typeUrl` was accepted on the stream. */
+  request?(stream: AdsStream, typeUrl: string): void;
+  responseSent?(stream: AdsStream, response: ResponseSent): void;
+  nack?(stream: AdsStream, nack: NackReceived): void;
+  /** The service model changed (one event from the discovery, before debouncing). */
+  modelChanged?(event: ChangeEvent): void;
+  /** A push started: the new serving view is about to be applied. */
+  pushStarted?(push: PushInfo): void;
+  /** Every affected stream was handed its work, `pushMs` after the push started. */
+  pushHandedOut?(push: PushInfo, pushMs: number): void;
+  /** The last stream the push touched has sent it, `convergenceMs` after its first change was seen. */
+  pushConverged?(push: PushInfo, convergenceMs: number): void;
+  /** The server stopped: write out anything buffered. */
+  serverStopped?(): void;
+}
+
+/** An observer that reports to each of `observers`, in order. */
+export function composeObservers(...observers: readonly AdsObserver[]): AdsObserver {
+  const [only] = observers;
+  if (observers.length === 1 && only) return only;
+  return {
+    streamOpened: (s) => observers.forEach((o) => o.streamOpened?.(s)),
+    streamIdentified: (s) => observers.forEach((o) => o.streamIdentified?.(s)),
+    streamClosed: (s, reason) => observers.forEach((o) => o.streamClosed?.(s, reason)),
+    request: (s, typeUrl) => observers.forEach((o) => o.request?.(s, typeUrl)),
+    responseSent: (s, r) => observers.forEach((o) => o.responseSent?.(s, r)),
+    nack: (s, n) => observers.forEach((o) => o.nack?.(s, n)),
+    modelChanged: (e) => observers.forEach((o) => o.modelChanged?.(e)),
+    pushStarted: (p) => observers.forEach((o) => o.pushStarted?.(p)),
+    pushHandedOut: (p, ms) => observers.forEach((o) => o.pushHandedOut?.(p, ms)),
+    pushConverged: (p, ms) => observers.forEach((o) => o.pushConverged?.(p, ms)),
+    serverStopped: () => observers.forEach((o) => o.serverStopped?.()),
+  };
+}
