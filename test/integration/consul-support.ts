@@ -21,7 +21,7 @@ import {
 
 /** Fast enough for tests: short backoff and a loose rate limit. */
 export const TEST_PACING: WatchPacing = {
-  backoff: { baseMs: 50, maxMs: 400 },
+  backoff: { initialMs: 50, maxMs: 400, jitter: 0.5 },
   rateLimit: { burst: 3, intervalMs: 50 },
 };
 

@@ -12,7 +12,10 @@ import { silentLogger } from '../../../log/logger.js';
 import { ConsulStandin } from '../../support/consul-standin.js';
 import { eventually } from '../../support/eventually.js';
 
-const PACING: WatchPacing = { backoff: { baseMs: 20, maxMs: 200 }, rateLimit: { burst: 5, intervalMs: 20 } };
+const PACING: WatchPacing = {
+  backoff: { initialMs: 20, maxMs: 200, jitter: 0.5 },
+  rateLimit: { burst: 5, intervalMs: 20 },
+};
 
 function registryFor(client: ConsulCatalogClient): ConsulRegistry {
   return new ConsulRegistry({
