@@ -10,6 +10,7 @@ import { silentLogger } from '../../log/logger.js';
 import { CLUSTER, ENDPOINT } from '../../xds/proto/type-urls.js';
 import { ConsulStandin, type StandinOptions } from '../support/consul-standin.js';
 import type { DecodedLoadAssignment } from '../support/decoded-xds.js';
+import { eventually } from '../support/eventually.js';
 import { startInProcessPlane, type InProcessPlane } from '../support/in-process.js';
 import {
   decodedResources,
@@ -124,14 +125,17 @@ export class XdsRecorder {
     check: (endpoints: readonly EndpointView[]) => boolean,
     timeoutMs = 10_000,
   ): Promise<readonly EndpointView[]> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const endpoints = this.latest(cluster);
-      if (endpoints && check(endpoints)) return endpoints;
-      if (Date.now() > deadline)
-        throw new Error(`${cluster} did not reach the expected state; last: ${JSON.stringify(endpoints)}`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    return eventually(
+      () => {
+        const endpoints = this.latest(cluster);
+        assert.ok(
+          endpoints && check(endpoints),
+          `${cluster} did not reach the expected state; last: ${JSON.stringify(endpoints)}`,
+        );
+        return endpoints;
+      },
+      { timeoutMs, intervalMs: 10 },
+    );
   }
 
   /**
