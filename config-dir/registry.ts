@@ -3,6 +3,7 @@
 // one is broken, so a bad edit is reported (log + /debug/configz) but never takes services away.
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import type { ConfigHistory } from '../model/config-history.js';
 import { Listeners } from '../model/listeners.js';
 import { silentLogger, type Logger } from '../log/logger.js';
 import { StateBackedRegistry } from '../adapters/registry-state.js';
@@ -32,19 +33,6 @@ export interface ConfigDirOptions {
   logger?: Logger;
   /** Where accepted versions are kept across restarts, and changes are recorded (the store). */
   history?: ConfigHistory;
-}
-
-/**
- * The config directory's memory beyond this process: a file broken at start falls back to its last
- * accepted version, and every accept/reject/remove is recorded.
- */
-export interface ConfigHistory {
-  lastAcceptedText(path: string): string | undefined;
-  recordConfig(
-    path: string,
-    outcome: 'accepted' | 'rejected' | 'removed',
-    details: { text?: string; resources?: readonly string[]; error?: string },
-  ): void;
 }
 
 interface FileRecord {
