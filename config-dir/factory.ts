@@ -5,7 +5,7 @@
 import { OptionError } from '../adapters/option-values.js';
 import type { RegistryFactory } from '../adapters/registry-factory.js';
 import { ConfigDirRegistry } from './registry.js';
-import { REGISTRY_NAME } from './service-entry.js';
+import { REGISTRY_NAME } from './conversion.js';
 
 export const configDirFactory: RegistryFactory<ConfigDirRegistry> = {
   name: REGISTRY_NAME,

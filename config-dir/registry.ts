@@ -10,7 +10,7 @@ import { StateBackedRegistry } from '../adapters/registry-state.js';
 import { resourcesOf, type ConfigDebugState, type FileDebugState } from './debug-state.js';
 import { formatIssue, loadConfigFile, type FileLoad } from './load-file.js';
 import { comparePaths, mergeFiles, type ConfigConflict, type MergedConfig } from './merge.js';
-import { buildSnapshot, REGISTRY_NAME, type CrossResourceWarning } from './service-entry.js';
+import { buildSnapshot, REGISTRY_NAME, type CrossResourceWarning } from './conversion.js';
 import {
   EMPTY_MESH_CONFIG,
   nextMeshConfig,

@@ -6,8 +6,8 @@
 // never empties it. A relist replaces the store in one step, so only real differences surface.
 import type { Logger } from '../../log/logger.js';
 import { Backoff, type BackoffOptions } from '../../model/backoff.js';
-import { ConnectionLost, isGone, KubeApiError, statusError, type KubeHttp } from './kube-http.js';
-import { KubeObjectError, objectKey, parseMeta } from './kube-objects.js';
+import { ConnectionLost, isGone, KubeApiError, statusError, type KubeHttp } from './client.js';
+import { KubeObjectError, objectKey, parseMeta } from './api.js';
 
 export interface WatchTiming {
   /** Objects per list page (`limit`; the `continue` token fetches the next page). */

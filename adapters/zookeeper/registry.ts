@@ -14,13 +14,13 @@ import type { Endpoint } from '../../model/endpoint.js';
 import type { Service } from '../../model/service.js';
 import { silentLogger, type Logger } from '../../log/logger.js';
 import { StateBackedRegistry } from '../registry-state.js';
-import { assembleServices, type AssembledService } from './assemble.js';
+import { assembleServices, type AssembledService } from './conversion.js';
 import { Backoff, type BackoffOptions } from '../../model/backoff.js';
 import type { NodeProblem, ParseResult, ZkInstance } from './instance.js';
 import { layoutsFor, type Layout } from './layouts.js';
 import type { LayoutName, ZooKeeperOptions } from './flags.js';
 import { emptyMirror, TreeWatcher, type Mirror } from './tree-watcher.js';
-import { ZkSession } from './zk-session.js';
+import { ZkSession } from './client.js';
 
 export interface ZooKeeperRegistryConfig extends ZooKeeperOptions {
   readonly logger?: Logger;

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import type { WatchPacing } from '../../adapters/consul/blocking-watch.js';
-import { createConsulClient } from '../../adapters/consul/consul-client.js';
+import { createConsulClient } from '../../adapters/consul/client.js';
 import { ConsulRegistry } from '../../adapters/consul/registry.js';
 import { silentLogger } from '../../log/logger.js';
 import { CLUSTER, ENDPOINT } from '../../xds/proto/type-urls.js';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { loadConfigFile, type FileLoad } from '../../../config-dir/load-file.js';
 import { mergeFiles } from '../../../config-dir/merge.js';
-import { buildSnapshot, type Conversion } from '../../../config-dir/service-entry.js';
+import { buildSnapshot, type Conversion } from '../../../config-dir/conversion.js';
 
 export async function makeTempDir(): Promise<{
   dir: string;

@@ -5,9 +5,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { KubeHttp } from '../../../adapters/kubernetes/kube-http.js';
-import { loadClusters } from '../../../adapters/kubernetes/kubeconfig-load.js';
-import { parseService, type KubeService } from '../../../adapters/kubernetes/kube-objects.js';
+import { KubeHttp } from '../../../adapters/kubernetes/client.js';
+import { loadClusters } from '../../../adapters/kubernetes/kubeconfig.js';
+import { parseService, type KubeService } from '../../../adapters/kubernetes/api.js';
 import {
   DEFAULT_TIMING,
   ListWatcher,
