@@ -69,6 +69,8 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   private mesh: MeshConfig = EMPTY_MESH_CONFIG;
   private conflicts: readonly ConfigConflict[] = [];
   private crossWarnings: readonly CrossResourceWarning[] = [];
+  /** Whether a snapshot read from the directory has been published (a restored one does not count). */
+  private published = false;
 
   constructor(private readonly options: ConfigDirOptions) {
     super();
@@ -87,8 +89,9 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
 
   async start(): Promise<void> {
     await this.watcher.start();
-    // An empty directory loads nothing, yet the first publish is what marks the registry synced.
-    if (!this.state.hasSynced()) this.publish();
+    // An empty directory loads nothing, yet the first publish is what marks the registry synced (and
+    // replaces a restored snapshot).
+    if (!this.published) this.publish();
   }
 
   stop(): Promise<void> {
@@ -246,18 +249,18 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     this.mesh = nextMeshConfig(previousMesh, merged);
     this.conflicts = conflicts;
     this.crossWarnings = warnings;
-    this.state.replace(conversion.snapshot);
+    // With a file broken, the directory answered only in part: published, but still failing, so
+    // an edit elsewhere records neither a recovery nor a new failure.
     const broken = [...this.files.entries()].filter(([, f]) => f.errors.length > 0);
     const first = broken[0];
-    if (first) {
-      const [path, f] = first;
-      const issue = f.errors[0];
-      this.state.fail(
-        new Error(
-          `${broken.length} config file(s) with errors${issue ? `, e.g. ${formatIssue(path, issue)}` : ''}`,
-        ),
+    const issue = first?.[1].errors[0];
+    const failure =
+      first &&
+      new Error(
+        `${broken.length} config file(s) with errors${issue ? `, e.g. ${formatIssue(first[0], issue)}` : ''}`,
       );
-    }
+    this.state.replace(conversion.snapshot, failure);
+    this.published = true;
     if (this.mesh.generation !== previousMesh.generation) this.configListeners.emit();
   }
 

@@ -154,6 +154,25 @@ test('a broken edit is reported with path and line, and the last good version st
   assert.equal(registry.debugState().files.find((f) => f.path === 'echo.yaml')?.status, 'ok');
 });
 
+test('while a file is broken an edit to another is applied, and the failure is neither cleared nor recorded again', async (t) => {
+  const { registry, write } = await started(t, { 'echo.yaml': ECHO_SE, 'vm.yaml': vm('vm-1', '10.0.0.1') });
+  const syncs: string[] = [];
+  registry.onSyncEvent((e) => syncs.push(e.kind));
+  await write('echo.yaml', ECHO_SE.replace('number: 50051', 'number: 99999'));
+  await eventually(() => registry.status().stale, { timeoutMs: 5000, what: 'echo.yaml to be rejected' });
+  await write('vm.yaml', vm('vm-1', '10.0.0.2'));
+  await eventually(() => addresses(registry, 'echo.example.internal')?.join() === '10.0.0.2', {
+    timeoutMs: 5000,
+    what: 'the edit to vm.yaml',
+  });
+  await registry.settled();
+  const status = registry.status();
+  assert.equal(status.stale, true, 'echo.yaml is still broken');
+  assert.match(status.lastError ?? '', /^1 config file\(s\) with errors, e\.g\. echo\.yaml:10 /);
+  // The edit is a (partial) sync; a failed/synced pair per edit would count as errors in the metrics.
+  assert.deepEqual(syncs, ['failed', 'synced']);
+});
+
 test('a new file that is broken from the start contributes nothing and blocks nothing', async (t) => {
   const { registry, write } = await started(t, { 'echo.yaml': ECHO_SE });
   await write('vm.yaml', vm('vm-1', '10.0.0.1') + '---\n' + vm('vm-2', 'not an address!'));

@@ -1,6 +1,7 @@
 // ConsulRegistry's own behaviour: first sync, watches following the service list, the guards
-// against partial answers, stale status and recovery, collisions, stop. Against the stand-in Consul,
-// or a scripted client where a precise interleaving is needed.
+// against partial answers, stale status and recovery, collisions. Against the stand-in Consul, or a
+// scripted client where a precise interleaving is needed. What every registry does (failure,
+// recovery, a real removal, stop) is in the registry contract (test/contract/consul-registry.test.ts).
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -207,29 +208,5 @@ describe('partial answers never shrink what is served', () => {
     standin.emptyCatalog(false);
     await eventually(() => assert.equal(registry.status().stale, false));
     assert.deepEqual(hosts(registry), ['web.service.consul']);
-  });
-
-  test('deregistering every instance of a service (a real removal) does remove it', async (t) => {
-    const { standin, registry } = await setup(t);
-    standin.register({ Name: 'web', Address: '127.0.0.2', Port: 80 });
-    standin.register({ Name: 'db', Address: '127.0.0.3', Port: 5432 });
-    await registry.start();
-    standin.deregister('db');
-    await eventually(() => assert.deepEqual(hosts(registry), ['web.service.consul']));
-    assert.equal(registry.status().stale, false);
-  });
-});
-
-describe('stop', () => {
-  test('stop ends every watch: pending reads close and no request follows', async (t) => {
-    const { standin, registry } = await setup(t, { waitMs: 5000 });
-    standin.register({ Name: 'web', Address: '127.0.0.2', Port: 80 });
-    await registry.start();
-    await eventually(() => assert.equal(standin.pendingReads, 2));
-    await registry.stop();
-    await eventually(() => assert.equal(standin.pendingReads, 0));
-    const total = standin.counts.total;
-    await sleep(300);
-    assert.equal(standin.counts.total, total);
   });
 });
