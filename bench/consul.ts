@@ -6,7 +6,7 @@
 //     with the endpoint UNHEALTHY at a raw ADS client, with 1,000 services registered.
 import * as grpc from '@grpc/grpc-js';
 import { DEFAULT_PACING } from '../adapters/consul/blocking-watch.js';
-import { createConsulClient } from '../adapters/consul/consul-client.js';
+import { createConsulClient } from '../adapters/consul/client.js';
 import { ConsulRegistry } from '../adapters/consul/registry.js';
 import { silentLogger } from '../log/logger.js';
 import { ConsulStandin } from '../test/support/consul-standin.js';

@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadClusters } from '../adapters/kubernetes/kubeconfig-load.js';
+import { loadClusters } from '../adapters/kubernetes/kubeconfig.js';
 import { KubernetesRegistry } from '../adapters/kubernetes/registry.js';
 import { silentLogger } from '../log/logger.js';
 import { callEcho, startEchoBackend } from '../test/support/echo-backend.js';

@@ -6,6 +6,7 @@
 import { existsSync, readFileSync, renameSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Logger } from '../log/logger.js';
+import { Backoff, type BackoffOptions } from '../model/backoff.js';
 import { CERT_CHAIN_FILE, KEY_FILE, ROOT_CERT_FILE, sdsFiles } from '../mesh/workload-certs.js';
 import { requestCertificate } from './ca-client.js';
 import { createCsr, sanEntries } from './certificates.js';
@@ -75,19 +76,21 @@ export async function obtainCertificate(options: AgentOptions, now = new Date())
   return { identity, notAfter: leaf.notAfter, renewAt };
 }
 
+/** A failed request is retried after 1 s, doubling to a minute (no jitter, as before). */
+const RETRY_BACKOFF: BackoffOptions = { initialMs: 1000, maxMs: 60_000, jitter: 0 };
+
 /** Runs until `signal` aborts: obtain, sleep until renewAt, renew; failures retry with backoff. */
 export async function runAgent(options: AgentOptions, signal: AbortSignal): Promise<void> {
-  let retryMs = 1000;
+  const backoff = new Backoff(RETRY_BACKOFF);
   while (!signal.aborted) {
     let waitMs: number;
     try {
       const issued = await obtainCertificate(options);
-      retryMs = 1000;
+      backoff.reset();
       waitMs = Math.max(1000, issued.renewAt.getTime() - Date.now());
     } catch (err) {
-      options.logger.error({ err, retryInMs: retryMs }, 'certificate request failed');
-      waitMs = retryMs;
-      retryMs = Math.min(retryMs * 2, 60_000);
+      waitMs = backoff.next();
+      options.logger.error({ err, retryInMs: waitMs }, 'certificate request failed');
     }
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, waitMs);

@@ -2,11 +2,13 @@
 // server, plus the admin server. Used by `portolan serve` and, in-process, by tests.
 import { mkdirSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
-import { MockRegistry } from '../adapters/mock/registry.js';
+import { mockRegistryFactory } from '../adapters/mock/factory.js';
+import type { MockRegistry } from '../adapters/mock/registry.js';
+import { builtBy } from '../adapters/registry-factory.js';
 import type { Registry } from '../model/registry.js';
 import { AdminServer } from '../admin/admin-server.js';
 import { AggregateDiscovery } from '../aggregate/aggregate-discovery.js';
-import { ConfigDirRegistry } from '../config-dir/registry.js';
+import { configDirFactory } from '../config-dir/factory.js';
 import type { Logger } from '../log/logger.js';
 import { AdsServer } from '../xds/server/ads-server.js';
 import { ConnectionLogObserver } from '../xds/server/connection-log.js';
@@ -46,27 +48,23 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     onWriteError: () => metrics.storeWriteErrors.inc(),
   });
 
-  let mock: MockRegistry | undefined;
-  let config: ConfigDirRegistry | undefined;
   const registries: Registry[] = [];
-  for (const name of options.registries) registries.push(await buildRegistry(name));
-  async function buildRegistry(name: string): Promise<Registry> {
-    if (name === 'mock') return (mock = new MockRegistry());
-    if (name === 'config') {
-      return (config = new ConfigDirRegistry({
-        dir: options.configDir,
-        logger: logger.child({ component: 'config-dir' }),
-        history: store.history,
-      }));
-    }
+  for (const name of options.registries) {
     const factory = REGISTRY_FACTORIES.find((f) => f.name === name);
     if (!factory) throw new OptionError(`--registries: unknown registry "${name}"`);
-    return factory.create({
-      flags: options.flags,
-      dataDir: options.dataDir,
-      logger: logger.child({ component: name }),
-    });
+    registries.push(
+      await factory.create({
+        flags: options.flags,
+        dataDir: options.dataDir,
+        logger: logger.child({ component: factory.logComponent ?? name }),
+        configHistory: store.history,
+      }),
+    );
   }
+  // The two registries other parts talk to directly: the mesh config and /debug/configz read the
+  // config directory; the admin API writes to the mock registry.
+  const config = builtBy(configDirFactory, registries);
+  const mock = builtBy(mockRegistryFactory, registries);
   metrics.watchRegistries(registries);
   metrics.countRegistryEvents(registries);
   const persistence = new RegistryPersistence(store, registries, logger.child({ component: 'store' }));

@@ -1,6 +1,6 @@
 // The JSON served at GET /debug/configz: what each file contributed or why it did not.
 import type { ConfigConflict, MergedConfig } from './merge.js';
-import type { CrossResourceWarning } from './service-entry.js';
+import type { CrossResourceWarning } from './conversion.js';
 import type { ConfigIssue } from './issue.js';
 
 export interface FileDebugState {

@@ -3,13 +3,14 @@
 // one is broken, so a bad edit is reported (log + /debug/configz) but never takes services away.
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import type { ConfigHistory } from '../model/config-history.js';
 import { Listeners } from '../model/listeners.js';
 import { silentLogger, type Logger } from '../log/logger.js';
 import { StateBackedRegistry } from '../adapters/registry-state.js';
 import { resourcesOf, type ConfigDebugState, type FileDebugState } from './debug-state.js';
 import { formatIssue, loadConfigFile, type FileLoad } from './load-file.js';
 import { comparePaths, mergeFiles, type ConfigConflict, type MergedConfig } from './merge.js';
-import { buildSnapshot, REGISTRY_NAME, type CrossResourceWarning } from './service-entry.js';
+import { buildSnapshot, REGISTRY_NAME, type CrossResourceWarning } from './conversion.js';
 import {
   EMPTY_MESH_CONFIG,
   nextMeshConfig,
@@ -32,19 +33,6 @@ export interface ConfigDirOptions {
   logger?: Logger;
   /** Where accepted versions are kept across restarts, and changes are recorded (the store). */
   history?: ConfigHistory;
-}
-
-/**
- * The config directory's memory beyond this process: a file broken at start falls back to its last
- * accepted version, and every accept/reject/remove is recorded.
- */
-export interface ConfigHistory {
-  lastAcceptedText(path: string): string | undefined;
-  recordConfig(
-    path: string,
-    outcome: 'accepted' | 'rejected' | 'removed',
-    details: { text?: string; resources?: readonly string[]; error?: string },
-  ): void;
 }
 
 interface FileRecord {
@@ -81,6 +69,8 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   private mesh: MeshConfig = EMPTY_MESH_CONFIG;
   private conflicts: readonly ConfigConflict[] = [];
   private crossWarnings: readonly CrossResourceWarning[] = [];
+  /** Whether a snapshot read from the directory has been published (a restored one does not count). */
+  private published = false;
 
   constructor(private readonly options: ConfigDirOptions) {
     super();
@@ -99,8 +89,9 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
 
   async start(): Promise<void> {
     await this.watcher.start();
-    // An empty directory loads nothing, yet the first publish is what marks the registry synced.
-    if (!this.state.hasSynced()) this.publish();
+    // An empty directory loads nothing, yet the first publish is what marks the registry synced (and
+    // replaces a restored snapshot).
+    if (!this.published) this.publish();
   }
 
   stop(): Promise<void> {
@@ -258,18 +249,18 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     this.mesh = nextMeshConfig(previousMesh, merged);
     this.conflicts = conflicts;
     this.crossWarnings = warnings;
-    this.state.replace(conversion.snapshot);
+    // With a file broken, the directory answered only in part: published, but still failing, so
+    // an edit elsewhere records neither a recovery nor a new failure.
     const broken = [...this.files.entries()].filter(([, f]) => f.errors.length > 0);
     const first = broken[0];
-    if (first) {
-      const [path, f] = first;
-      const issue = f.errors[0];
-      this.state.fail(
-        new Error(
-          `${broken.length} config file(s) with errors${issue ? `, e.g. ${formatIssue(path, issue)}` : ''}`,
-        ),
+    const issue = first?.[1].errors[0];
+    const failure =
+      first &&
+      new Error(
+        `${broken.length} config file(s) with errors${issue ? `, e.g. ${formatIssue(first[0], issue)}` : ''}`,
       );
-    }
+    this.state.replace(conversion.snapshot, failure);
+    this.published = true;
     if (this.mesh.generation !== previousMesh.generation) this.configListeners.emit();
   }
 

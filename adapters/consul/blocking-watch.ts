@@ -7,7 +7,7 @@
 //     once degrades into polling instead of a busy loop.
 // Failures (errors, client-side timeouts) back off exponentially with jitter and retry forever.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Backoff, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
+import { Backoff, type BackoffOptions } from '../../model/backoff.js';
 import { DEFAULT_RATE_LIMIT, TokenBucket, type RateLimitOptions } from './token-bucket.js';
 
 export interface BlockingResult<T> {
@@ -29,6 +29,12 @@ export interface WatchPacing {
   readonly backoff: BackoffOptions;
   readonly rateLimit: RateLimitOptions;
 }
+
+/**
+ * From 250 ms doubling to 30 s, half of each delay random: a thousand watches failing together
+ * (Consul down) do not retry in lock-step, and none retries at once in a tight loop.
+ */
+export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 250, maxMs: 30_000, jitter: 0.5 };
 
 export const DEFAULT_PACING: WatchPacing = { backoff: DEFAULT_BACKOFF, rateLimit: DEFAULT_RATE_LIMIT };
 

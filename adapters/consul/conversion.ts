@@ -10,7 +10,7 @@
 import { isIP } from 'node:net';
 import type { Endpoint, Health, Locality } from '../../model/endpoint.js';
 import { PROTOCOLS, type Protocol, type Service, type ServicePort } from '../../model/service.js';
-import type { HealthCheck, HealthEntry } from './consul-api.js';
+import type { HealthCheck, HealthEntry } from './api.js';
 
 /** ServiceMeta keys with a meaning for Portolan (Consul meta keys allow only [A-Za-z0-9_-]). */
 export const META = {

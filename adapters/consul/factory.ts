@@ -1,6 +1,6 @@
 // `--registries consul`: builds the Consul registry from the `--consul-*` flags.
 import type { RegistryFactory } from '../registry-factory.js';
-import { createConsulClient } from './consul-client.js';
+import { createConsulClient } from './client.js';
 import { addConsulFlags, parseConsulFlags } from './flags.js';
 import { ConsulRegistry } from './registry.js';
 

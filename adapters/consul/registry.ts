@@ -11,8 +11,8 @@ import type { Endpoint } from '../../model/endpoint.js';
 import type { Service } from '../../model/service.js';
 import { StateBackedRegistry } from '../registry-state.js';
 import { BlockingWatch, DEFAULT_PACING, type WatchPacing } from './blocking-watch.js';
-import type { CatalogServices, HealthEntry } from './consul-api.js';
-import type { ConsulCatalogClient } from './consul-client.js';
+import type { CatalogServices, HealthEntry } from './api.js';
+import type { ConsulCatalogClient } from './client.js';
 import { convertService, type ConversionOptions, type ConvertedService } from './conversion.js';
 
 export interface ConsulRegistryOptions {

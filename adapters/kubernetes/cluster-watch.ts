@@ -9,7 +9,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../../log/logger.js';
 import { convertService, serviceHostname, type ClusterLookup, type ConvertedService } from './conversion.js';
-import { KubeHttp } from './kube-http.js';
+import { KubeHttp } from './client.js';
 import {
   objectKey,
   parseEndpointSlice,
@@ -20,7 +20,7 @@ import {
   type KubeNode,
   type KubePod,
   type KubeService,
-} from './kube-objects.js';
+} from './api.js';
 import { ListWatcher, type ListWatcherDebug, type StoreChange, type WatchTiming } from './list-watcher.js';
 
 export interface ClusterWatchOptions {

@@ -3,7 +3,7 @@
 // docs/registry-kubernetes.md; this file is their only implementation.
 import type { Endpoint, Health, Locality } from '../../model/endpoint.js';
 import type { Service, ServicePort } from '../../model/service.js';
-import type { KubeEndpointSlice, KubeNode, KubePod, KubeService, KubeSliceEndpoint } from './kube-objects.js';
+import type { KubeEndpointSlice, KubeNode, KubePod, KubeService, KubeSliceEndpoint } from './api.js';
 import { portProtocol } from './protocol.js';
 
 /** Istio's endpoint label naming the cluster an endpoint came from. */

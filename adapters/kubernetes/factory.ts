@@ -34,7 +34,7 @@ export const kubernetesFactory: RegistryFactory = {
       );
     const entries = parseKubeconfigFlag(kubeconfigValues(flags.kubeconfig));
     // Loaded here, not at the top: @kubernetes/client-node takes over a second to import.
-    const { loadClusters } = await import('./kubeconfig-load.js');
+    const { loadClusters } = await import('./kubeconfig.js');
     const { KubernetesRegistry } = await import('./registry.js');
     const clusters = loadClusters(entries);
     logger.info(

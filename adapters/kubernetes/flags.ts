@@ -6,7 +6,7 @@
 //
 // CONTEXT defaults to the file's current-context, CLUSTER_ID to the context's name. Without
 // `--kubeconfig`, Portolan runs in a pod and uses its service account (in-cluster config) with the
-// cluster id `Kubernetes`, Istio's default. Loading the files is kubeconfig-load.ts.
+// cluster id `Kubernetes`, Istio's default. Loading the files is kubeconfig.ts.
 import { OptionError } from '../option-values.js';
 
 export interface KubeconfigEntry {

@@ -5,9 +5,9 @@
 // Any other failure is retried with backoff while the store keeps what it had: a failing API server
 // never empties it. A relist replaces the store in one step, so only real differences surface.
 import type { Logger } from '../../log/logger.js';
-import { Backoff, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
-import { ConnectionLost, isGone, KubeApiError, statusError, type KubeHttp } from './kube-http.js';
-import { KubeObjectError, objectKey, parseMeta } from './kube-objects.js';
+import { Backoff, type BackoffOptions } from '../../model/backoff.js';
+import { ConnectionLost, isGone, KubeApiError, statusError, type KubeHttp } from './client.js';
+import { KubeObjectError, objectKey, parseMeta } from './api.js';
 
 export interface WatchTiming {
   /** Objects per list page (`limit`; the `continue` token fetches the next page). */
@@ -20,6 +20,9 @@ export interface WatchTiming {
   readonly watchGraceMs: number;
   readonly backoff: BackoffOptions;
 }
+
+/** Between retries against a failing API server: 1 s doubling to 30 s, up to 20 % shorter at random. */
+export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 1000, maxMs: 30_000, jitter: 0.2 };
 
 export const DEFAULT_TIMING: WatchTiming = {
   pageSize: 500,

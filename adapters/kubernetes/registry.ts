@@ -44,6 +44,8 @@ export class KubernetesRegistry extends StateBackedRegistry {
   private stopped = false;
   /** Whether the state currently carries a failure (to clear it on recovery). */
   private reportedFailure = false;
+  /** Whether a snapshot read from the clusters has been published (a restored one does not count). */
+  private liveSynced = false;
 
   constructor(private readonly options: KubernetesRegistryOptions) {
     super();
@@ -96,23 +98,25 @@ export class KubernetesRegistry extends StateBackedRegistry {
     const failing = this.clusters
       .map((c) => ({ id: c.clusterId, failure: c.failing() }))
       .find((c) => c.failure !== undefined);
-    const wasSynced = this.hasSynced();
+    const firstLive = !this.liveSynced;
     const recovered = !failing && this.reportedFailure;
-    // Publish when something changed, at the first sync, or to clear a recovered failure; a failure
-    // alone republishes nothing, so the last good snapshot (and its lastSyncAt) stays as it was.
-    if (this.clusters.every((c) => c.hasSynced()) && (changed.size > 0 || !wasSynced || recovered)) {
+    // Publish when something changed, at the first live sync (which replaces a restored snapshot even
+    // when the clusters' objects were flushed by earlier, partial rounds), or to clear a recovered
+    // failure; a failure alone republishes nothing, so the last good snapshot (and its lastSyncAt)
+    // stays as it was.
+    if (this.clusters.every((c) => c.hasSynced()) && (changed.size > 0 || firstLive || recovered)) {
       // Unchanged hostnames keep their objects, so the state's diff is an identity check for them.
       this.state.replace(
         { services: new Map(this.services), endpoints: new Map(this.endpoints) },
         failing?.failure && new Error(`cluster ${failing.id}: ${failing.failure.message}`),
       );
-      if (!wasSynced)
-        this.options.logger.info({ services: this.services.size }, 'kubernetes registry synced');
+      this.liveSynced = true;
+      if (firstLive) this.options.logger.info({ services: this.services.size }, 'kubernetes registry synced');
       else if (recovered) this.options.logger.info('kubernetes registry recovered');
     }
     if (failing?.failure) this.state.fail(new Error(`cluster ${failing.id}: ${failing.failure.message}`));
     // state.replace clears a failure only while all clusters are synced; until then it stays reported.
-    this.reportedFailure = failing !== undefined || (this.reportedFailure && !this.hasSynced());
+    this.reportedFailure = failing !== undefined || (this.reportedFailure && !this.liveSynced);
   }
 
   /** Recomputes one hostname from every cluster's conversion (see the merge rule above). */

@@ -1,5 +1,7 @@
-// An in-memory registry, mutable while running (through the admin HTTP API or directly in tests),
-// like Pilot's debug memory registry. Always synced; every mutation publishes a new snapshot.
+// An in-memory registry, mutable through the admin HTTP API (or directly in tests), like Pilot's debug
+// memory registry. It publishes while running, as a registry over a source would: start() publishes
+// what was put before it (that is its first sync), each mutation then publishes a new snapshot, and
+// after stop() mutations are kept but no longer announced.
 import type { Endpoint } from '../../model/endpoint.js';
 import type { Service } from '../../model/service.js';
 import type { RegistrySnapshot } from '../../model/change.js';
@@ -9,20 +11,27 @@ export class MockRegistry extends StateBackedRegistry {
   readonly name = 'mock';
   private readonly services = new Map<string, Service>();
   private readonly endpoints = new Map<string, Endpoint[]>();
+  private running = false;
 
   async start(): Promise<void> {
+    this.running = true;
     this.publish();
   }
 
-  async stop(): Promise<void> {}
+  async stop(): Promise<void> {
+    this.running = false;
+  }
 
-  /** The mock registry is its own source of truth: a persisted snapshot becomes its live state. */
+  /**
+   * The mock registry is its own source of truth: a persisted snapshot becomes its live state, and
+   * is served at once (before start, as a restored snapshot is).
+   */
   override restore(snapshot: RegistrySnapshot): void {
     this.services.clear();
     this.endpoints.clear();
     for (const [host, service] of snapshot.services) this.services.set(host, service);
     for (const [host, list] of snapshot.endpoints) this.endpoints.set(host, [...list]);
-    this.publish();
+    this.state.replace(this.current());
   }
 
   /** Adds or replaces a service (its endpoints are kept). */
@@ -66,6 +75,10 @@ export class MockRegistry extends StateBackedRegistry {
   // Every mutation stores a new list for its host and never changes a stored one, so snapshots can
   // share the lists: unchanged hosts keep their identity and the snapshot diff skips them.
   private publish(): void {
-    this.state.replace({ services: new Map(this.services), endpoints: new Map(this.endpoints) });
+    if (this.running) this.state.replace(this.current());
+  }
+
+  private current(): RegistrySnapshot {
+    return { services: new Map(this.services), endpoints: new Map(this.endpoints) };
   }
 }

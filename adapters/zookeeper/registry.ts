@@ -14,13 +14,13 @@ import type { Endpoint } from '../../model/endpoint.js';
 import type { Service } from '../../model/service.js';
 import { silentLogger, type Logger } from '../../log/logger.js';
 import { StateBackedRegistry } from '../registry-state.js';
-import { assembleServices, type AssembledService } from './assemble.js';
-import { Backoff } from './backoff.js';
+import { assembleServices, type AssembledService } from './conversion.js';
+import { Backoff, type BackoffOptions } from '../../model/backoff.js';
 import type { NodeProblem, ParseResult, ZkInstance } from './instance.js';
 import { layoutsFor, type Layout } from './layouts.js';
 import type { LayoutName, ZooKeeperOptions } from './flags.js';
 import { emptyMirror, TreeWatcher, type Mirror } from './tree-watcher.js';
-import { ZkSession } from './zk-session.js';
+import { ZkSession } from './client.js';
 
 export interface ZooKeeperRegistryConfig extends ZooKeeperOptions {
   readonly logger?: Logger;
@@ -41,11 +41,14 @@ interface Remembered {
 
 const MAX_REPORTED_PROBLEMS = 100;
 
+/** Retrying a failed resync: 250 ms doubling to 30 s, half of each delay random. */
+export const RESYNC_BACKOFF: BackoffOptions = { initialMs: 250, maxMs: 30_000, jitter: 0.5 };
+
 export class ZooKeeperRegistry extends StateBackedRegistry {
   readonly name = 'zookeeper';
   private readonly layouts: readonly Layout[];
   private readonly logger: Logger;
-  private readonly backoff = new Backoff();
+  private readonly backoff = new Backoff(RESYNC_BACKOFF);
   private session: ZkSession | undefined;
   private watchers: TreeWatcher[] = [];
   private connection: Connection = 'closed';

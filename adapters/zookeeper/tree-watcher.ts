@@ -9,7 +9,7 @@
 // meanwhile are queued and replayed against that mirror once it is adopted, so a change that lands
 // between a read and the adoption is not lost.
 import type { TreeShape } from './layouts.js';
-import { isConnectionError, type Watcher, type ZkSession } from './zk-session.js';
+import { isConnectionError, type Watcher, type ZkSession } from './client.js';
 
 /** group → instance node name → data (UTF-8; undefined when the layout does not read data). */
 export type Mirror = Map<string, Map<string, string | undefined>>;

@@ -121,7 +121,7 @@ test('index reset (snapshot restore): watches restart from 0 and keep following 
 test('X-Consul-Index 0 (a Consul bug): watches are rate limited instead of busy-looping', async (t) => {
   const { standin, registry, xds } = await startConsulPlane(t, {
     waitMs: 400,
-    pacing: { backoff: { baseMs: 50, maxMs: 400 }, rateLimit: { burst: 2, intervalMs: 200 } },
+    pacing: { backoff: { initialMs: 50, maxMs: 400, jitter: 0.5 }, rateLimit: { burst: 2, intervalMs: 200 } },
     seed: (s) => s.register({ Name: 'web', ID: 'web-1', Address: '127.0.0.11', Port: 8080 }),
   }).then(async (setup) => ({
     ...setup,

@@ -4,12 +4,13 @@
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import type { WatchPacing } from '../../adapters/consul/blocking-watch.js';
-import { createConsulClient } from '../../adapters/consul/consul-client.js';
+import { createConsulClient } from '../../adapters/consul/client.js';
 import { ConsulRegistry } from '../../adapters/consul/registry.js';
 import { silentLogger } from '../../log/logger.js';
 import { CLUSTER, ENDPOINT } from '../../xds/proto/type-urls.js';
 import { ConsulStandin, type StandinOptions } from '../support/consul-standin.js';
 import type { DecodedLoadAssignment } from '../support/decoded-xds.js';
+import { eventually } from '../support/eventually.js';
 import { startInProcessPlane, type InProcessPlane } from '../support/in-process.js';
 import {
   decodedResources,
@@ -21,7 +22,7 @@ import {
 
 /** Fast enough for tests: short backoff and a loose rate limit. */
 export const TEST_PACING: WatchPacing = {
-  backoff: { baseMs: 50, maxMs: 400 },
+  backoff: { initialMs: 50, maxMs: 400, jitter: 0.5 },
   rateLimit: { burst: 3, intervalMs: 50 },
 };
 
@@ -124,14 +125,17 @@ export class XdsRecorder {
     check: (endpoints: readonly EndpointView[]) => boolean,
     timeoutMs = 10_000,
   ): Promise<readonly EndpointView[]> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const endpoints = this.latest(cluster);
-      if (endpoints && check(endpoints)) return endpoints;
-      if (Date.now() > deadline)
-        throw new Error(`${cluster} did not reach the expected state; last: ${JSON.stringify(endpoints)}`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    return eventually(
+      () => {
+        const endpoints = this.latest(cluster);
+        assert.ok(
+          endpoints && check(endpoints),
+          `${cluster} did not reach the expected state; last: ${JSON.stringify(endpoints)}`,
+        );
+        return endpoints;
+      },
+      { timeoutMs, intervalMs: 10 },
+    );
   }
 
   /**

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { loadClusters } from '../../adapters/kubernetes/kubeconfig-load.js';
+import { loadClusters } from '../../adapters/kubernetes/kubeconfig.js';
 import { KubernetesRegistry } from '../../adapters/kubernetes/registry.js';
 import { DEFAULT_TIMING } from '../../adapters/kubernetes/list-watcher.js';
 import { silentLogger } from '../../log/logger.js';

@@ -11,6 +11,8 @@ export interface ZooKeeperProxy {
   hang(): void;
   /** Forwards again (connections held by `hang` are dropped). */
   restore(): void;
+  /** Client connections accepted so far (each reconnect attempt is one). */
+  connections(): number;
   close(): Promise<void>;
 }
 
@@ -24,7 +26,9 @@ export async function startZooKeeperProxy(targetPort: number): Promise<ZooKeeper
     s.on('error', () => {});
   };
   let mode: Mode = 'forward';
+  let accepted = 0;
   const server = createServer((downstream) => {
+    accepted++;
     track(downstream);
     if (mode === 'cut') {
       downstream.destroy();
@@ -63,6 +67,7 @@ export async function startZooKeeperProxy(targetPort: number): Promise<ZooKeeper
       if (mode === 'hang') dropAll();
       mode = 'forward';
     },
+    connections: () => accepted,
     close: () =>
       new Promise<void>((resolve) => {
         dropAll();

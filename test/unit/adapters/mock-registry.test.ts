@@ -21,8 +21,9 @@ function recording(mock: MockRegistry): ChangeEvent[] {
 }
 
 describe('MockRegistry change events', () => {
-  function seeded(): MockRegistry {
+  async function seeded(): Promise<MockRegistry> {
     const mock = new MockRegistry();
+    await mock.start();
     mock.putService(mockService(HOST, [servicePort('grpc', 7070)]));
     mock.setEndpoints(HOST, [endpoint('10.0.0.1', { grpc: 7070 })]);
     return mock;
@@ -87,8 +88,8 @@ describe('MockRegistry change events', () => {
   ];
 
   for (const c of cases) {
-    test(`${c.change} ${c.expect ? `emits endpointsOnly=${c.expect.endpointsOnly}` : 'emits nothing'}`, () => {
-      const mock = seeded();
+    test(`${c.change} ${c.expect ? `emits endpointsOnly=${c.expect.endpointsOnly}` : 'emits nothing'}`, async () => {
+      const mock = await seeded();
       const events = recording(mock);
       c.apply(mock);
       if (!c.expect) return assert.deepEqual(events, []);

@@ -67,6 +67,7 @@ test('order decides ownership: the same registries reversed give the other owner
   const mock = new MockRegistry();
   const other = new StubRegistry('other');
   const agg = new AggregateDiscovery([other, mock]);
+  await agg.start();
   mock.putService(mockService(HOST, [servicePort('grpc', 7070)]));
   other.publish([mockService(HOST, [servicePort('rpc', 7070)])]);
   assert.equal(agg.service(HOST)?.registry, 'other');
@@ -104,6 +105,7 @@ test('conflicts() is empty when no hostname is defined twice', async () => {
   const mock = new MockRegistry();
   const other = new StubRegistry('other');
   const agg = new AggregateDiscovery([mock, other]);
+  await agg.start();
   mock.putService(mockService('a.test', [servicePort('grpc', 7070)]));
   other.publish([mockService('b.test', [servicePort('grpc', 7070)])]);
   assert.deepEqual(agg.conflicts(), []);
@@ -142,13 +144,15 @@ test("every registry's change events are forwarded", async () => {
 });
 
 test('stop() stops forwarding change events', async () => {
-  const mock = new MockRegistry();
-  const agg = new AggregateDiscovery([mock]);
+  // A stub keeps publishing after stop() (a stopped mock registry would not), so only the aggregate
+  // can hold the event back.
+  const other = new StubRegistry('other');
+  const agg = new AggregateDiscovery([other]);
   await agg.start();
   let events = 0;
   agg.onChange(() => events++);
   await agg.stop();
-  mock.putService(mockService('a.test', [servicePort('grpc', 7070)]));
+  other.publish([mockService('a.test', [servicePort('grpc', 7070)])]);
   assert.equal(events, 0);
 });
 

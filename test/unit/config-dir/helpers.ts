@@ -1,25 +1,10 @@
-// Shared helpers for the config-dir tests: bounded waiting and temp directories.
+// Shared helpers for the config-dir tests: temp directories and loading files without a watcher.
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { loadConfigFile, type FileLoad } from '../../../config-dir/load-file.js';
 import { mergeFiles } from '../../../config-dir/merge.js';
-import { buildSnapshot, type Conversion } from '../../../config-dir/service-entry.js';
-
-/** Polls `check` until it returns a value other than undefined/false, or fails after `timeoutMs`. */
-export async function eventually<T>(
-  check: () => T | undefined | false,
-  timeoutMs = 5000,
-  what = 'condition',
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { buildSnapshot, type Conversion } from '../../../config-dir/conversion.js';
 
 export async function makeTempDir(): Promise<{
   dir: string;

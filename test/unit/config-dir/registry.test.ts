@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { ConfigDirRegistry } from '../../../config-dir/registry.js';
 import type { ChangeEvent } from '../../../model/change.js';
-import { eventually, makeTempDir, workloadEntry } from './helpers.js';
+import { eventually } from '../../support/eventually.js';
+import { makeTempDir, workloadEntry } from './helpers.js';
 
 const ECHO_SE = `apiVersion: networking.istio.io/v1
 kind: ServiceEntry
@@ -84,7 +85,10 @@ test('a file added later, in a new subdirectory, makes its services appear', asy
   const { registry, write, events } = await started(t);
   assert.equal(registry.snapshot().services.size, 0);
   await write('deep/er/echo.yaml', ECHO_SE);
-  await eventually(() => registry.snapshot().services.has('echo.example.internal'), 5000, 'echo service');
+  await eventually(() => registry.snapshot().services.has('echo.example.internal'), {
+    timeoutMs: 5000,
+    what: 'echo service',
+  });
   assert.deepEqual(
     events.map((e) => [[...e.hostnames], e.endpointsOnly]),
     [[['echo.example.internal'], false]],
@@ -99,11 +103,10 @@ test('editing only WorkloadEntries is an endpoints-only change', async (t) => {
   await write('vm-1.yaml', vm('vm-1', '10.0.0.9'));
   await write('vm-2.yaml', vm('vm-2', '10.0.0.2'));
   // Selected WorkloadEntries are ordered by name.
-  await eventually(
-    () => addresses(registry, 'echo.example.internal')?.join() === '10.0.0.9,10.0.0.2',
-    5000,
-    'new endpoints',
-  );
+  await eventually(() => addresses(registry, 'echo.example.internal')?.join() === '10.0.0.9,10.0.0.2', {
+    timeoutMs: 5000,
+    what: 'new endpoints',
+  });
   assert.ok(events.length >= 1);
   for (const e of events) {
     assert.deepEqual([...e.hostnames], ['echo.example.internal']);
@@ -120,8 +123,7 @@ test('a broken edit is reported with path and line, and the last good version st
       const state = registry.debugState().files;
       return state.every((f) => f.status === 'error') && state;
     },
-    5000,
-    'both files in error',
+    { timeoutMs: 5000, what: 'both files in error' },
   );
 
   const echo = files.find((f) => f.path === 'echo.yaml');
@@ -147,19 +149,36 @@ test('a broken edit is reported with path and line, and the last good version st
   await write('echo.yaml', ECHO_SE.replace('number: 50051', 'number: 50052'));
   await eventually(
     () => registry.snapshot().services.get('echo.example.internal')?.ports[0]?.number === 50052,
-    5000,
-    'fixed port',
+    { timeoutMs: 5000, what: 'fixed port' },
   );
   assert.equal(registry.debugState().files.find((f) => f.path === 'echo.yaml')?.status, 'ok');
+});
+
+test('while a file is broken an edit to another is applied, and the failure is neither cleared nor recorded again', async (t) => {
+  const { registry, write } = await started(t, { 'echo.yaml': ECHO_SE, 'vm.yaml': vm('vm-1', '10.0.0.1') });
+  const syncs: string[] = [];
+  registry.onSyncEvent((e) => syncs.push(e.kind));
+  await write('echo.yaml', ECHO_SE.replace('number: 50051', 'number: 99999'));
+  await eventually(() => registry.status().stale, { timeoutMs: 5000, what: 'echo.yaml to be rejected' });
+  await write('vm.yaml', vm('vm-1', '10.0.0.2'));
+  await eventually(() => addresses(registry, 'echo.example.internal')?.join() === '10.0.0.2', {
+    timeoutMs: 5000,
+    what: 'the edit to vm.yaml',
+  });
+  await registry.settled();
+  const status = registry.status();
+  assert.equal(status.stale, true, 'echo.yaml is still broken');
+  assert.match(status.lastError ?? '', /^1 config file\(s\) with errors, e\.g\. echo\.yaml:10 /);
+  // The edit is a (partial) sync; a failed/synced pair per edit would count as errors in the metrics.
+  assert.deepEqual(syncs, ['failed', 'synced']);
 });
 
 test('a new file that is broken from the start contributes nothing and blocks nothing', async (t) => {
   const { registry, write } = await started(t, { 'echo.yaml': ECHO_SE });
   await write('vm.yaml', vm('vm-1', '10.0.0.1') + '---\n' + vm('vm-2', 'not an address!'));
   const file = await eventually(
-    () => registry.debugState().files.find((f) => f.path === 'vm.yaml'),
-    5000,
-    'vm.yaml state',
+    () => registry.debugState().files.find((f) => f.path === 'vm.yaml') ?? false,
+    { timeoutMs: 5000, what: 'vm.yaml state' },
   );
   assert.equal(file.status, 'error');
   assert.equal(file.loadedAt, null);
@@ -178,13 +197,15 @@ test('deleting a file removes what it defined; deleting a directory removes its 
     'vms/vm-1.yaml': vm('vm-1', '10.0.0.1'),
   });
   await rm(join(dir, 'vms'), { recursive: true });
-  await eventually(
-    () => addresses(registry, 'echo.example.internal')?.length === 0,
-    5000,
-    'endpoint removed',
-  );
+  await eventually(() => addresses(registry, 'echo.example.internal')?.length === 0, {
+    timeoutMs: 5000,
+    what: 'endpoint removed',
+  });
   await unlink(join(dir, 'svc/echo.yaml'));
-  await eventually(() => registry.snapshot().services.size === 0, 5000, 'service removed');
+  await eventually(() => registry.snapshot().services.size === 0, {
+    timeoutMs: 5000,
+    what: 'service removed',
+  });
   assert.deepEqual(registry.debugState().files, []);
   assert.equal(events.at(-1)?.endpointsOnly, false);
 });
@@ -234,12 +255,15 @@ test('VirtualServices and DestinationRules are exposed, and onConfigChange fires
   let fired = 0;
   registry.onConfigChange(() => fired++);
   await write('dr.yaml', dr('RANDOM'));
-  await eventually(() => fired === 1, 5000, 'config change');
+  await eventually(() => fired === 1, { timeoutMs: 5000, what: 'config change' });
   assert.equal(registry.meshConfig().destinationRules[0]?.spec.trafficPolicy?.loadBalancer?.simple, 'RANDOM');
 
   // A comment moves the resource down a line: the same config, so no change.
   await write('dr.yaml', '# comment\n' + dr('RANDOM'));
-  await eventually(() => registry.meshConfig().destinationRules[0]?.line === 2, 5000, 'reloaded');
+  await eventually(() => registry.meshConfig().destinationRules[0]?.line === 2, {
+    timeoutMs: 5000,
+    what: 'reloaded',
+  });
   await registry.settled();
   assert.equal(fired, 1);
 });
@@ -252,7 +276,7 @@ test('a Sidecar is mesh config: its edits fire onConfigChange; limitations show 
   let fired = 0;
   registry.onConfigChange(() => fired++);
   await write('sidecar.yaml', sidecar('"./*", "istio-system/*"'));
-  await eventually(() => fired === 1, 5000, 'config change');
+  await eventually(() => fired === 1, { timeoutMs: 5000, what: 'config change' });
   assert.deepEqual(registry.meshConfig().sidecars[0]?.spec.egress?.[0]?.hosts, ['./*', 'istio-system/*']);
   assert.deepEqual(
     trafficLimitations(registry.meshConfig()).map((l) => [l.resource, l.field, l.clients]),
@@ -280,7 +304,10 @@ test('one limitations list holds the route (VirtualService) and cluster (Destina
 test('settled() resolves once a burst of writes has been applied as one reload', async (t) => {
   const { registry, write, events } = await started(t, { 'echo.yaml': ECHO_SE });
   for (let i = 1; i <= 5; i++) await write(`vm-${i}.yaml`, vm(`vm-${i}`, `10.0.0.${i}`));
-  await eventually(() => addresses(registry, 'echo.example.internal')?.length === 5, 5000, 'five endpoints');
+  await eventually(() => addresses(registry, 'echo.example.internal')?.length === 5, {
+    timeoutMs: 5000,
+    what: 'five endpoints',
+  });
   await registry.settled();
   assert.ok(events.length <= 2, `${events.length} change events for one burst`);
 });
@@ -294,8 +321,7 @@ test('a slow in-place write is picked up even if chokidar drops its second event
   await handle.close();
   await eventually(
     () => registry.snapshot().services.get('echo.example.internal')?.ports[0]?.number === 50052,
-    5000,
-    'new port',
+    { timeoutMs: 5000, what: 'new port' },
   );
 });
 
@@ -303,17 +329,15 @@ test('a file emptied by a save caught half-way keeps its last good version', asy
   const { registry, write } = await started(t, { 'echo.yaml': ECHO_SE, 'vm.yaml': vm('vm-1', '10.0.0.1') });
   await write('vm.yaml', '');
   const file = await eventually(
-    () => registry.debugState().files.find((f) => f.path === 'vm.yaml' && f.status === 'error'),
-    5000,
-    'vm.yaml in error',
+    () => registry.debugState().files.find((f) => f.path === 'vm.yaml' && f.status === 'error') ?? false,
+    { timeoutMs: 5000, what: 'vm.yaml in error' },
   );
   assert.match(file.errors[0]?.message ?? '', /empty/);
   assert.deepEqual(addresses(registry, 'echo.example.internal'), ['10.0.0.1']);
 
   await write('vm.yaml', vm('vm-1', '10.0.0.9'));
-  await eventually(
-    () => addresses(registry, 'echo.example.internal')?.[0] === '10.0.0.9',
-    5000,
-    'new address',
-  );
+  await eventually(() => addresses(registry, 'echo.example.internal')?.[0] === '10.0.0.9', {
+    timeoutMs: 5000,
+    what: 'new address',
+  });
 });

@@ -5,7 +5,7 @@ import {
   MalformedAnswerError,
   parseCatalogServices,
   parseHealthEntries,
-} from '../../../adapters/consul/consul-api.js';
+} from '../../../adapters/consul/api.js';
 
 test('catalog/services: name → tags; null tags are no tags; an empty body is no services', () => {
   assert.deepEqual(

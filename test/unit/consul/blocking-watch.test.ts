@@ -3,16 +3,20 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Backoff } from '../../../adapters/consul/backoff.js';
 import {
   BlockingWatch,
+  DEFAULT_PACING,
   type BlockingResult,
   type WatchPacing,
 } from '../../../adapters/consul/blocking-watch.js';
 import { TokenBucket } from '../../../adapters/consul/token-bucket.js';
+import { Backoff } from '../../../model/backoff.js';
 import { eventually } from '../../support/eventually.js';
 
-const FAST: WatchPacing = { backoff: { baseMs: 10, maxMs: 40 }, rateLimit: { burst: 100, intervalMs: 1 } };
+const FAST: WatchPacing = {
+  backoff: { initialMs: 10, maxMs: 40, jitter: 0.5 },
+  rateLimit: { burst: 100, intervalMs: 1 },
+};
 
 type Step = BlockingResult<string> | Error;
 
@@ -161,19 +165,18 @@ describe('BlockingWatch', () => {
   });
 });
 
-describe('Backoff', () => {
-  test('doubles per failure up to the cap; half of each delay is jitter', () => {
-    const low = new Backoff({ baseMs: 100, maxMs: 1000 }, () => 0);
-    assert.deepEqual([low.next(), low.next(), low.next(), low.next(), low.next()], [50, 100, 200, 400, 500]);
-    const high = new Backoff({ baseMs: 100, maxMs: 1000 }, () => 0.999999);
-    const d = [high.next(), high.next(), high.next(), high.next(), high.next()];
-    assert.deepEqual(
-      d.map((x) => Math.round(x)),
-      [100, 200, 400, 800, 1000],
-    );
-    high.reset();
-    assert.equal(Math.round(high.next()), 100);
-  });
+test('the default backoff: from 250 ms doubling to 30 s, half of each delay random', () => {
+  const shortest = new Backoff(DEFAULT_PACING.backoff, () => 0);
+  const longest = new Backoff(DEFAULT_PACING.backoff, () => 0.999999);
+  const ceilings = [250, 500, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000];
+  assert.deepEqual(
+    ceilings.map(() => shortest.next()),
+    ceilings.map((c) => c / 2),
+  );
+  assert.deepEqual(
+    ceilings.map(() => longest.next()),
+    ceilings,
+  );
 });
 
 describe('TokenBucket', () => {

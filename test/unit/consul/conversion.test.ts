@@ -2,7 +2,7 @@
 // docs/registry-consul.md.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { HealthCheck, HealthEntry } from '../../../adapters/consul/consul-api.js';
+import type { HealthCheck, HealthEntry } from '../../../adapters/consul/api.js';
 import {
   convertService,
   endpointHealth,

@@ -1,18 +1,22 @@
 // ConsulRegistry's own behaviour: first sync, watches following the service list, the guards
-// against partial answers, stale status and recovery, collisions, stop. Against the stand-in Consul,
-// or a scripted client where a precise interleaving is needed.
+// against partial answers, stale status and recovery, collisions. Against the stand-in Consul, or a
+// scripted client where a precise interleaving is needed. What every registry does (failure,
+// recovery, a real removal, stop) is in the registry contract (test/contract/consul-registry.test.ts).
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { WatchPacing } from '../../../adapters/consul/blocking-watch.js';
-import type { CatalogServices, HealthEntry } from '../../../adapters/consul/consul-api.js';
-import { createConsulClient, type ConsulCatalogClient } from '../../../adapters/consul/consul-client.js';
+import type { CatalogServices, HealthEntry } from '../../../adapters/consul/api.js';
+import { createConsulClient, type ConsulCatalogClient } from '../../../adapters/consul/client.js';
 import { ConsulRegistry } from '../../../adapters/consul/registry.js';
 import { silentLogger } from '../../../log/logger.js';
 import { ConsulStandin } from '../../support/consul-standin.js';
 import { eventually } from '../../support/eventually.js';
 
-const PACING: WatchPacing = { backoff: { baseMs: 20, maxMs: 200 }, rateLimit: { burst: 5, intervalMs: 20 } };
+const PACING: WatchPacing = {
+  backoff: { initialMs: 20, maxMs: 200, jitter: 0.5 },
+  rateLimit: { burst: 5, intervalMs: 20 },
+};
 
 function registryFor(client: ConsulCatalogClient): ConsulRegistry {
   return new ConsulRegistry({
@@ -204,29 +208,5 @@ describe('partial answers never shrink what is served', () => {
     standin.emptyCatalog(false);
     await eventually(() => assert.equal(registry.status().stale, false));
     assert.deepEqual(hosts(registry), ['web.service.consul']);
-  });
-
-  test('deregistering every instance of a service (a real removal) does remove it', async (t) => {
-    const { standin, registry } = await setup(t);
-    standin.register({ Name: 'web', Address: '127.0.0.2', Port: 80 });
-    standin.register({ Name: 'db', Address: '127.0.0.3', Port: 5432 });
-    await registry.start();
-    standin.deregister('db');
-    await eventually(() => assert.deepEqual(hosts(registry), ['web.service.consul']));
-    assert.equal(registry.status().stale, false);
-  });
-});
-
-describe('stop', () => {
-  test('stop ends every watch: pending reads close and no request follows', async (t) => {
-    const { standin, registry } = await setup(t, { waitMs: 5000 });
-    standin.register({ Name: 'web', Address: '127.0.0.2', Port: 80 });
-    await registry.start();
-    await eventually(() => assert.equal(standin.pendingReads, 2));
-    await registry.stop();
-    await eventually(() => assert.equal(standin.pendingReads, 0));
-    const total = standin.counts.total;
-    await sleep(300);
-    assert.equal(standin.counts.total, total);
   });
 });

@@ -14,7 +14,7 @@ import {
   parsePod,
   parseService,
   type KubeEndpointSlice,
-} from '../../../adapters/kubernetes/kube-objects.js';
+} from '../../../adapters/kubernetes/api.js';
 import type { KubeObject } from '../../support/kube-apiserver-standin.js';
 import { kubeNode, kubePod, kubeService, kubeSlice } from './kube-fixtures.js';
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Command } from 'commander';
 import { parseKubeconfigFlag } from '../../../adapters/kubernetes/flags.js';
-import { IN_CLUSTER_ID, loadClusters } from '../../../adapters/kubernetes/kubeconfig-load.js';
+import { IN_CLUSTER_ID, loadClusters } from '../../../adapters/kubernetes/kubeconfig.js';
 import { kubernetesFactory } from '../../../adapters/kubernetes/factory.js';
 import { OptionError } from '../../../cli/options.js';
 import { silentLogger } from '../../../log/logger.js';

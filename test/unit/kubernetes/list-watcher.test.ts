@@ -5,9 +5,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { KubeHttp } from '../../../adapters/kubernetes/kube-http.js';
-import { loadClusters } from '../../../adapters/kubernetes/kubeconfig-load.js';
-import { parseService, type KubeService } from '../../../adapters/kubernetes/kube-objects.js';
+import { KubeHttp } from '../../../adapters/kubernetes/client.js';
+import { loadClusters } from '../../../adapters/kubernetes/kubeconfig.js';
+import { parseService, type KubeService } from '../../../adapters/kubernetes/api.js';
 import {
   DEFAULT_TIMING,
   ListWatcher,
@@ -15,6 +15,7 @@ import {
   type WatchTiming,
 } from '../../../adapters/kubernetes/list-watcher.js';
 import { silentLogger } from '../../../log/logger.js';
+import { Backoff } from '../../../model/backoff.js';
 import { eventually } from '../../support/eventually.js';
 import { KubeApiServerStandin, type StandinOptions } from '../../support/kube-apiserver-standin.js';
 import { kubeService } from './kube-fixtures.js';
@@ -79,6 +80,20 @@ const watchRequests = (s: KubeApiServerStandin): Record<string, string>[] =>
   s.requests.filter((r) => r.path === '/api/v1/services' && r.query.watch).map((r) => r.query);
 const listRequests = (s: KubeApiServerStandin): Record<string, string>[] =>
   s.requests.filter((r) => r.path === '/api/v1/services' && !r.query.watch).map((r) => r.query);
+
+test('the default backoff: 1 s doubling to 30 s, up to 20 % shorter at random', () => {
+  const ceilings = [1000, 2000, 4000, 8000, 16_000, 30_000, 30_000];
+  const shortest = new Backoff(DEFAULT_TIMING.backoff, () => 0);
+  const longest = new Backoff(DEFAULT_TIMING.backoff, () => 0.999999);
+  assert.deepEqual(
+    ceilings.map(() => shortest.next()),
+    ceilings.map((c) => c * 0.8),
+  );
+  assert.deepEqual(
+    ceilings.map(() => longest.next()),
+    ceilings,
+  );
+});
 
 test('the first list is paginated with limit/continue, then a watch from its resourceVersion asks for bookmarks', async () => {
   const h = await harness(5);

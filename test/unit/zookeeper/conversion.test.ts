@@ -2,7 +2,7 @@
 // provider URLs and the dubbo2istio hostname rule, and how instances are grouped into services.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { assembleServices } from '../../../adapters/zookeeper/assemble.js';
+import { assembleServices } from '../../../adapters/zookeeper/conversion.js';
 import { parseCuratorInstance } from '../../../adapters/zookeeper/curator.js';
 import { dubboHostname, parseDubboProvider } from '../../../adapters/zookeeper/dubbo.js';
 import type { ParseResult, ZkInstance } from '../../../adapters/zookeeper/instance.js';

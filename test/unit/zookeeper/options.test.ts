@@ -4,9 +4,9 @@ import { test } from 'node:test';
 import { Command } from 'commander';
 // First, as in the CLI: the registry list imports every factory (and cli/options imports the list).
 import { REGISTRY_FACTORIES } from '../../../cli/registries.js';
-import { Backoff } from '../../../adapters/zookeeper/backoff.js';
+import { Backoff } from '../../../model/backoff.js';
 import { parseZooKeeperFlags } from '../../../adapters/zookeeper/flags.js';
-import { ZooKeeperRegistry } from '../../../adapters/zookeeper/registry.js';
+import { RESYNC_BACKOFF, ZooKeeperRegistry } from '../../../adapters/zookeeper/registry.js';
 import { OptionError } from '../../../cli/options.js';
 import { silentLogger } from '../../../log/logger.js';
 
@@ -99,7 +99,7 @@ test('the zookeeper factory is registered, adds the flags to serve, and builds a
 });
 
 test('backoff doubles from 250 ms up to 30 s, with 50–100% jitter, and resets', () => {
-  const backoff = new Backoff();
+  const backoff = new Backoff(RESYNC_BACKOFF);
   const delays = Array.from({ length: 10 }, () => backoff.next());
   const ceilings = [250, 500, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000, 30_000];
   delays.forEach((d, i) => {

@@ -7,12 +7,7 @@
 import { EventEmitter } from 'node:events';
 import { Agent as HttpsAgent } from 'node:https';
 import Consul from 'consul';
-import {
-  parseCatalogServices,
-  parseHealthEntries,
-  type CatalogServices,
-  type HealthEntry,
-} from './consul-api.js';
+import { parseCatalogServices, parseHealthEntries, type CatalogServices, type HealthEntry } from './api.js';
 import type { BlockingResult } from './blocking-watch.js';
 
 export interface ConsulClientOptions {

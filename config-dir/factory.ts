@@ -1,0 +1,20 @@
+// `--registries config`: the watched directory of Istio-style YAML/JSON config. Its one flag,
+// `--config-dir`, is declared with serve's own flags (cli/main.ts), where --help lists it; like any
+// registry flag it reaches the factory in `flags`. The store's history lets a file broken at start
+// fall back to its last accepted version.
+import { OptionError } from '../adapters/option-values.js';
+import type { RegistryFactory } from '../adapters/registry-factory.js';
+import { ConfigDirRegistry } from './registry.js';
+import { REGISTRY_NAME } from './conversion.js';
+
+export const configDirFactory: RegistryFactory<ConfigDirRegistry> = {
+  name: REGISTRY_NAME,
+  logComponent: 'config-dir',
+  addFlags() {}, // --config-dir is one of serve's own (see above)
+  create({ flags, logger, configHistory }) {
+    const dir = flags.configDir;
+    if (typeof dir !== 'string' || dir === '')
+      throw new OptionError(`--config-dir: expected a directory, got ${JSON.stringify(dir)}`);
+    return new ConfigDirRegistry({ dir, logger, ...(configHistory && { history: configHistory }) });
+  },
+};
