@@ -133,6 +133,17 @@ test('API server down: stale, nothing pushed, calls keep working; back up: the c
 });
 
 test('the same hostname in mock and kubernetes: the first registry owns the Service, endpoints merge', async () => {
+  // The slice this test merges with (set here, so the test does not lean on the one before).
+  publishSlice(backends.slice(1, 3));
+  await eventually(() =>
+    assert.deepEqual(
+      plane.discovery
+        .endpoints(HOST, 7070)
+        .map((pe) => pe.endpoint.address)
+        .sort(),
+      ['127.0.0.2', '127.0.0.3'],
+    ),
+  );
   // startInProcessPlane orders the registries mock, then kubernetes
   plane.mock.putService(mockService(HOST, [servicePort('grpc-mock', 7070)]));
   plane.mock.setEndpoints(HOST, [endpoint('127.0.0.9', { 'grpc-mock': 9999 })]);
