@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { CLUSTER, ENDPOINT } from '../../xds/proto/type-urls.js';
+import { eventually } from '../support/eventually.js';
 import { startInProcessPlane, type InProcessPlane } from '../support/in-process.js';
 import { endpoint, mockService, servicePort } from '../support/model-fixtures.js';
 import { grpcNode, RawAdsClient, resourceNames, type DecodedResponse } from '../support/raw-ads-client.js';
@@ -124,6 +125,42 @@ test('delta reconnect with initial_resource_versions re-sends only what changed'
   });
   const edsAgain = await second.next();
   assert.deepEqual(Object.keys(deltaVersions(edsAgain)), [CLUSTER_A], 'only the changed load assignment');
+});
+
+test('delta reconnect: initial_resource_versions naming a resource deleted meanwhile get it named removed', async (t) => {
+  const plane = await startPlane(t);
+  const first = connect(t, plane);
+  first.send({ node: grpcNode('delta-8'), type_url: CLUSTER });
+  const cds = await first.next();
+  first.ack(cds);
+  first.send({ type_url: ENDPOINT, resource_names_subscribe: [CLUSTER_A, CLUSTER_B] });
+  const eds = await first.next();
+  first.ack(eds);
+  first.close();
+
+  const pushes = plane.ads.pushes;
+  plane.mock.deleteService(B);
+  await eventually(() => assert.ok(plane.ads.pushes > pushes, 'the deletion was pushed'));
+  const second = connect(t, plane);
+  second.send({
+    node: grpcNode('delta-8'),
+    type_url: CLUSTER,
+    initial_resource_versions: deltaVersions(cds),
+  });
+  const cdsAgain = await second.next();
+  assert.deepEqual(cdsAgain.resources, [], 'A did not change');
+  assert.deepEqual(cdsAgain.removed_resources, [CLUSTER_B]);
+  second.ack(cdsAgain);
+  second.send({
+    type_url: ENDPOINT,
+    resource_names_subscribe: [CLUSTER_A, CLUSTER_B],
+    initial_resource_versions: deltaVersions(eds),
+  });
+  const edsAgain = await second.next();
+  assert.deepEqual(edsAgain.resources, []);
+  assert.deepEqual(edsAgain.removed_resources, [CLUSTER_B]);
+  second.ack(edsAgain);
+  await second.expectSilence();
 });
 
 test('delta NACK is recorded per nonce and the rejected resources are not re-sent until they change', async (t) => {
