@@ -19,6 +19,11 @@ export interface CaOptions {
   readonly maxTtlSeconds?: number;
   /** How far NotBefore is backdated, for workloads whose clocks run behind. */
   readonly backdateSeconds?: number;
+  /**
+   * The CA's clock (default: the system's): what it signs, trusts and reports at each moment of a
+   * rotation. Tests move it to step through a rotation's phases.
+   */
+  readonly now?: () => Date;
 }
 
 /** A request the CA refuses; `reason` says why, `kind` maps to a gRPC status. */
@@ -56,6 +61,8 @@ interface Signer {
 export class CertificateAuthority {
   readonly defaultTtlSeconds: number;
   readonly maxTtlSeconds: number;
+  /** The CA's clock: every `now` parameter below defaults to it. */
+  readonly now: () => Date;
   private readonly backdateMs: number;
 
   private constructor(
@@ -66,6 +73,7 @@ export class CertificateAuthority {
     this.defaultTtlSeconds = options.defaultTtlSeconds ?? 24 * 3600;
     this.maxTtlSeconds = options.maxTtlSeconds ?? 90 * 24 * 3600;
     this.backdateMs = (options.backdateSeconds ?? 300) * 1000;
+    this.now = options.now ?? (() => new Date());
     if (this.defaultTtlSeconds > this.maxTtlSeconds)
       throw new Error('the default certificate TTL is above the maximum');
   }
@@ -76,7 +84,7 @@ export class CertificateAuthority {
       return new CertificateAuthority(options, undefined, await loadPluginCa(options.pluginDir));
     }
     const roots = new RootStore(options.material, options.passphrase);
-    await roots.ensure(options.trustDomain, options.keyAlgorithm ?? 'ec-p256');
+    await roots.ensure(options.trustDomain, options.keyAlgorithm ?? 'ec-p256', options.now?.());
     const ca = new CertificateAuthority(options, roots, undefined);
     await ca.signer(); // a key that cannot be opened (wrong passphrase) fails now, not at first CSR
     return ca;
@@ -91,18 +99,18 @@ export class CertificateAuthority {
   }
 
   /** The roots workloads must trust, as PEM: during a rotation both the old and the new root. */
-  trustBundle(now = new Date()): string {
+  trustBundle(now = this.now()): string {
     return this.trustedRoots(now)
       .map((c) => c.toString('pem'))
       .join('\n');
   }
 
-  trustedRoots(now = new Date()): x509.X509Certificate[] {
+  trustedRoots(now = this.now()): x509.X509Certificate[] {
     return this.plugin ? [...this.plugin.roots] : (this.roots?.trusted(now) ?? []);
   }
 
   /** Certificates that may have signed a peer's leaf: the roots, and a plug-in CA's own certificate. */
-  issuers(now = new Date()): x509.X509Certificate[] {
+  issuers(now = this.now()): x509.X509Certificate[] {
     return this.plugin ? [...this.plugin.chain, ...this.plugin.roots] : this.trustedRoots(now);
   }
 
@@ -110,12 +118,12 @@ export class CertificateAuthority {
    * Something that changes when the roots do: a rotation by `portolan ca rotate` in another process,
    * the new root's switch to signing, and the old root's retirement from the bundle.
    */
-  version(now = new Date()): string {
+  version(now = this.now()): string {
     return this.roots?.state(now) ?? 'plugin';
   }
 
   /** Signs a workload CSR; returns the chain leaf first, root last. */
-  async sign(req: SignRequest, now = new Date()): Promise<{ chain: string[]; cert: x509.X509Certificate }> {
+  async sign(req: SignRequest, now = this.now()): Promise<{ chain: string[]; cert: x509.X509Certificate }> {
     const ttl = req.ttlSeconds && req.ttlSeconds > 0 ? req.ttlSeconds : this.defaultTtlSeconds;
     if (ttl > this.maxTtlSeconds)
       throw new CaRequestError(
@@ -170,7 +178,7 @@ export class CertificateAuthority {
     dnsNames: readonly string[],
     ips: readonly string[],
     ttlSeconds = this.defaultTtlSeconds,
-    now = new Date(),
+    now = this.now(),
   ): Promise<ServerCertificate> {
     const keys = await generateKeyPair('ec-p256');
     const signer = await this.signer(now);
@@ -191,7 +199,7 @@ export class CertificateAuthority {
     };
   }
 
-  private async signer(now = new Date()): Promise<Signer> {
+  private async signer(now = this.now()): Promise<Signer> {
     if (this.plugin) {
       return {
         cert: this.plugin.signingCert,

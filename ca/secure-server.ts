@@ -91,8 +91,8 @@ export class SecurePort {
     return running;
   }
 
-  /** Re-issues the server certificate when 80% of its life has passed or the roots changed. */
-  async refresh(now = new Date()): Promise<void> {
+  /** Re-issues the server certificate when 80% of its life has passed or the roots changed (CA's clock). */
+  async refresh(now = this.options.ca.now()): Promise<void> {
     const version = this.options.ca.version(now);
     if (version === this.caVersion && now.getTime() < this.renewAt) return;
     const { dnsNames, ips } = splitSans(this.options.serverSans);

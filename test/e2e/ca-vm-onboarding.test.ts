@@ -133,6 +133,10 @@ test('token → cert → renewal → secure ADS, with the CLI commands of the wa
     metadata: { NAMESPACE: 'shop', SERVICE_ACCOUNT: 'admin' },
   });
   assert.equal(refused.kind === 'status' && refused.code, grpc.status.PERMISSION_DENIED);
+  assert.equal(
+    refused.kind === 'status' && refused.details,
+    'node cart-vm-1 claims NAMESPACE=shop SERVICE_ACCOUNT=admin but its certificate is spiffe://cluster.local/ns/shop/sa/cart',
+  );
 
   // The Envoy bootstrap of the walkthrough: ADS over mTLS with these files through SDS.
   const envoy = JSON.parse(
@@ -354,10 +358,28 @@ spec:
     const ok = await viaSecurePort(client, 'orders-vm-2', 20_000);
     assert.equal(await ok.call, 'payments-vm');
     assert.ok(ok.relayed > 0, 'the xDS stream went through the secure port');
-    // Claiming orders with the payments VM's certificate: the secure port refuses the stream, no config.
+    // Claiming orders with the payments VM's certificate: the secure port refuses the stream for the
+    // identity it presents, so the client gets no config and no backend gets a call.
+    const served = backend.calls();
     const liar = await viaSecurePort(server, 'orders-vm-3', 4000);
-    await assert.rejects(liar.call);
+    const failed = await liar.call.then(
+      (reached) => assert.fail(`the liar's call reached ${reached}`),
+      (err: grpc.ServiceError) => err,
+    );
     assert.ok(liar.relayed > 0);
+    // The client never got a listener for the target: its calls wait for name resolution.
+    assert.equal(failed.code, grpc.status.DEADLINE_EXCEEDED, failed.details);
+    assert.match(failed.details, /waiting for name resolution/);
+    const refusal = portolan.logs.find(
+      (l) => l.msg === 'refusing ADS stream' && String(l.details).startsWith('node orders-vm-3 '),
+    );
+    assert.ok(refusal, 'the secure port logged why it refused the stream');
+    assert.equal(refusal.code, grpc.status.PERMISSION_DENIED);
+    assert.equal(
+      refusal.details,
+      'node orders-vm-3 claims NAMESPACE=shop SERVICE_ACCOUNT=orders but its certificate is spiffe://cluster.local/ns/shop/sa/payments',
+    );
+    assert.equal(backend.calls(), served, 'no call reached the payments VM');
   } finally {
     await backend.stop();
   }

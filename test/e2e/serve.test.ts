@@ -1,10 +1,12 @@
 // End to end: `portolan serve` as a child process on a temporary config directory, three gRPC Echo
 // backends on 127.0.0.x with the same port, and the real @grpc/grpc-js-xds client following edits.
+// Each test starts its own control plane on its own directory (three WorkloadEntries: b1, b2, b3),
+// so each can run alone; the backends, which hold no state the tests assert on, are shared.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, unlinkSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { after, before, test, type TestContext } from 'node:test';
 import { callEcho, startEchoBackend, type EchoBackend, type EchoClient } from '../support/echo-backend.js';
 import { eventually } from '../support/eventually.js';
 import { startPortolanProcess, type PortolanProcess } from '../support/portolan-process.js';
@@ -15,9 +17,6 @@ import { xdsEchoClient } from '../support/xds-client.js';
 const HOST = 'echo.e2e.internal';
 const TARGET = `xds:///${HOST}:50051`;
 
-let dir: string;
-let portolan: PortolanProcess;
-let client: EchoClient;
 const backends = new Map<string, EchoBackend>();
 
 function workloadEntry(name: string, address: string, port: number): string {
@@ -35,33 +34,23 @@ spec:
 `;
 }
 
-/** The set of backends that answer `calls` consecutive calls. */
-async function backendsReached(calls = 12): Promise<string[]> {
-  const seen = new Set<string>();
-  for (let i = 0; i < calls; i++) seen.add(await callEcho(client));
-  return [...seen].sort();
+const port = (): number => backends.get('b1')?.port ?? 0;
+
+interface Served {
+  readonly dir: string;
+  readonly portolan: PortolanProcess;
+  readonly client: EchoClient;
+  /** The set of backends that answer `calls` consecutive calls. */
+  backendsReached(calls?: number): Promise<string[]>;
+  getJson(path: string): Promise<{ status: number; body: unknown }>;
 }
 
-async function getJson(path: string): Promise<{ status: number; body: unknown }> {
-  const res = await fetch(`${portolan.httpBase}${path}`);
-  const text = await res.text();
-  return {
-    status: res.status,
-    body: res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text,
-  };
-}
-
-before(async () => {
-  const first = await startEchoBackend('b1', '127.0.0.1');
-  backends.set('b1', first);
-  for (const [name, addr] of [
-    ['b2', '127.0.0.2'],
-    ['b3', '127.0.0.3'],
-    ['b4', '127.0.0.4'],
-  ] as const) {
-    backends.set(name, await startEchoBackend(name, addr, first.port));
-  }
-  dir = mkdtempSync(join(tmpdir(), 'portolan-e2e-'));
+/**
+ * `portolan serve --registries config` on a fresh directory: the echo ServiceEntry and WorkloadEntries
+ * echo-1..3 (b1, b2, b3) under workloads/, and a gRPC client of it; all stopped after the test.
+ */
+async function serve(t: TestContext): Promise<Served> {
+  const dir = mkdtempSync(join(tmpdir(), 'portolan-e2e-'));
   mkdirSync(join(dir, 'workloads'));
   writeFileSync(
     join(dir, 'echo-service.yaml'),
@@ -77,12 +66,9 @@ spec:
 `,
   );
   for (const [i, addr] of ['127.0.0.1', '127.0.0.2', '127.0.0.3'].entries()) {
-    writeFileSync(
-      join(dir, 'workloads', `echo-${i + 1}.yaml`),
-      workloadEntry(`echo-${i + 1}`, addr, first.port),
-    );
+    writeFileSync(join(dir, 'workloads', `echo-${i + 1}.yaml`), workloadEntry(`echo-${i + 1}`, addr, port()));
   }
-  portolan = await startPortolanProcess([
+  const portolan = await startPortolanProcess([
     '--registries',
     'config',
     '--config-dir',
@@ -90,49 +76,47 @@ spec:
     '--data-dir',
     join(dir, 'data'),
   ]);
-  client = xdsEchoClient(TARGET, portolan.xdsAddress, 'e2e-client');
-});
-
-after(async () => {
-  client?.close();
-  await portolan?.stop(); // no-op when the last test already stopped it
-  await Promise.all([...backends.values()].map((b) => b.stop()));
-  rmSync(dir, { recursive: true, force: true });
-});
-
-test('the control plane reports ready once the config directory is loaded', async () => {
-  const ready = await eventually(async () => {
-    const r = await getJson('/ready');
-    assert.equal(r.status, 200);
-    return r;
+  const client = xdsEchoClient(TARGET, portolan.xdsAddress, 'e2e-client');
+  t.after(async () => {
+    client.close();
+    await portolan.stop(); // no-op when the test already stopped it
+    rmSync(dir, { recursive: true, force: true });
   });
-  assert.match(String(ready.body), /ready/);
-});
+  return {
+    dir,
+    portolan,
+    client,
+    async backendsReached(calls = 12) {
+      const seen = new Set<string>();
+      for (let i = 0; i < calls; i++) seen.add(await callEcho(client));
+      return [...seen].sort();
+    },
+    async getJson(path) {
+      const res = await fetch(`${portolan.httpBase}${path}`);
+      const text = await res.text();
+      return {
+        status: res.status,
+        body: res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text,
+      };
+    },
+  };
+}
 
-test('the xDS client reaches every backend of the service', async () => {
-  await eventually(async () => assert.deepEqual(await backendsReached(), ['b1', 'b2', 'b3']), {
+/** Waits until the client reaches the starting set of backends. */
+async function reachesAllThree(s: Served): Promise<void> {
+  await eventually(async () => assert.deepEqual(await s.backendsReached(), ['b1', 'b2', 'b3']), {
     timeoutMs: 15_000,
   });
-});
+}
 
-test('editing a WorkloadEntry moves the traffic', async (t) => {
-  const started = Date.now();
+/** Writes a syntax error into workloads/echo-1.yaml and waits until /debug/configz reports it. */
+async function breakEcho1(s: Served) {
   writeFileSync(
-    join(dir, 'workloads', 'echo-3.yaml'),
-    workloadEntry('echo-3', '127.0.0.4', backends.get('b4')?.port ?? 0),
-  );
-  await eventually(async () => assert.ok((await backendsReached(3)).includes('b4')), { intervalMs: 10 });
-  t.diagnostic(`file edit to first call on the new endpoint: ${Date.now() - started} ms`);
-  await eventually(async () => assert.deepEqual(await backendsReached(), ['b1', 'b2', 'b4']));
-});
-
-test('a broken file is reported with its line and the last good version stays in force', async () => {
-  writeFileSync(
-    join(dir, 'workloads', 'echo-1.yaml'),
+    join(s.dir, 'workloads', 'echo-1.yaml'),
     'apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\nmetadata: [oops\n',
   );
-  const file = await eventually(async () => {
-    const { body } = await getJson('/debug/configz');
+  return eventually(async () => {
+    const { body } = await s.getJson('/debug/configz');
     const files = (
       body as { files: { path: string; status: string; errors: { line: number; message: string }[] }[] }
     ).files;
@@ -140,18 +124,71 @@ test('a broken file is reported with its line and the last good version stays in
     assert.equal(f?.status, 'error');
     return f;
   });
-  assert.ok(file && file.errors.length > 0 && file.errors.every((e) => e.line >= 1), JSON.stringify(file));
-  assert.deepEqual(await backendsReached(), ['b1', 'b2', 'b4']);
+}
+
+before(async () => {
+  const first = await startEchoBackend('b1', '127.0.0.1');
+  backends.set('b1', first);
+  for (const [name, addr] of [
+    ['b2', '127.0.0.2'],
+    ['b3', '127.0.0.3'],
+    ['b4', '127.0.0.4'],
+  ] as const) {
+    backends.set(name, await startEchoBackend(name, addr, first.port));
+  }
 });
 
-test('deleting a file removes its endpoints', async () => {
-  unlinkSync(join(dir, 'workloads', 'echo-2.yaml'));
-  await eventually(async () => assert.deepEqual(await backendsReached(), ['b1', 'b4']));
+after(async () => {
+  await Promise.all([...backends.values()].map((b) => b.stop()));
 });
 
-test('/debug/configz lists what gRPC clients cannot render, and unknown subsets, while routing goes on', async () => {
+test('the control plane reports ready once the config directory is loaded', async (t) => {
+  const s = await serve(t);
+  const ready = await eventually(async () => {
+    const r = await s.getJson('/ready');
+    assert.equal(r.status, 200);
+    return r;
+  });
+  assert.match(String(ready.body), /ready/);
+});
+
+test('the xDS client reaches every backend of the service', async (t) => {
+  await reachesAllThree(await serve(t));
+});
+
+test('editing a WorkloadEntry moves the traffic', async (t) => {
+  const s = await serve(t);
+  await reachesAllThree(s);
+  const started = Date.now();
   writeFileSync(
-    join(dir, 'echo-vs.yaml'),
+    join(s.dir, 'workloads', 'echo-3.yaml'),
+    workloadEntry('echo-3', '127.0.0.4', backends.get('b4')?.port ?? 0),
+  );
+  await eventually(async () => assert.ok((await s.backendsReached(3)).includes('b4')), { intervalMs: 10 });
+  t.diagnostic(`file edit to first call on the new endpoint: ${Date.now() - started} ms`);
+  await eventually(async () => assert.deepEqual(await s.backendsReached(), ['b1', 'b2', 'b4']));
+});
+
+test('a broken file is reported with its line and the last good version stays in force', async (t) => {
+  const s = await serve(t);
+  await reachesAllThree(s);
+  const file = await breakEcho1(s);
+  assert.ok(file && file.errors.length > 0 && file.errors.every((e) => e.line >= 1), JSON.stringify(file));
+  assert.deepEqual(await s.backendsReached(), ['b1', 'b2', 'b3']);
+});
+
+test('deleting a file removes its endpoints', async (t) => {
+  const s = await serve(t);
+  await reachesAllThree(s);
+  unlinkSync(join(s.dir, 'workloads', 'echo-2.yaml'));
+  await eventually(async () => assert.deepEqual(await s.backendsReached(), ['b1', 'b3']));
+});
+
+test('/debug/configz lists what gRPC clients cannot render, and unknown subsets, while routing goes on', async (t) => {
+  const s = await serve(t);
+  await reachesAllThree(s);
+  writeFileSync(
+    join(s.dir, 'echo-vs.yaml'),
     `apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: { name: echo, namespace: default }
@@ -163,7 +200,7 @@ spec:
 `,
   );
   const body = await eventually(async () => {
-    const { body } = await getJson('/debug/configz');
+    const { body } = await s.getJson('/debug/configz');
     const state = body as {
       limitations?: { resource: string; field: string; clients: string[] }[];
       warnings: { resource: { resource: string }; message: string }[];
@@ -180,31 +217,42 @@ spec:
     ),
     JSON.stringify(body.warnings),
   );
-  assert.deepEqual(await backendsReached(), ['b1', 'b4']);
-  unlinkSync(join(dir, 'echo-vs.yaml'));
+  assert.deepEqual(await s.backendsReached(), ['b1', 'b2', 'b3']);
+  unlinkSync(join(s.dir, 'echo-vs.yaml'));
   await eventually(async () => {
-    const { body } = await getJson('/debug/configz');
+    const { body } = await s.getJson('/debug/configz');
     assert.deepEqual((body as { limitations: unknown[] }).limitations, []);
   });
 });
 
-test('the admin views show the client and what it was sent', async () => {
-  const { body } = await getJson('/debug/adsz');
+test('the admin views show the client and what it was sent', async (t) => {
+  const s = await serve(t);
+  await reachesAllThree(s);
+  const { body } = await s.getJson('/debug/adsz');
   const clients = (
     body as { clients: { node: string; subscriptions: Record<string, { lastNack: unknown }> }[] }
   ).clients;
   const me = clients.find((c) => c.node === 'e2e-client');
   assert.ok(me, JSON.stringify(body));
   assert.deepEqual(Object.keys(me.subscriptions).sort(), ['CDS', 'EDS', 'LDS', 'RDS']);
-  for (const s of Object.values(me.subscriptions)) assert.equal(s.lastNack, null);
+  for (const sub of Object.values(me.subscriptions)) assert.equal(sub.lastNack, null);
 
-  const dump = await getJson('/debug/config_dump?proxyID=e2e-client');
+  const dump = await s.getJson('/debug/config_dump?proxyID=e2e-client');
   assert.equal(dump.status, 200);
   assert.match(JSON.stringify(dump.body), /outbound\|50051\|\|echo\.e2e\.internal/);
 });
 
-test('/metrics exposes registry state and xDS counters for Prometheus', async () => {
-  const { status, body } = await getJson('/metrics');
+test('/metrics exposes registry state and xDS counters for Prometheus', async (t) => {
+  const s = await serve(t);
+  await reachesAllThree(s);
+  // An endpoint edit (an EDS push), then a broken file (the registry is stale while it is).
+  writeFileSync(
+    join(s.dir, 'workloads', 'echo-3.yaml'),
+    workloadEntry('echo-3', '127.0.0.4', backends.get('b4')?.port ?? 0),
+  );
+  await eventually(async () => assert.deepEqual(await s.backendsReached(), ['b1', 'b2', 'b4']));
+  await breakEcho1(s);
+  const { status, body } = await s.getJson('/metrics');
   assert.equal(status, 200);
   const text = String(body);
   assert.match(text, /^portolan_registry_synced\{registry="config"\} 1$/m);
@@ -215,8 +263,9 @@ test('/metrics exposes registry state and xDS counters for Prometheus', async ()
 });
 
 test('a Gateway written into the directory configures an Envoy gateway node', async (t) => {
+  const s = await serve(t);
   writeFileSync(
-    join(dir, 'gateway.yaml'),
+    join(s.dir, 'gateway.yaml'),
     `apiVersion: networking.istio.io/v1
 kind: Gateway
 metadata: { name: edge, namespace: default }
@@ -242,7 +291,7 @@ spec:
   };
   const routes = await eventually(
     async () => {
-      const client = new RawAdsClient(portolan.xdsAddress);
+      const client = new RawAdsClient(s.portolan.xdsAddress);
       try {
         client.send({ node, type_url: LISTENER, resource_names: [] });
         const names = resourceNames(await client.next());
@@ -256,13 +305,14 @@ spec:
     { timeoutMs: 10_000 },
   );
   assert.match(routes, new RegExp(`outbound\\|50051\\|\\|${HOST.replace(/\./g, '\\.')}`));
-  t.after(() => unlinkSync(join(dir, 'gateway.yaml')));
 });
 
-test('SIGTERM shuts down cleanly and exits 0 within the grace period', async () => {
+test('SIGTERM shuts down cleanly and exits 0 within the grace period', async (t) => {
+  const s = await serve(t);
+  await reachesAllThree(s);
   // The client goes first: grpc-js-xds keeps retrying a control plane that went away, holding the process open.
-  client.close();
-  const exit = await portolan.stop();
+  s.client.close();
+  const exit = await s.portolan.stop();
   assert.deepEqual(exit, { code: 0, signal: null, killed: false });
-  assert.ok(portolan.logs.some((l) => l.msg === 'shutting down' && l.signal === 'SIGTERM'));
+  assert.ok(s.portolan.logs.some((l) => l.msg === 'shutting down' && l.signal === 'SIGTERM'));
 });

@@ -1,14 +1,15 @@
 // Incremental ADS (DeltaAggregatedResources) on the wire: a raw delta client over loopback against
 // the in-process plane, asserting per-resource versions, subscribe/unsubscribe, wildcard, removals,
-// reconnects with initial_resource_versions, and ACK/NACK by nonce.
+// reconnects with initial_resource_versions, ACK/NACK by nonce, and a SotW stream beside a delta one.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { CLUSTER, ENDPOINT } from '../../xds/proto/type-urls.js';
+import { eventually } from '../support/eventually.js';
 import { startInProcessPlane, type InProcessPlane } from '../support/in-process.js';
 import { endpoint, mockService, servicePort } from '../support/model-fixtures.js';
-import { grpcNode } from '../support/raw-ads-client.js';
-import { deltaVersions, RawDeltaClient } from '../support/raw-delta-client.js';
+import { grpcNode, RawAdsClient, resourceNames, type DecodedResponse } from '../support/raw-ads-client.js';
+import { deltaVersions, RawDeltaClient, type DecodedDeltaResponse } from '../support/raw-delta-client.js';
 
 const A = 'a.mock.internal';
 const B = 'b.mock.internal';
@@ -126,6 +127,42 @@ test('delta reconnect with initial_resource_versions re-sends only what changed'
   assert.deepEqual(Object.keys(deltaVersions(edsAgain)), [CLUSTER_A], 'only the changed load assignment');
 });
 
+test('delta reconnect: initial_resource_versions naming a resource deleted meanwhile get it named removed', async (t) => {
+  const plane = await startPlane(t);
+  const first = connect(t, plane);
+  first.send({ node: grpcNode('delta-8'), type_url: CLUSTER });
+  const cds = await first.next();
+  first.ack(cds);
+  first.send({ type_url: ENDPOINT, resource_names_subscribe: [CLUSTER_A, CLUSTER_B] });
+  const eds = await first.next();
+  first.ack(eds);
+  first.close();
+
+  const pushes = plane.ads.pushes;
+  plane.mock.deleteService(B);
+  await eventually(() => assert.ok(plane.ads.pushes > pushes, 'the deletion was pushed'));
+  const second = connect(t, plane);
+  second.send({
+    node: grpcNode('delta-8'),
+    type_url: CLUSTER,
+    initial_resource_versions: deltaVersions(cds),
+  });
+  const cdsAgain = await second.next();
+  assert.deepEqual(cdsAgain.resources, [], 'A did not change');
+  assert.deepEqual(cdsAgain.removed_resources, [CLUSTER_B]);
+  second.ack(cdsAgain);
+  second.send({
+    type_url: ENDPOINT,
+    resource_names_subscribe: [CLUSTER_A, CLUSTER_B],
+    initial_resource_versions: deltaVersions(eds),
+  });
+  const edsAgain = await second.next();
+  assert.deepEqual(edsAgain.resources, []);
+  assert.deepEqual(edsAgain.removed_resources, [CLUSTER_B]);
+  second.ack(edsAgain);
+  await second.expectSilence();
+});
+
 test('delta NACK is recorded per nonce and the rejected resources are not re-sent until they change', async (t) => {
   const plane = await startPlane(t);
   const client = connect(t, plane);
@@ -150,11 +187,80 @@ test('delta NACK is recorded per nonce and the rejected resources are not re-sen
   assert.deepEqual(Object.keys(deltaVersions(next)), [CLUSTER_A]);
 });
 
-test('SotW and delta streams are served side by side', async (t) => {
+/** name → base64 of the resource bytes, as a SotW response carries them. */
+function sotwHeld(res: DecodedResponse): Map<string, string> {
+  const names = resourceNames(res);
+  return new Map(res.resources.map((r, i) => [names[i] ?? '', Buffer.from(r.value).toString('base64')]));
+}
+
+/** What a delta client holds after applying `responses` in order: name → base64 of the bytes. */
+function deltaHeld(...responses: DecodedDeltaResponse[]): Map<string, string> {
+  const held = new Map<string, string>();
+  for (const res of responses) {
+    for (const r of res.resources) held.set(r.name, Buffer.from(r.resource.value).toString('base64'));
+    for (const name of res.removed_resources) held.delete(name);
+  }
+  return held;
+}
+
+const sorted = (m: Map<string, string>): [string, string][] => [...m].sort(([a], [b]) => a.localeCompare(b));
+
+test('SotW and delta streams are served side by side by one plane, holding the same clusters', async (t) => {
   const plane = await startPlane(t);
+  const sotw = new RawAdsClient(plane.address);
+  t.after(() => sotw.close());
   const delta = connect(t, plane);
+  sotw.send({ node: grpcNode('sotw-7'), type_url: CLUSTER, resource_names: [] });
   delta.send({ node: grpcNode('delta-7'), type_url: CLUSTER });
-  await delta.next();
-  assert.equal(plane.ads.deltaConnectionList().length, 1);
-  assert.deepEqual(plane.ads.streamCounts(), [{ api: 'delta', kind: 'grpc', count: 1 }]);
+  const full = await sotw.next();
+  const incremental = await delta.next();
+  sotw.ack(full);
+  delta.ack(incremental);
+  assert.deepEqual(
+    [...plane.ads.streamCounts()].sort((a, b) => a.api.localeCompare(b.api)),
+    [
+      { api: 'delta', kind: 'grpc', count: 1 },
+      { api: 'sotw', kind: 'grpc', count: 1 },
+    ],
+  );
+  assert.deepEqual([...sotwHeld(full).keys()].sort(), [CLUSTER_A, CLUSTER_B]);
+  assert.deepEqual(
+    sorted(deltaHeld(incremental)),
+    sorted(sotwHeld(full)),
+    'the same clusters, byte for byte',
+  );
+
+  // One change reaches both: SotW gets the whole new set, delta only what changed; both then hold
+  // the same clusters again.
+  const C = 'c.mock.internal';
+  plane.mock.putService(mockService(C, [servicePort('grpc', 7070)]));
+  plane.mock.deleteService(B);
+  const fullAfter = (await drain(sotw)).at(-1);
+  const incrementalAfter = await drain(delta);
+  assert.ok(fullAfter, 'the SotW stream heard of the change');
+  assert.deepEqual([...sotwHeld(fullAfter).keys()].sort(), [CLUSTER_A, `outbound|7070||${C}`]);
+  assert.deepEqual(
+    incrementalAfter.flatMap((r) => [...Object.keys(deltaVersions(r)), ...r.removed_resources]).sort(),
+    [CLUSTER_B, `outbound|7070||${C}`],
+    'delta names only the new and the removed cluster',
+  );
+  assert.deepEqual(sorted(deltaHeld(incremental, ...incrementalAfter)), sorted(sotwHeld(fullAfter)));
 });
+
+/** Every response that arrives until none has for 300 ms, each ACKed. */
+async function drain<R extends { nonce: string }>(client: {
+  next(timeoutMs: number): Promise<R>;
+  ack(res: R): void;
+}): Promise<R[]> {
+  const out: R[] = [];
+  for (;;) {
+    let res: R;
+    try {
+      res = await client.next(300);
+    } catch {
+      return out;
+    }
+    client.ack(res);
+    out.push(res);
+  }
+}

@@ -98,17 +98,41 @@ test('a service change reaches only the proxyless streams that name it', async (
 
 test('changes inside the quiet period are merged into one push carrying the latest state', async (t) => {
   const plane = await startPlane(t, 1, 200);
+  // The setup's own changes go out first, in real time.
+  await eventually(() => assert.equal(plane.ads.pushes, 1));
   const client = connect(t, plane);
   const first = await subscribeAndAck(client, ENDPOINT, [cluster(0)], 'debounce');
-  for (let i = 1; i <= 5; i++) {
-    plane.mock.setEndpoints(host(0), [endpoint(`10.1.0.${i}`, { grpc: 9000 })]);
-    await sleep(20);
+  assert.deepEqual(lbAddresses(decodedResources<DecodedLoadAssignment>(first)[0]), ['10.0.0.1']);
+
+  // The debouncer reads setTimeout and performance.now(): both move only when the test says, so
+  // every change below lands inside the quiet period however slow the machine is.
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  let now = performance.now();
+  const clock = t.mock.method(performance, 'now', () => now);
+  const advance = (ms: number): void => {
+    now += ms;
+    t.mock.timers.tick(ms);
+  };
+  try {
+    for (let i = 1; i <= 5; i++) {
+      plane.mock.setEndpoints(host(0), [endpoint(`10.1.0.${i}`, { grpc: 9000 })]);
+      advance(20);
+      assert.equal(plane.ads.pushes, 1, `no push ${i * 20} ms into the changes`);
+    }
+    advance(150);
+    assert.equal(plane.ads.pushes, 1, 'none 150 ms after the last change (quiet period 200 ms)');
+    advance(100);
+    assert.equal(plane.ads.pushes, 2, 'one push once the quiet period has passed');
+  } finally {
+    clock.mock.restore();
+    t.mock.timers.reset();
   }
+
   const push = await client.next();
   assert.notEqual(push.version_info, first.version_info);
   assert.deepEqual(lbAddresses(decodedResources<DecodedLoadAssignment>(push)[0]), ['10.1.0.5']);
   await client.expectSilence(500);
-  assert.equal(plane.ads.pushes, 1);
+  assert.equal(plane.ads.pushes, 2);
 });
 
 /**

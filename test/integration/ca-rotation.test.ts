@@ -1,9 +1,9 @@
-// Root rotation and server-certificate renewal on a running secure port, in real (short) time:
-// `portolan ca rotate` (the CLI, as another process) adds a root; a workload agent renewing every
-// 3.2 s picks up the two-root bundle while still certified by the old root, then gets a certificate
-// from the new root after the overlap; the secure port accepts both roots' certificates until the
-// old root retires, then only the new one's. Separately, a 2 s server certificate is replaced on the
-// listening port without a restart.
+// Root rotation on a running secure port, on the CA's clock (which the test moves): `portolan ca
+// rotate` (the CLI, as another process) adds a root; the workload agent's next renewal picks up the
+// two-root bundle while still certified by the old root, then, after the switch, gets a certificate
+// from the new root; the secure port accepts both roots' certificates until the old root retires,
+// then only the new one's. Separately, in real (short) time, a 2 s server certificate is replaced on
+// the listening port without a restart.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
@@ -14,6 +14,8 @@ import { connect } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
+import * as grpc from '@grpc/grpc-js';
+import { CLUSTER } from '../../xds/proto/type-urls.js';
 import { CertificateAuthority } from '../../ca/authority.js';
 import { issueLeaf, randomSerial } from '../../ca/certificates.js';
 import { workloadIdentity } from '../../ca/identity.js';
@@ -21,7 +23,13 @@ import { createJoinToken } from '../../ca/join-tokens.js';
 import { generateKeyPair, importSigningKey, privateKeyPem } from '../../ca/keys.js';
 import { RootStore } from '../../ca/root-store.js';
 import { SecurePort } from '../../ca/secure-server.js';
-import { CERT_CHAIN_FILE, KEY_FILE, ROOT_CERT_FILE, runAgent } from '../../ca/workload-agent.js';
+import {
+  CERT_CHAIN_FILE,
+  KEY_FILE,
+  ROOT_CERT_FILE,
+  obtainCertificate,
+  type AgentOptions,
+} from '../../ca/workload-agent.js';
 import { x509 } from '../../ca/x509.js';
 import { silentLogger } from '../../log/logger.js';
 import { Store } from '../../store/store.js';
@@ -32,6 +40,7 @@ import { firstAdsAnswer, type ClientTls } from './ca-helpers.js';
 const MAIN = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 const run = promisify(execFile);
 const ID = workloadIdentity('cluster.local', 'shop', 'orders');
+const HOUR_S = 3600;
 const NODE = { id: 'orders-vm', metadata: { NAMESPACE: 'shop', SERVICE_ACCOUNT: 'orders' } };
 
 let base: string;
@@ -105,11 +114,18 @@ async function longLivedLeafFromFirstRoot(store: Store): Promise<ClientTls> {
 
 test('ca rotate: the agent gets the two-root bundle, then a new-root certificate; the old root retires', async () => {
   const { dir, store } = openStore('rotate');
+  // The CA's clock stands still unless moved: each phase of the rotation (overlap, switch,
+  // retirement) holds for as long as its assertions take, however slow the machine. Certificates are
+  // backdated past the furthest move, so TLS (which checks them against the system clock) takes them.
+  let now = new Date();
+  const clock = (): Date => now;
   const ca = await CertificateAuthority.open({
     material: store.ca,
     trustDomain: 'cluster.local',
-    defaultTtlSeconds: 4,
-    maxTtlSeconds: 4,
+    defaultTtlSeconds: 2 * HOUR_S,
+    maxTtlSeconds: 2 * HOUR_S,
+    backdateSeconds: 6 * HOUR_S,
+    now: clock,
   });
   const port = await SecurePort.start({
     ca,
@@ -120,7 +136,7 @@ test('ca rotate: the agent gets the two-root bundle, then a new-root certificate
     serverSans: ['127.0.0.1'],
     logger: silentLogger,
     refreshMs: 100,
-    serverCertTtlSeconds: 3600,
+    serverCertTtlSeconds: HOUR_S,
   });
   const address = `127.0.0.1:${port.port}`;
   const [rootA] = pemCerts(ca.trustBundle());
@@ -129,86 +145,99 @@ test('ca rotate: the agent gets the two-root bundle, then a new-root certificate
   const rootFile = join(dir, 'root-cert.pem');
   writeFileSync(rootFile, ca.trustBundle());
   const { token } = createJoinToken(store.joinTokens, ID, 600_000, 1);
-  const abort = new AbortController();
-  const agent = runAgent(
-    { caAddress: address, rootCertFile: rootFile, outDir: out, token, ttlSeconds: 4, logger: silentLogger },
-    abort.signal,
-  );
+  // The workload agent, one renewal at a time on the CA's clock (runAgent's loop: obtain, wait until
+  // renewAt, obtain again with the current certificate).
+  const agent: AgentOptions = {
+    caAddress: address,
+    rootCertFile: rootFile,
+    outDir: out,
+    token,
+    logger: silentLogger,
+  };
+  let issued = await obtainCertificate(agent, now);
+  const renew = async (): Promise<void> => {
+    issued = await obtainCertificate(agent, now);
+  };
+  /** Moves the clock to `at`, renewing on the agent's schedule on the way. */
+  const agentRunsUntil = async (at: Date): Promise<void> => {
+    while (issued.renewAt <= at) {
+      now = issued.renewAt;
+      await renew();
+    }
+    now = at;
+  };
   const leaf = (): X509Certificate => new X509Certificate(readFileSync(join(out, CERT_CHAIN_FILE)));
-  const bundle = (): X509Certificate[] => pemCerts(readFileSync(join(out, ROOT_CERT_FILE), 'utf8'));
+  const bundle = (): string[] =>
+    pemCerts(readFileSync(join(out, ROOT_CERT_FILE), 'utf8'))
+      .map((r) => r.fingerprint256)
+      .sort();
   const agentTls = (): ClientTls => ({
     rootPem: readFileSync(join(out, ROOT_CERT_FILE), 'utf8'),
     certChainPem: readFileSync(join(out, CERT_CHAIN_FILE), 'utf8'),
     keyPem: readFileSync(join(out, KEY_FILE), 'utf8'),
   });
-  /** Secure ADS answers (the agent's files may be mid-renewal for an instant, hence the retries). */
-  const adsAccepts = async (tls: ClientTls): Promise<void> => {
-    await eventually(
-      async () => {
-        const answer = await firstAdsAnswer(address, tls, NODE);
-        assert.equal(answer.kind, 'response', JSON.stringify(answer));
-      },
-      { timeoutMs: 5000 },
-    );
-  };
+  const adsAnswer = (tls: ClientTls) => firstAdsAnswer(address, tls, NODE);
+  const accepted = { kind: 'response', typeUrl: CLUSTER, resources: 0 };
   const forgedFromA = await longLivedLeafFromFirstRoot(store);
   try {
-    await eventually(() => assert.ok(signedBy(leaf(), rootA)), { timeoutMs: 5000 });
-    assert.equal(bundle().length, 1);
-    const serverBefore = await serverCertificate(port.port);
-    assert.ok(signedBy(serverBefore, rootA));
+    assert.ok(signedBy(leaf(), rootA));
+    assert.deepEqual(bundle(), [rootA.fingerprint256]);
+    assert.ok(signedBy(await serverCertificate(port.port), rootA));
 
     // `portolan ca rotate` from another process, on the same data directory.
-    const overlapMs = 6000;
-    const rotatedAt = Date.now();
     const { stderr } = await run(
       process.execPath,
-      [MAIN, 'ca', 'rotate', '--data-dir', dir, '--overlap', '6s', '--ca-max-ttl', '4s'],
+      [MAIN, 'ca', 'rotate', '--data-dir', dir, '--overlap', '1h', '--ca-max-ttl', '2h'],
       { timeout: 20_000 },
     );
     assert.match(stderr, /new root added to the trust bundle/);
     const rootB = pemCerts(ca.trustBundle()).find((r) => r.fingerprint256 !== rootA.fingerprint256);
     assert.ok(rootB, 'the CA sees the new root');
+    const [oldRoot, newRoot] = new RootStore(store.ca, undefined).list();
+    assert.ok(newRoot && oldRoot?.retireAt, 'the rotation scheduled a switch and a retirement');
+    const switchAt = new Date(newRoot.signingFrom);
+    const retireAt = new Date(oldRoot.retireAt);
+    const both = [rootA.fingerprint256, rootB.fingerprint256].sort();
 
     // Overlap: at its next renewal the agent holds both roots, still certified by the old one.
-    await eventually(
-      () => {
-        assert.deepEqual(
-          bundle()
-            .map((r) => r.fingerprint256)
-            .sort(),
-          [rootA.fingerprint256, rootB.fingerprint256].sort(),
-        );
-      },
-      { timeoutMs: 6000 },
-    );
-    if (Date.now() < rotatedAt + overlapMs - 500) assert.ok(signedBy(leaf(), rootA));
-    await adsAccepts({ ...forgedFromA, rootPem: agentTls().rootPem });
+    await renew();
+    assert.deepEqual(bundle(), both);
+    assert.ok(signedBy(leaf(), rootA), 'signed by the old root until the switch');
+    assert.deepEqual(await adsAnswer(agentTls()), accepted);
+    assert.deepEqual(await adsAnswer({ ...forgedFromA, rootPem: agentTls().rootPem }), accepted);
 
-    // Switch: the agent's next certificate, and the port's own, come from the new root.
-    await eventually(() => assert.ok(signedBy(leaf(), rootB)), { timeoutMs: overlapMs + 4000 });
+    // Switch: the agent's next certificate, and the port's own, come from the new root; the old root
+    // is still trusted.
+    await agentRunsUntil(new Date(switchAt.getTime() + 1000));
+    await renew();
+    assert.ok(signedBy(leaf(), rootB), 'signed by the new root after the switch');
+    assert.deepEqual(bundle(), both);
     await eventually(async () => assert.ok(signedBy(await serverCertificate(port.port), rootB)), {
-      timeoutMs: 3000,
+      timeoutMs: 5000,
     });
-    await adsAccepts(agentTls());
-    if (Date.now() < rotatedAt + overlapMs + 4000 - 500)
-      await adsAccepts({ ...forgedFromA, rootPem: agentTls().rootPem }); // old root still trusted
+    assert.deepEqual(await adsAnswer(agentTls()), accepted);
+    assert.deepEqual(await adsAnswer({ ...forgedFromA, rootPem: agentTls().rootPem }), accepted);
 
     // Retirement (overlap + max TTL): the old root leaves the bundle and the port no longer trusts it.
-    await eventually(
-      () =>
-        assert.deepEqual(
-          bundle().map((r) => r.fingerprint256),
-          [rootB.fingerprint256],
-        ),
-      { timeoutMs: 10000 },
+    await agentRunsUntil(new Date(retireAt.getTime() + 1000));
+    await renew();
+    assert.deepEqual(bundle(), [rootB.fingerprint256]);
+    assert.ok(signedBy(leaf(), rootB));
+    const refused = await eventually(
+      async () => {
+        const answer = await adsAnswer({ ...forgedFromA, rootPem: agentTls().rootPem });
+        assert.equal(answer.kind, 'status', JSON.stringify(answer));
+        return answer;
+      },
+      { timeoutMs: 5000 },
     );
-    const refused = await firstAdsAnswer(address, { ...forgedFromA, rootPem: agentTls().rootPem }, NODE);
-    assert.equal(refused.kind, 'status', JSON.stringify(refused));
-    await adsAccepts(agentTls());
+    assert.deepEqual(refused, {
+      kind: 'status',
+      code: grpc.status.UNAUTHENTICATED,
+      details: 'no client certificate trusted by this CA was presented',
+    });
+    assert.deepEqual(await adsAnswer(agentTls()), accepted);
   } finally {
-    abort.abort();
-    await agent;
     await port.stop();
   }
 });

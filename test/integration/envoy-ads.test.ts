@@ -176,3 +176,23 @@ test('an Envoy node with malformed metadata is refused with INVALID_ARGUMENT; ot
   plane.mock.putService(mockService(DB, [servicePort('pg', 5432, 'TCP')]));
   await good.expectSilence(200); // DB is not among its upstreams: its listeners did not change
 });
+
+test('sidecars of one namespace on different VMs each get the inbound clusters of their own VM', async (t) => {
+  const plane = await startInProcessPlane();
+  t.after(() => plane.stop());
+  plane.mock.putService(mockService(WEB, [servicePort('http', 8080, 'HTTP')]));
+  plane.mock.putService(mockService(DB, [servicePort('pg', 5432, 'TCP')]));
+  plane.mock.setEndpoints(WEB, [endpoint('127.0.0.1', { http: 8080 })]);
+  plane.mock.setEndpoints(DB, [endpoint('127.0.0.3', { pg: 5432 })]);
+  const inbound = async (node: object): Promise<string[]> => {
+    const client = new RawAdsClient(plane.address);
+    t.after(() => client.close());
+    client.send({ node, type_url: CLUSTER, resource_names: [] });
+    return resourceNames(await client.next())
+      .filter((n) => n.startsWith('inbound|') && n.endsWith('||'))
+      .sort();
+  };
+  // Same namespace and settings: only the VM (the IP in the node id) differs.
+  assert.deepEqual(await inbound(envoyNode('sidecar~127.0.0.1~web-1~default.svc', {})), ['inbound|8080||']);
+  assert.deepEqual(await inbound(envoyNode('sidecar~127.0.0.3~db-1~default.svc', {})), ['inbound|5432||']);
+});

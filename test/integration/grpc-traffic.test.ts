@@ -1,7 +1,10 @@
 // VirtualServices end to end with the real @grpc/grpc-js-xds client and echo backends, driven by the
 // config directory. The VirtualService and DestinationRule YAML is read from examples/traffic/ (the
 // files docs/traffic.md shows), so the documentation is what is tested. Each step rewrites the one
-// VirtualService file in place: every change of behaviour below is a live edit.
+// VirtualService file in place: every change of behaviour below is a live edit. A step waits until
+// the client's calls follow the new routes (an ACK comes before the channel uses them: the routes
+// can name clusters it has yet to fetch), and the client speaks through an ADS tap that records any
+// NACK.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,14 +12,14 @@ import { dirname, join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import { parseAllDocuments } from 'yaml';
-import { ROUTE } from '../../xds/proto/type-urls.js';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 import {
   callEchoWith,
   startEchoBackend,
   type EchoBackend,
   type EchoClient,
 } from '../support/echo-backend.js';
+import { startAdsTap, type AdsTap } from '../support/ads-tap.js';
 import { eventually } from '../support/eventually.js';
 import { startInProcessPlane, type InProcessPlane } from '../support/in-process.js';
 import { xdsEchoClient } from '../support/xds-client.js';
@@ -35,6 +38,7 @@ const example = (file: string): string => readFileSync(join(examplesDir(), file)
 
 let dir: string;
 let plane: InProcessPlane;
+let tap: AdsTap;
 let client: EchoClient;
 const backends: EchoBackend[] = [];
 
@@ -50,33 +54,63 @@ before(async () => {
   writeFileSync(join(dir, 'echo-service.yaml'), docs.join('---\n'));
   writeFileSync(join(dir, 'destination-rule.yaml'), example('destination-rule.yaml'));
   plane = await startInProcessPlane({ configDir: dir });
-  client = xdsEchoClient(TARGET, plane.address, NODE_ID);
+  tap = await startAdsTap(plane.address);
+  client = xdsEchoClient(TARGET, tap.address, NODE_ID);
 });
 
 after(async () => {
   client?.close();
+  tap?.stop();
   await plane?.stop();
   await Promise.all(backends.map((b) => b.stop()));
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-function routeState() {
-  const conn = plane.ads.connectionList().find((c) => c.proxy?.id === NODE_ID);
-  return conn?.state.typeState(ROUTE);
+/** The header of the probe route each applied VirtualService gets, and the status it aborts with. */
+const PROBE_HEADER = 'x-config-probe';
+const PROBE_STATUS = 'DATA_LOSS';
+let step = 0;
+
+/**
+ * `text` with one route first in `spec.http`: calls carrying `x-config-probe: STEP` are aborted with
+ * DATA_LOSS (no other route of these examples produces it). The other routes are the example's, in
+ * order; only the probe header reaches the probe.
+ */
+function withProbe(text: string, probe: number): string {
+  const vs = parse(text) as { spec: { http: unknown[] } };
+  const route = {
+    name: 'config-probe',
+    match: [{ headers: { [PROBE_HEADER]: { exact: String(probe) } } }],
+    fault: { abort: { grpcStatus: PROBE_STATUS, percentage: { value: 100 } } },
+    route: [{ destination: { host: 'echo.example.internal' } }],
+  };
+  vs.spec.http = [route, ...vs.spec.http];
+  return stringify(vs);
 }
 
-/** Writes (or with undefined, deletes) the VirtualService file and waits until the client has ACKed the new routes. */
+/** Whether the client's calls follow the routes of step `probe`: its probe call is aborted. */
+async function probeAborted(probe: number): Promise<boolean> {
+  const r = await callEchoWith(client, { [PROBE_HEADER]: String(probe) });
+  return 'error' in r && r.error.code === grpc.status.DATA_LOSS && r.error.details === 'Fault injected';
+}
+
+/**
+ * Writes (or with undefined, deletes) the VirtualService file and waits until the client's calls
+ * follow it: the new step's probe is aborted (or, after a delete, the last step's probe no longer is).
+ */
 async function applyVirtualService(text: string | undefined): Promise<void> {
-  const before = routeState()?.sent?.version;
   const file = join(dir, 'echo-vs.yaml');
+  const previous = step;
   if (text === undefined) unlinkSync(file);
-  else writeFileSync(file, text);
-  await eventually(() => {
-    const s = routeState();
-    assert.equal(s?.nack, undefined, `routes NACKed: ${s?.nack?.message ?? ''}`);
-    assert.notEqual(s?.sent?.version, before, 'new routes sent');
-    assert.equal(s?.ackedVersion, s?.sent?.version, 'and ACKed');
-  });
+  else writeFileSync(file, withProbe(text, ++step));
+  await eventually(
+    async () =>
+      text === undefined
+        ? assert.equal(await probeAborted(previous), false, 'the deleted routes are out of use')
+        : assert.equal(await probeAborted(step), true, `the routes of step ${step} are in use`),
+    { timeoutMs: 15_000 },
+  );
+  assert.deepEqual(tap.nacks, [], 'the client NACKed nothing');
 }
 
 async function backendOf(metadata: Record<string, string> = {}): Promise<string> {

@@ -1,10 +1,11 @@
 // Warm start: a restart while a registry's source is down serves the persisted endpoints to the
-// real grpc-js-xds client at once, and follows the source when it comes back.
+// real grpc-js-xds client at once, and follows the source when it comes back. Each test has its own
+// data directory and persists what it restarts from.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { after, before, test, type TestContext } from 'node:test';
 import { silentLogger } from '../../log/logger.js';
 import type { RegistrySnapshot } from '../../model/change.js';
 import { Store } from '../../store/store.js';
@@ -16,7 +17,6 @@ import { SwitchableRegistry } from '../support/switchable-registry.js';
 import { xdsEchoClient } from '../support/xds-client.js';
 
 const HOST = 'echo.warm.internal';
-let dir: string;
 const backends: EchoBackend[] = [];
 
 function pointingAt(b: EchoBackend): RegistrySnapshot {
@@ -26,8 +26,25 @@ function pointingAt(b: EchoBackend): RegistrySnapshot {
   };
 }
 
+/** A data directory of the test's own, removed after it. */
+function dataDir(t: TestContext): string {
+  const dir = mkdtempSync(join(tmpdir(), 'portolan-warm-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** A first run with the source up, stopped once its state is persisted in `dir`. */
+async function persistedRun(dir: string, backend: EchoBackend): Promise<void> {
+  const first = await run(dir, new SwitchableRegistry('remote', pointingAt(backend)), true);
+  try {
+    await eventually(() => assert.ok(first.store.snapshots.load('remote')));
+  } finally {
+    await first.stop();
+  }
+}
+
 /** One run of the control plane: store → (restore) → registry → aggregate → ADS on loopback. */
-async function run(registry: SwitchableRegistry, serveStale: boolean) {
+async function run(dir: string, registry: SwitchableRegistry, serveStale: boolean) {
   const store = Store.open({ dataDir: dir, logger: silentLogger });
   const plane = await startInProcessPlane({
     pushWindowMs: 10,
@@ -47,26 +64,23 @@ async function run(registry: SwitchableRegistry, serveStale: boolean) {
 }
 
 before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'portolan-warm-'));
   const first = await startEchoBackend('w1', '127.0.0.1');
   backends.push(first, await startEchoBackend('w2', '127.0.0.2', first.port));
 });
 
 after(async () => {
   await Promise.all(backends.map((b) => b.stop()));
-  rmSync(dir, { recursive: true, force: true });
 });
 
-test('a restart with the source down serves the stored endpoints, then follows the source', async () => {
+test('a restart with the source down serves the stored endpoints, then follows the source', async (t) => {
   const [w1, w2] = backends as [EchoBackend, EchoBackend];
+  const dir = dataDir(t);
   // First run: the source is up and its state is persisted.
-  const first = await run(new SwitchableRegistry('remote', pointingAt(w1)), true);
-  await eventually(() => assert.ok(first.store.snapshots.load('remote')));
-  await first.stop();
+  await persistedRun(dir, w1);
 
   // Second run: the source is down at start.
   const registry = new SwitchableRegistry('remote', undefined);
-  const second = await run(registry, true);
+  const second = await run(dir, registry, true);
   const client = xdsEchoClient(`xds:///${HOST}:7070`, second.address, 'warm-client');
   try {
     assert.deepEqual(second.restored, ['remote']);
@@ -94,10 +108,15 @@ test('a restart with the source down serves the stored endpoints, then follows t
   }
 });
 
-test('with serving stale turned off, nothing is served until the source syncs', async () => {
+test('with serving stale turned off, nothing is served until the source syncs', async (t) => {
+  const [w1] = backends as [EchoBackend, EchoBackend];
+  const dir = dataDir(t);
+  await persistedRun(dir, w1);
+
   const registry = new SwitchableRegistry('remote', undefined);
-  const third = await run(registry, false);
+  const third = await run(dir, registry, false);
   try {
+    assert.ok(third.store.snapshots.load('remote'), 'a stored state is there to restore');
     assert.deepEqual(third.restored, []);
     assert.equal(third.discovery.hasSynced(), false, 'streams are refused until the first live sync');
     registry.setSource(pointingAt(backends[0] as EchoBackend));

@@ -3,7 +3,8 @@
 // certificate from its bootstrap's `file_watcher` provider and check the server's SPIFFE identity.
 // The server is a gRPC server requiring client certificates from our CA (Portolan serves no A36
 // server listeners). A call with the workload certificate succeeds; one from a workload without a
-// certificate fails, and so does a call to a server whose identity is not the service's.
+// certificate fails, and so does a call to a server whose identity is not the service's: each
+// refusal is matched by its reason, and the refused server is shown to have received no call.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -144,22 +145,61 @@ test('ISTIO_MUTUAL: a workload with its certificate calls the mTLS-only server t
   assert.equal(backend, 'payments-1');
 });
 
-test('a workload without a certificate cannot call it', async () => {
-  const client = xdsClient('batch-1', await certDir('batch'), false);
-  await assert.rejects(callEcho(client, 5000), (err: grpc.ServiceError) => {
-    assert.equal(err.code, grpc.status.UNAVAILABLE, err.details);
-    return true;
-  });
-  // Plaintext, ignoring the cluster's security, fails too: the server speaks only TLS.
+/** A failed call's status and details, or a failure of the assertion when the call succeeded. */
+async function refusal(call: Promise<string>): Promise<grpc.ServiceError> {
+  return call.then(
+    (backend) => assert.fail(`the call reached ${backend}`),
+    (err: grpc.ServiceError) => err,
+  );
+}
+
+/** A direct (no xDS) mTLS client of the server at `port`, holding `issued` (it checks only the CA). */
+function directMtlsClient(port: number, issued: Issued): EchoClient {
   const Client = echoClientClass();
-  const plain = new Client(TARGET, grpc.credentials.createInsecure(), {
+  const client = new Client(
+    `127.0.0.1:${port}`,
+    grpc.credentials.createSsl(
+      Buffer.from(ca.trustBundle()),
+      Buffer.from(issued.keyPem),
+      Buffer.from(issued.chainPem),
+      // The server's certificate names only its SPIFFE identity (a URI SAN), no IP.
+      { checkServerIdentity: () => undefined },
+    ),
+  );
+  clients.push(client);
+  return client;
+}
+
+test('a workload without a certificate cannot call it, and no call reaches the server', async () => {
+  const payments = backends[0];
+  assert.ok(payments);
+  const callsBefore = payments.calls();
+  // ISTIO_MUTUAL needs the workload's identity: with none in its certificate provider, the client
+  // cannot build the TLS credentials for the cluster.
+  const client = xdsClient('batch-1', await certDir('batch'), false);
+  const noIdentity = await refusal(callEcho(client, 5000));
+  assert.equal(noIdentity.code, grpc.status.UNAVAILABLE, noIdentity.details);
+  assert.match(noIdentity.details, /Failed to load credentials/);
+
+  // A client with no certificate provider at all rejects the cluster that names one (gRFC A29).
+  const Client = echoClientClass();
+  const unprovided = new Client(TARGET, grpc.credentials.createInsecure(), {
     [BOOTSTRAP_OPTION]: JSON.stringify(bootstrapFor(plane.address, 'plain-1')),
   });
+  clients.push(unprovided);
+  const rejected = await refusal(callEcho(unprovided, 5000));
+  assert.equal(rejected.code, grpc.status.UNAVAILABLE, rejected.details);
+  assert.match(rejected.details, /Unmatched UpstreamTlsContext\.tls_certificate_provider_instance/);
+
+  // Straight to the port in plaintext: the server speaks only TLS. The same port answers a direct
+  // mTLS call with a workload certificate, so the plaintext is what fails.
+  const plain = new Client(`127.0.0.1:${payments.port}`, grpc.credentials.createInsecure());
   clients.push(plain);
-  await assert.rejects(
-    callEcho(plain, 5000),
-    (err: grpc.ServiceError) => err.code === grpc.status.UNAVAILABLE,
-  );
+  const plaintext = await refusal(callEcho(plain, 5000));
+  assert.equal(plaintext.code, grpc.status.UNAVAILABLE, plaintext.details);
+  assert.match(plaintext.details, /Failed to connect|Connection dropped/);
+  assert.equal(payments.calls(), callsBefore, 'none of these calls reached the server');
+  assert.equal(await callEcho(directMtlsClient(payments.port, await issue('orders'))), 'payments-1');
 });
 
 test("the client refuses a server whose SPIFFE identity is not one of the service's", async () => {
@@ -169,10 +209,12 @@ test("the client refuses a server whose SPIFFE identity is not one of the servic
     assert.equal(plane.discovery.catalog().endpoints(PAYMENTS, 7070)[0]?.port, intruder.port),
   );
   const client = xdsClient('orders-2', await certDir('orders-2', 'orders'), true);
-  await assert.rejects(callEcho(client, 5000), (err: grpc.ServiceError) => {
-    assert.equal(err.code, grpc.status.UNAVAILABLE, err.details);
-    return true;
-  });
+  const refused = await refusal(callEcho(client, 5000));
+  assert.equal(refused.code, grpc.status.UNAVAILABLE, refused.details);
+  assert.match(refused.details, /No matching subject alternative name found in certificate/);
+  assert.equal(intruder.calls(), 0, 'the intruder got no call');
+  // The intruder itself is a working server: a direct mTLS call (not checking its identity) reaches it.
+  assert.equal(await callEcho(directMtlsClient(intruder.port, await issue('orders'))), 'intruder');
 });
 
 /** A free loopback port (XdsServer binds a port it is told, not 0). */
@@ -225,7 +267,7 @@ spec:
     server_listener_resource_name_template: GRPC_SERVER_LISTENER_TEMPLATE,
   };
   const server = new XdsServer({ [BOOTSTRAP_OPTION]: JSON.stringify(serverBootstrap) });
-  addEchoService(server, 'ledger-1');
+  const ledger = addEchoService(server, 'ledger-1');
   await new Promise<void>((resolve, reject) =>
     server.bindAsync(
       `127.0.0.1:${port}`,
@@ -237,19 +279,19 @@ spec:
     const target = `xds:///${LEDGER}:7070`;
     const withCert = xdsClient('orders-3', await certDir('orders-3', 'orders'), true, target);
     assert.equal(await eventually(() => callEcho(withCert, 3000), { timeoutMs: 15_000 }), 'ledger-1');
+    const served = ledger.calls();
     const withoutCert = xdsClient('batch-2', await certDir('batch-2'), false, target);
-    await assert.rejects(
-      callEcho(withoutCert, 5000),
-      (err: grpc.ServiceError) => err.code === grpc.status.UNAVAILABLE,
-    );
-    // Straight to the port in plaintext: the server's listener requires TLS.
+    const noIdentity = await refusal(callEcho(withoutCert, 5000));
+    assert.equal(noIdentity.code, grpc.status.UNAVAILABLE, noIdentity.details);
+    assert.match(noIdentity.details, /Failed to load credentials/);
+    // Straight to the port in plaintext: the server's listener (from Portolan, STRICT) requires TLS.
     const Client = echoClientClass();
     const direct = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
     clients.push(direct);
-    await assert.rejects(
-      callEcho(direct, 5000),
-      (err: grpc.ServiceError) => err.code === grpc.status.UNAVAILABLE,
-    );
+    const plaintext = await refusal(callEcho(direct, 5000));
+    assert.equal(plaintext.code, grpc.status.UNAVAILABLE, plaintext.details);
+    assert.match(plaintext.details, /Failed to connect|Connection dropped/);
+    assert.equal(ledger.calls(), served, 'neither call reached the server');
   } finally {
     server.forceShutdown();
   }

@@ -1,6 +1,7 @@
 // The zookeeper registry when ZooKeeper fails: a server restart, an expired session, a server that is
 // unreachable at start, and reads that fail. Throughout, the last good state stays published (marked
-// stale) until a full resync replaces it.
+// stale) until a full resync replaces it. The restart test stops its own server; the others share
+// one, each under its own paths.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -33,30 +34,40 @@ function instance(name: string, id: string, address: string, port = 8080): strin
   return curatorInstanceJson({ name, id, address, port });
 }
 
-test('server restart: the last good state stays, marked stale, then a resync follows changes again', async () => {
-  await writer.put('/restart/services/web/w1', instance('web', 'w1', '10.1.0.1'));
-  const { registry, logs } = await startZkRegistry(zk.connectString, { curatorBase: '/restart/services' });
-  registries.push(registry);
+test('server restart: the last good state stays, marked stale, then a resync follows changes again', async (t) => {
+  // Undone last first: the registry, the writer, then the server.
+  const cleanup: (() => Promise<void>)[] = [];
+  t.after(async () => {
+    for (const step of cleanup.reverse()) await step();
+  });
+  const own = await startZooKeeperServer();
+  cleanup.push(() => own.destroy());
+  let ownWriter: ZkTestClient | undefined = await ZkTestClient.connect(own.connectString);
+  cleanup.push(async () => ownWriter?.close());
+  await ownWriter.put('/restart/services/web/w1', instance('web', 'w1', '10.1.0.1'));
+  const { registry, logs } = await startZkRegistry(own.connectString, { curatorBase: '/restart/services' });
+  cleanup.push(() => registry.stop());
   assert.deepEqual(endpointAddresses(registry, 'web.service.zk'), ['10.1.0.1:8080']);
   const resyncsBefore = zkDebug(registry).resyncs;
 
   // The writer leaves first: its own client would try to reconnect while the server starts.
-  await writer.close();
-  await zk.stop();
+  await ownWriter.close();
+  ownWriter = undefined;
+  await own.stop();
   await eventually(() => assert.equal(registry.status().stale, true));
   assert.match(registry.status().lastError ?? '', /disconnected from ZooKeeper/);
   assert.ok(registry.hasSynced());
   assert.deepEqual(endpointAddresses(registry, 'web.service.zk'), ['10.1.0.1:8080'], 'last good state kept');
   assert.notEqual(zkDebug(registry).connection, 'connected');
 
-  await zk.start();
+  await own.start();
   await eventually(() => assert.equal(registry.status().stale, false), { timeoutMs: 15_000 });
   assert.ok(zkDebug(registry).resyncs > resyncsBefore, 'reconnecting resyncs');
   assert.ok(logs.some((l) => l.msg === 'disconnected from ZooKeeper; serving the last good state'));
 
   // The watches work again after the resync.
-  writer = await ZkTestClient.connect(zk.connectString);
-  await writer.put('/restart/services/web/w2', instance('web', 'w2', '10.1.0.2'));
+  ownWriter = await ZkTestClient.connect(own.connectString);
+  await ownWriter.put('/restart/services/web/w2', instance('web', 'w2', '10.1.0.2'));
   await eventually(() =>
     assert.deepEqual(endpointAddresses(registry, 'web.service.zk'), ['10.1.0.1:8080', '10.1.0.2:8080']),
   );
