@@ -8,7 +8,8 @@
 // grpc-js has no public way to write pre-framed bytes: the HTTP/2 stream is read from its call
 // object (grpc-js 1.14 keeps it at `call.call.stream`). When that shape is not found (another
 // grpc-js version, interceptors), messages go through `call.write` as before, copied once;
-// test/unit/xds/message-writer.test.ts fails if the installed grpc-js stops offering the shape.
+// test/integration/ads-stream-limits.test.ts ("never read") fails if the installed grpc-js stops
+// offering the shape.
 import type { Http2Session, ServerHttp2Stream } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import type { OutgoingMessage } from './ads-stream.js';
