@@ -281,7 +281,9 @@ test('a client that pings faster than --keepalive-min-ping-interval is sent GOAW
   rawStream(session, { node: grpcNode('pinger'), type_url: CLUSTER });
   await eventually(() => streamCount(p) === 1, { what: 'the stream is open' });
   const goaway = new Promise<{ code: number; data: string }>((resolve) =>
-    session.on('goaway', (code, _last, data) => resolve({ code, data: data?.toString() ?? '' })),
+    session.on('goaway', (code: number, _last: number, data?: Buffer) =>
+      resolve({ code, data: data?.toString() ?? '' }),
+    ),
   );
   for (let i = 0; i < 5 && !session.destroyed; i++) {
     session.ping(() => {});

@@ -230,14 +230,6 @@ interface RawValue {
   list_value?: { values?: RawValue[] };
 }
 
-let nodeType: protobuf.Type | undefined;
-
-/** A Node message alone (the request readers find its bytes and leave the rest to themselves). */
-export function decodeNode(bytes: Buffer): NodeInfo {
-  nodeType ??= messageType('envoy.config.core.v3.Node');
-  return toNodeInfo(nodeType.toObject(nodeType.decode(bytes), TO_OBJECT) as RawNode);
-}
-
 function toNodeInfo(node: RawNode): NodeInfo {
   return {
     ...(node.id !== undefined && { id: node.id }),

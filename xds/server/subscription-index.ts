@@ -69,12 +69,12 @@ export class SubscriptionIndex<C> {
     if (names?.has(name)) return;
     const host = hostOf(kind, typeUrl, name);
     if (host === undefined) return;
-    if (!types) this.missing.set(conn, (types = new Map()));
+    if (!types) this.missing.set(conn, (types = new Map<string, Map<string, string>>()));
     let forType = names;
-    if (!forType) types.set(tk, (forType = new Map()));
+    if (!forType) types.set(tk, (forType = new Map<string, string>()));
     forType.set(name, host);
     let byConn = this.missingByHost.get(host);
-    if (!byConn) this.missingByHost.set(host, (byConn = new Map()));
+    if (!byConn) this.missingByHost.set(host, (byConn = new Map<C, number>()));
     byConn.set(conn, (byConn.get(conn) ?? 0) + 1);
   }
 
