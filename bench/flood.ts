@@ -7,7 +7,8 @@
 //      for it by name and an Envoy that watches every cluster) before and after;
 //   2. streams held on the secure port by a client that presents no certificate;
 //   3. the server's RSS with 200 Envoy streams that never read their ~0.5 MB CDS response.
-// Numbers go in docs/benchmarks.md ("Abuse: floods and stuck streams").
+// Numbers go in docs/benchmarks.md ("Abuse: floods and stuck streams"). `FLOOD_VARIANTS=0` runs only
+// the issue's flood; to measure another build, run this file from a copy of that build's dist/.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import * as http2 from 'node:http2';
@@ -160,6 +161,17 @@ const VARIANTS: readonly FloodVariant[] = [
   { name: '5 × just under 4 MiB (the largest request accepted), 78,000 names each', names: 78_000 },
   { name: '5 × 10,000 names (the most names accepted per type)', names: 10_000 },
 ];
+
+/** `FLOOD_VARIANTS=0` runs only the issue's flood (e.g. against an older build); default all. */
+function chosenVariants(): readonly FloodVariant[] {
+  const only = process.env.FLOOD_VARIANTS;
+  if (!only) return VARIANTS;
+  return only.split(',').map((i) => {
+    const v = VARIANTS[Number(i)];
+    if (!v) throw new Error(`FLOOD_VARIANTS: no variant ${i} (0-${VARIANTS.length - 1})`);
+    return v;
+  });
+}
 
 const identity = (b: Buffer): Buffer => b;
 
@@ -346,7 +358,7 @@ async function stuckStreams(): Promise<Record<string, string>[]> {
 
 export async function floodBench(): Promise<void> {
   const rows: Record<string, string>[] = [];
-  for (const v of VARIANTS) rows.push(await cacheFlood(v));
+  for (const v of chosenVariants()) rows.push(await cacheFlood(v));
   printTable(
     `Cache flood: portolan serve --registries mock (child process), ${SERVICES} services, defaults; ${FLOOD_STREAMS} gRPC streams on one connection, each one CDS request naming clusters that do not exist; next push = a new service until a gRPC client watching it by name and a wildcard Envoy both hold its cluster. Node ${process.version}.`,
     rows,
