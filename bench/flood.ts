@@ -158,7 +158,7 @@ interface FloodVariant {
 
 const VARIANTS: readonly FloodVariant[] = [
   { name: '5 × ~10 MiB, 200,000 names each (the issue)', names: 200_000 },
-  { name: '5 × just under 4 MiB (the largest request accepted), 78,000 names each', names: 78_000 },
+  { name: '5 × just under 4 MiB (the largest request accepted), 68,000 names each', names: 68_000 },
   { name: '5 × 10,000 names (the most names accepted per type)', names: 10_000 },
 ];
 
@@ -257,7 +257,7 @@ async function cacheFlood(v: FloodVariant): Promise<Record<string, string>> {
       );
       return {
         flood: v.name,
-        'request size': mib(f.bytes).replace(' MiB', `.${Math.round(((f.bytes % MIB) / MIB) * 10)} MiB`),
+        'request size': `${(f.bytes / MIB).toFixed(1)} MiB`,
         outcome: distinct.join('; '),
         'RSS before / flood streams open / closed': `${mib(rssBefore)} / ${mib(rssFlood)} / ${mib(rssClosed)}`,
         'cached resources (flood open)': String(cached),
