@@ -7,6 +7,7 @@ import { StoreError } from '../store/store.js';
 import { addCaCommand } from './ca.js';
 import { addCaServeFlags } from './ca-options.js';
 import { addCertCommand } from './cert.js';
+import { addCertRevokeCommand } from './cert-revoke.js';
 import { addBootstrapCommand } from './bootstrap.js';
 import { printHistory } from './history.js';
 import {
@@ -144,5 +145,6 @@ program
 addTokenCommand(program);
 addCaCommand(program);
 addCertCommand(program);
+addCertRevokeCommand(program);
 
 await program.parseAsync(process.argv);

@@ -9,7 +9,7 @@ import type { ServiceDiscovery } from '../../model/discovery.js';
 import type { Logger } from '../../log/logger.js';
 import type { GeneratorLookup } from '../generators/generator.js';
 import type { AdsApi, AdsStream, StreamCall, StreamDeps } from './ads-stream.js';
-import { AdsService, type AdsAuthorizer } from './ads-service.js';
+import { AdsService, type AdsAuthorizer, type StreamSelector } from './ads-service.js';
 import { DeltaConnection } from './delta-connection.js';
 import { DEFAULT_FLOW_CONTROL, PushLimiter, type FlowControlOptions } from './flow-control.js';
 import type { AdsObserver } from './observer.js';
@@ -19,7 +19,7 @@ import { ResponseCache } from './response-cache.js';
 import { SotwConnection } from './sotw-connection.js';
 import { StreamRegistry, type StreamCount } from './stream-registry.js';
 
-export type { AdsAuthorizer } from './ads-service.js';
+export type { AdsAuthorizer, StreamSelector } from './ads-service.js';
 
 export interface AdsServerOptions {
   readonly discovery: ServiceDiscovery;
@@ -121,6 +121,14 @@ export class AdsServer {
   /** Serves ADS on `server`; with `authorize`, each stream's first node is checked before anything is sent. */
   register(server: grpc.Server, authorize?: AdsAuthorizer): void {
     this.service.register(server, authorize);
+  }
+
+  /**
+   * Ends every open stream whose call `select` picks (by its TLS peer, say), with `code` and `reason`
+   * as its status; returns how many. The secure port closes the streams of revoked certificates so.
+   */
+  closeStreams(select: StreamSelector, code: grpc.status, reason: string): number {
+    return this.service.closeStreams(select, code, reason);
   }
 
   /** A push for reasons outside the service model (traffic config changed): everything is re-evaluated. */
