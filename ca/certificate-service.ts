@@ -158,8 +158,12 @@ function authenticate(call: grpc.ServerUnaryCall<Buffer, Buffer>, deps: Certific
   const peer = peerIdentity(call, deps.ca.trustDomain);
   if (peer.ok) {
     deps.revocations.refresh(); // one indexed read: a revocation from another process counts at once
-    if (deps.revocations.isRevoked(peer.serial))
-      throw new Refusal(grpc.status.UNAUTHENTICATED, `certificate ${peer.serial} has been revoked`);
+    const revoked = deps.revocations.reason(peer.serial);
+    if (revoked !== undefined)
+      throw new Refusal(
+        grpc.status.UNAUTHENTICATED,
+        `certificate ${peer.serial} has been revoked: ${revoked}`,
+      );
     return { identity: peer.identity, via: 'certificate', serial: peer.serial };
   }
   const header = call.metadata.get('authorization')[0];

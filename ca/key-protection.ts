@@ -3,9 +3,12 @@
 // purpose (tens of milliseconds): the CA opens each root's key once (ca/root-store.ts keeps it), and
 // `openKeyAsync` runs it on libuv's thread pool, off the event loop.
 import { createCipheriv, createDecipheriv, randomBytes, scrypt, scryptSync } from 'node:crypto';
-import { promisify } from 'node:util';
 
-const scryptAsync = promisify(scrypt) as (password: string, salt: Buffer, keylen: number) => Promise<Buffer>;
+function scryptAsync(password: string, salt: Buffer, keylen: number): Promise<Buffer> {
+  return new Promise((resolve, reject) =>
+    scrypt(password, salt, keylen, (err, key) => (err ? reject(err) : resolve(key))),
+  );
+}
 
 export const PASSPHRASE_ENV = 'PORTOLAN_CA_KEY_PASSPHRASE';
 

@@ -7,7 +7,8 @@ import { normalizeSerial, type RevocationTable } from '../store/revocations.js';
 
 export class RevocationList {
   private revision = -1;
-  private serials: ReadonlySet<string> = new Set();
+  /** Refused serials and why. */
+  private serials: ReadonlyMap<string, string> = new Map();
 
   constructor(
     private readonly table: RevocationTable,
@@ -18,13 +19,18 @@ export class RevocationList {
   refresh(): boolean {
     const revision = this.table.revision();
     if (revision === this.revision) return false;
-    this.serials = new Set(this.table.deniedSerials(this.now()));
+    this.serials = new Map(this.table.deniedSerials(this.now()).map((d) => [d.serial, d.reason]));
     this.revision = revision;
     return true;
   }
 
   isRevoked(serial: string): boolean {
     return this.serials.has(normalizeSerial(serial));
+  }
+
+  /** Why a serial is refused, or undefined when it is not. */
+  reason(serial: string): string | undefined {
+    return this.serials.get(normalizeSerial(serial));
   }
 
   get size(): number {

@@ -263,8 +263,12 @@ export function adsAuthorizer(
   return (proxy, call) => {
     const peer = peerOf(call);
     if (!peer.ok) return { code: grpc.status.UNAUTHENTICATED, reason: peer.reason };
-    if (revocations?.isRevoked(peer.serial))
-      return { code: grpc.status.UNAUTHENTICATED, reason: `certificate ${peer.serial} has been revoked` };
+    const revoked = revocations?.reason(peer.serial);
+    if (revoked !== undefined)
+      return {
+        code: grpc.status.UNAUTHENTICATED,
+        reason: `certificate ${peer.serial} has been revoked: ${revoked}`,
+      };
     const id = parseSpiffeUri(peer.identity);
     const ns = proxy.metadata.NAMESPACE;
     const sa = proxy.metadata.SERVICE_ACCOUNT;

@@ -15,6 +15,13 @@ export interface RevocationRow {
   readonly reason: string | null;
 }
 
+/** A serial the CA refuses, and why. */
+export interface DeniedSerial {
+  /** Lower-case hex without leading zeros. */
+  readonly serial: string;
+  readonly reason: string;
+}
+
 export interface RevocationOutcome {
   /** Enrollments newly revoked. */
   readonly enrollments: number;
@@ -48,20 +55,22 @@ export class RevocationTable {
    * certificates of revoked enrollments and (issued before enrollments existed) of revoked
    * identities. Certificates that have expired are refused by TLS already and left out.
    */
-  deniedSerials(now: Date): string[] {
+  deniedSerials(now: Date): DeniedSerial[] {
     const rows = this.db
-      .prepare<[string, string], { serial: string }>(
-        `SELECT subject AS serial FROM revocations WHERE kind = 'serial'
-         UNION
-         SELECT c.serial FROM issued_certificates c JOIN enrollments e ON e.id = c.enrollment_id
+      .prepare<[string, string], { serial: string; reason: string }>(
+        `SELECT subject AS serial, COALESCE(reason, 'certificate revoked') AS reason
+           FROM revocations WHERE kind = 'serial'
+         UNION ALL
+         SELECT c.serial, COALESCE(e.revoked_reason, 'enrollment revoked') FROM issued_certificates c
+           JOIN enrollments e ON e.id = c.enrollment_id
            WHERE e.revoked_at IS NOT NULL AND c.not_after > ?
-         UNION
-         SELECT c.serial FROM issued_certificates c
-           WHERE c.enrollment_id IS NULL AND c.not_after > ?
-             AND c.identity IN (SELECT subject FROM revocations WHERE kind = 'identity')`,
+         UNION ALL
+         SELECT c.serial, COALESCE(r.reason, 'identity ' || r.subject || ' revoked') FROM issued_certificates c
+           JOIN revocations r ON r.kind = 'identity' AND r.subject = c.identity
+           WHERE c.enrollment_id IS NULL AND c.not_after > ?`,
       )
       .all(now.toISOString(), now.toISOString());
-    return rows.map((r) => normalizeSerial(r.serial));
+    return rows.map((r) => ({ serial: normalizeSerial(r.serial), reason: r.reason }));
   }
 
   /** A join token and every enrollment it started; undefined when the write failed. */

@@ -176,15 +176,22 @@ export class Store {
   }
 }
 
+/**
+ * Applies the missing migrations, one transaction each. Each reads the version under the write lock
+ * (BEGIN IMMEDIATE), so two processes opening a new store at once (`serve` and `ca root`) apply each
+ * migration once: the second waits, then sees it done.
+ */
 function migrate(db: Database.Database, target: number): void {
-  const current = Number(db.pragma('user_version', { simple: true }));
-  if (current > MIGRATIONS.length) throw new Error(newerMessage(current));
-  for (let v = current; v < target; v++) {
-    const sql = MIGRATIONS[v] ?? '';
-    db.transaction(() => {
-      db.exec(sql);
-      db.pragma(`user_version = ${v + 1}`);
-    })();
+  const step = db.transaction((): boolean => {
+    const current = Number(db.pragma('user_version', { simple: true }));
+    if (current > MIGRATIONS.length) throw new Error(newerMessage(current));
+    if (current >= target) return false;
+    db.exec(MIGRATIONS[current] ?? '');
+    db.pragma(`user_version = ${current + 1}`);
+    return true;
+  });
+  while (step.immediate()) {
+    // next migration
   }
 }
 

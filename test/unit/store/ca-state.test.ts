@@ -89,10 +89,15 @@ test('revoking a join token reaches the enrollments it started, and their certif
   assert.ok(store.enrollments.get('e1')?.revokedAt);
   assert.equal(store.enrollments.get('e2')?.revokedAt, null);
   assert.deepEqual(
-    new Set(store.revocations.deniedSerials(T0)),
+    new Set(store.revocations.deniedSerials(T0).map((d) => d.serial)),
     new Set([first, renewed].map(normalizeSerial)),
   );
-  assert.ok(!store.revocations.deniedSerials(T0).includes(normalizeSerial(other)));
+  assert.ok(
+    !store.revocations
+      .deniedSerials(T0)
+      .map((d) => d.serial)
+      .includes(normalizeSerial(other)),
+  );
   assert.equal(store.joinTokens.revoke('tok1', T0), false, 'a token is revoked once');
 });
 
@@ -112,7 +117,7 @@ test('revoking an identity reaches all its enrollments, its unused tokens and it
   assert.equal(store.enrollments.get('e1')?.revokedReason, 'VM stolen');
   assert.ok(store.joinTokens.list().find((r) => r.id === 'unused')?.revokedAt);
   assert.equal(store.joinTokens.list().find((r) => r.id === 'cart-token')?.revokedAt, null);
-  const denied = new Set(store.revocations.deniedSerials(T0));
+  const denied = new Set(store.revocations.deniedSerials(T0).map((d) => d.serial));
   assert.ok(denied.has(normalizeSerial(enrolled)) && denied.has(normalizeSerial(legacy)));
   assert.ok(!denied.has(normalizeSerial(cart)));
   assert.ok(!denied.has(normalizeSerial(expired)), 'an expired certificate is refused by TLS already');
@@ -120,7 +125,12 @@ test('revoking an identity reaches all its enrollments, its unused tokens and it
   // A new enrollment of the identity, after the revocation, is not reached by it.
   store.enrollments.start({ id: 'e4', identity: ORDERS, tokenId: 'new', startedAt: T0.toISOString() });
   const fresh = issue(store, ORDERS, 'e4');
-  assert.ok(!store.revocations.deniedSerials(T0).includes(normalizeSerial(fresh)));
+  assert.ok(
+    !store.revocations
+      .deniedSerials(T0)
+      .map((d) => d.serial)
+      .includes(normalizeSerial(fresh)),
+  );
 });
 
 test('revoking a serial reaches the enrollment it belongs to; an unknown serial is refused alone', (t) => {
@@ -132,11 +142,16 @@ test('revoking a serial reaches the enrollment it belongs to; an unknown serial 
   const outcome = store.revocations.revokeSerial(`0${stolen.toUpperCase()}`, T0);
   assert.equal(outcome.enrollmentId, 'e1');
   assert.deepEqual(
-    new Set(store.revocations.deniedSerials(T0)),
+    new Set(store.revocations.deniedSerials(T0).map((d) => d.serial)),
     new Set([stolen, renewedByThief].map(normalizeSerial)),
   );
   assert.deepEqual(store.revocations.revokeSerial('AB:CD:EF', T0), { tokens: 0, enrollments: 0 });
-  assert.ok(store.revocations.deniedSerials(T0).includes('abcdef'));
+  assert.ok(
+    store.revocations
+      .deniedSerials(T0)
+      .map((d) => d.serial)
+      .includes('abcdef'),
+  );
 });
 
 test('the issuance log keeps the newest rows within the history limit, and every certificate still valid', (t) => {
