@@ -113,7 +113,7 @@ async function flood(variant: string, serveArgs: readonly string[]): Promise<Flo
   const workloads: Workload[] = [];
   try {
     const serving = p.logs.find((l) => l.msg === 'portolan serving');
-    const secure = String(serving?.secureXdsAddress ?? '');
+    const secure = typeof serving?.secureXdsAddress === 'string' ? serving.secureXdsAddress : '';
     const rootPem = (await run(process.execPath, [MAIN, 'ca', 'root', '--data-dir', dataDir])).stdout;
     workloads.push(...(await enroll(dataDir, secure, rootPem)));
     const readyIdle: number[] = [];

@@ -64,9 +64,9 @@ export class AdsService {
    */
   closeStreams(select: StreamSelector, code: grpc.status, details: string): number {
     let closed = 0;
-    for (const { call, end } of [...this.enders.values()]) {
-      if (!select(call)) continue;
-      end(code, details);
+    for (const ender of [...this.enders.values()]) {
+      if (!select(ender.call)) continue;
+      ender.end(code, details);
       closed += 1;
     }
     return closed;

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { CaRequestError, CertificateAuthority } from '../../../ca/authority.js';
 import { createCsr } from '../../../ca/certificates.js';
-import { subtle, type CryptoKeyPair } from '../../../ca/x509.js';
+import { subtle } from '../../../ca/x509.js';
 import { silentLogger } from '../../../log/logger.js';
 import { Store } from '../../../store/store.js';
 
@@ -48,10 +48,7 @@ test('a passphrase-protected root key is decrypted once, not at each signature',
     t.mock.restoreAll();
     syncBuiltinESMExports();
   });
-  const keys = (await subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, [
-    'sign',
-    'verify',
-  ])) as CryptoKeyPair;
+  const keys = await subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify']);
   const csrPem = await createCsr(keys, ID);
   for (let i = 0; i < 10; i++) await ca.sign({ csrPem, identity: ID });
   assert.deepEqual(calls, { scrypt: 0, scryptSync: 0 }, 'the key opened at start is kept');
@@ -88,7 +85,7 @@ test('CSR keys: RSA under 2048 bits and curves other than P-256/P-384 are refuse
   const store = openStore(t);
   const ca = await CertificateAuthority.open({ material: store.ca, trustDomain: 'cluster.local' });
   for (const { what, params, ok } of KEYS) {
-    const keys = (await subtle.generateKey(params, true, ['sign', 'verify'])) as CryptoKeyPair;
+    const keys = await subtle.generateKey(params, true, ['sign', 'verify']);
     const csrPem = await createCsr(keys, ID);
     if (ok) {
       const { cert } = await ca.sign({ csrPem, identity: ID });
