@@ -1,5 +1,6 @@
 // `npm run bench`: every benchmark in turn, each printing a table with its setup.
 // `npm run bench -- push-scale consul` runs only the named scenarios (see docs/benchmarks.md).
+import { caBench } from './ca.js';
 import { editLatency } from './edit-latency.js';
 import { floodBench } from './flood.js';
 import { kubernetesBench } from './kubernetes.js';
@@ -18,6 +19,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   consul: consulBench,
   zookeeper: zookeeperLatency,
   flood: floodBench,
+  ca: caBench,
 };
 
 const chosen = process.argv.slice(2);

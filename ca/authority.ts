@@ -1,7 +1,8 @@
 // The certificate authority: signs workload CSRs for an authenticated SPIFFE identity, with either
 // the self-signed roots kept in the store or a plug-in CA from an Istio `cacerts` directory.
-import type { CaMaterialTable } from '../store/ca-material.js';
+import type { CaMaterialTable, IssuedCertificate } from '../store/ca-material.js';
 import { issueLeaf, randomSerial, sanEntries } from './certificates.js';
+import { checkWorkloadKey } from './csr-policy.js';
 import { parseSpiffeUri } from './identity.js';
 import { generateKeyPair, privateKeyPem, type KeyAlgorithm } from './keys.js';
 import { loadPluginCa, type PluginCa } from './plugin-ca.js';
@@ -43,6 +44,10 @@ export interface SignRequest {
   /** 0 or absent: the default TTL. */
   readonly ttlSeconds?: number;
   readonly nodeId?: string;
+  /** The enrollment the certificate belongs to (recorded in the issuance log). */
+  readonly enrollmentId?: string;
+  /** No later expiry than this, whatever the TTL (the end of the enrollment). */
+  readonly notAfterLimit?: Date;
 }
 
 export interface ServerCertificate {
@@ -71,7 +76,7 @@ export class CertificateAuthority {
     private readonly plugin: PluginCa | undefined,
   ) {
     this.defaultTtlSeconds = options.defaultTtlSeconds ?? 24 * 3600;
-    this.maxTtlSeconds = options.maxTtlSeconds ?? 90 * 24 * 3600;
+    this.maxTtlSeconds = options.maxTtlSeconds ?? 24 * 3600;
     this.backdateMs = (options.backdateSeconds ?? 300) * 1000;
     this.now = options.now ?? (() => new Date());
     if (this.defaultTtlSeconds > this.maxTtlSeconds)
@@ -142,6 +147,8 @@ export class CertificateAuthority {
     } catch (err) {
       throw new CaRequestError('invalid', `csr is not a PEM PKCS#10 request: ${(err as Error).message}`);
     }
+    const keyProblem = checkWorkloadKey(csr.publicKey.rawData);
+    if (keyProblem) throw new CaRequestError('invalid', keyProblem);
     if (!(await csr.verify())) throw new CaRequestError('invalid', 'csr signature does not verify');
     const sans = sanEntries(csr.extensions);
     const wanted = `url:${req.identity}`;
@@ -151,7 +158,14 @@ export class CertificateAuthority {
         `csr SANs [${sans.join(', ')}] must be exactly the caller's identity ${req.identity}`,
       );
     const signer = await this.signer(now);
-    const notAfter = new Date(Math.min(now.getTime() + ttl * 1000, signer.cert.notAfter.getTime()));
+    const notAfter = new Date(
+      Math.min(
+        now.getTime() + ttl * 1000,
+        signer.cert.notAfter.getTime(),
+        req.notAfterLimit?.getTime() ?? Number.POSITIVE_INFINITY,
+      ),
+    );
+    if (notAfter <= now) throw new CaRequestError('denied', 'the enrollment has ended: enroll again');
     const serial = randomSerial();
     const cert = await issueLeaf({
       issuer: signer.cert,
@@ -166,11 +180,17 @@ export class CertificateAuthority {
       serial,
       identity: req.identity,
       nodeId: req.nodeId ?? null,
+      enrollmentId: req.enrollmentId ?? null,
       notBefore: cert.notBefore.toISOString(),
       notAfter: cert.notAfter.toISOString(),
       issuedAt: now.toISOString(),
     });
     return { cert, chain: [cert, ...signer.chain].map((c) => c.toString('pem')) };
+  }
+
+  /** The issuance log's entry for a certificate serial (hex), while it is kept. */
+  issuedBySerial(serial: string): IssuedCertificate | undefined {
+    return this.options.material.issuedBySerial(serial);
   }
 
   /** A certificate for the secure xDS port itself, with the given DNS names and IPs. */

@@ -1,6 +1,8 @@
 // istio.v1.auth.IstioCertificateService/CreateCertificate on the secure port. The caller proves its
 // identity with its current certificate (renewal, mTLS) or, for the first certificate, a join token
-// in `authorization: Bearer TOKEN`; the CSR must be for exactly that identity.
+// in `authorization: Bearer TOKEN`; the CSR must be for exactly that identity. A token starts an
+// enrollment, a certificate continues its own (ca/enrollments.ts) unless it or its enrollment was
+// revoked or the enrollment is too old. Each peer address and each identity has a request budget.
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../log/logger.js';
 import type { JoinTokenTable } from '../store/join-tokens.js';
@@ -12,8 +14,11 @@ import {
   encodeCertificateResponse,
   type CertificateRequest,
 } from './certificate-messages.js';
-import { hashToken, redeemJoinToken, TokenError } from './join-tokens.js';
+import { EnrollmentRefused, type Enrollment, type Enrollments } from './enrollments.js';
+import { hashToken, redeemJoinToken, tokenId, TokenError } from './join-tokens.js';
 import { peerIdentity } from './peer-identity.js';
+import { peerAddress, type KeyedRateLimiter } from './rate-limit.js';
+import type { RevocationList } from './revocation.js';
 
 const identity = (b: Buffer): Buffer => b;
 
@@ -32,15 +37,22 @@ const SERVICE: grpc.ServiceDefinition = {
 export interface CertificateServiceDeps {
   readonly ca: CertificateAuthority;
   readonly tokens: JoinTokenTable;
+  readonly enrollments: Enrollments;
+  readonly revocations: RevocationList;
+  /** Request budgets per peer address and per identity; none: unlimited. */
+  readonly rateLimits?: { readonly peer: KeyedRateLimiter; readonly identity: KeyedRateLimiter };
   readonly logger: Logger;
 }
 
-interface Caller {
-  readonly identity: string;
-  readonly via: string;
-  /** Set when a join token use was spent, to give it back if the request is refused. */
-  readonly tokenHash?: string;
-}
+type Caller =
+  | {
+      readonly identity: string;
+      readonly via: 'join token';
+      readonly tokenId: string;
+      /** To give the use back if the request is refused. */
+      readonly tokenHash: string;
+    }
+  | { readonly identity: string; readonly via: 'certificate'; readonly serial: string };
 
 class Refusal extends Error {
   constructor(
@@ -76,6 +88,8 @@ async function createCertificate(
   call: grpc.ServerUnaryCall<Buffer, Buffer>,
   deps: CertificateServiceDeps,
 ): Promise<Buffer> {
+  const peer = peerAddress(call.getPeer());
+  spend(deps.rateLimits?.peer, peer, `peer ${peer}`);
   let req: CertificateRequest;
   try {
     req = decodeCertificateRequest(call.request);
@@ -83,19 +97,42 @@ async function createCertificate(
     throw new Refusal(grpc.status.INVALID_ARGUMENT, `malformed request: ${(err as Error).message}`);
   }
   const caller = authenticate(call, deps);
+  let enrollment: Enrollment | undefined;
   try {
-    const { chain, cert } = await deps.ca.sign({
-      csrPem: req.csr,
-      identity: caller.identity,
-      ttlSeconds: req.validityDuration,
-    });
+    spend(deps.rateLimits?.identity, caller.identity, caller.identity);
+    const now = deps.ca.now();
+    enrollment =
+      caller.via === 'join token'
+        ? deps.enrollments.begin(caller.identity, caller.tokenId, now)
+        : deps.enrollments.continueFrom(caller.serial, caller.identity, now);
+    const { chain, cert } = await deps.ca.sign(
+      {
+        csrPem: req.csr,
+        identity: caller.identity,
+        ttlSeconds: req.validityDuration,
+        enrollmentId: enrollment.id,
+        notAfterLimit: enrollment.endsAt,
+      },
+      now,
+    );
+    // A revocation that landed while this request was being signed wins.
+    if (deps.enrollments.isRevoked(enrollment.id))
+      throw new EnrollmentRefused(`enrollment ${enrollment.id} was revoked`);
     deps.logger.info(
-      { identity: caller.identity, via: caller.via, serial: cert.serialNumber, notAfter: cert.notAfter },
+      {
+        identity: caller.identity,
+        via: caller.via === 'certificate' ? `certificate ${caller.serial}` : caller.via,
+        enrollment: enrollment.id,
+        serial: cert.serialNumber,
+        notAfter: cert.notAfter,
+      },
       'certificate issued',
     );
     return encodeCertificateResponse({ certChain: chain });
   } catch (err) {
-    if (caller.tokenHash) deps.tokens.refund(caller.tokenHash);
+    if (caller.via === 'join token') deps.tokens.refund(caller.tokenHash);
+    if (enrollment) deps.enrollments.abandon(enrollment);
+    if (err instanceof EnrollmentRefused) throw new Refusal(grpc.status.UNAUTHENTICATED, err.message);
     if (err instanceof CaRequestError)
       throw new Refusal(
         err.kind === 'invalid' ? grpc.status.INVALID_ARGUMENT : grpc.status.PERMISSION_DENIED,
@@ -105,9 +142,30 @@ async function createCertificate(
   }
 }
 
+/** Spends one request of `key`'s budget, or refuses with RESOURCE_EXHAUSTED and when to retry. */
+function spend(limiter: KeyedRateLimiter | undefined, key: string, who: string): void {
+  if (!limiter) return;
+  const admission = limiter.take(key);
+  if (admission.ok) return;
+  const { limit, perMs } = limiter.rate;
+  throw new Refusal(
+    grpc.status.RESOURCE_EXHAUSTED,
+    `certificate requests from ${who} exceed ${limit} per ${perMs / 1000}s (--ca-rate-limit): retry in ${Math.ceil(admission.retryAfterMs / 1000)}s`,
+  );
+}
+
 function authenticate(call: grpc.ServerUnaryCall<Buffer, Buffer>, deps: CertificateServiceDeps): Caller {
   const peer = peerIdentity(call, deps.ca.trustDomain);
-  if (peer.ok) return { identity: peer.identity, via: `certificate ${peer.serial}` };
+  if (peer.ok) {
+    deps.revocations.refresh(); // one indexed read: a revocation from another process counts at once
+    const revoked = deps.revocations.reason(peer.serial);
+    if (revoked !== undefined)
+      throw new Refusal(
+        grpc.status.UNAUTHENTICATED,
+        `certificate ${peer.serial} has been revoked: ${revoked}`,
+      );
+    return { identity: peer.identity, via: 'certificate', serial: peer.serial };
+  }
   const header = call.metadata.get('authorization')[0];
   const token = typeof header === 'string' ? /^Bearer\s+(\S+)$/i.exec(header)?.[1] : undefined;
   if (!token)
@@ -116,7 +174,12 @@ function authenticate(call: grpc.ServerUnaryCall<Buffer, Buffer>, deps: Certific
       `present a valid workload certificate or a join token (authorization: Bearer TOKEN): ${peer.reason}`,
     );
   try {
-    return { identity: redeemJoinToken(deps.tokens, token), via: 'join token', tokenHash: hashToken(token) };
+    return {
+      identity: redeemJoinToken(deps.tokens, token),
+      via: 'join token',
+      tokenId: tokenId(token),
+      tokenHash: hashToken(token),
+    };
   } catch (err) {
     if (err instanceof TokenError) throw new Refusal(grpc.status.UNAUTHENTICATED, err.message);
     throw err;

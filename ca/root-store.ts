@@ -1,9 +1,11 @@
 // The self-signed roots kept in the store (ca_material "roots"), with the rotation schedule: each
-// root signs from `signingFrom` on, and stays in the trust bundle until `retireAt`.
+// root signs from `signingFrom` on, and stays in the trust bundle until `retireAt`. Each root's key
+// is opened (decrypted, imported) once and kept in memory, so a signature costs a signature, not a
+// scrypt; the parsed list and certificates are kept until the stored value changes.
 import type { CaMaterialTable } from '../store/ca-material.js';
 import { createRoot } from './certificates.js';
 import { importSigningKey, privateKeyPem, type KeyAlgorithm } from './keys.js';
-import { openKey, sealKey } from './key-protection.js';
+import { openKeyAsync, sealKey } from './key-protection.js';
 import { x509, type CryptoKey, type CryptoKeyPair } from './x509.js';
 
 const MATERIAL = 'roots';
@@ -22,14 +24,26 @@ export interface ActiveRoot {
 }
 
 export class RootStore {
+  private parsed: { readonly raw: string; readonly roots: readonly StoredRoot[] } | undefined;
+  /** Opened key pairs by their stored text: one scrypt and one import per root, not per signature. */
+  private readonly keys = new Map<string, Promise<CryptoKeyPair>>();
+  private readonly certs = new Map<string, x509.X509Certificate>();
+
   constructor(
     private readonly material: CaMaterialTable,
     private readonly passphrase: string | undefined,
   ) {}
 
   list(): StoredRoot[] {
-    const raw = this.material.get(MATERIAL);
-    return raw ? (JSON.parse(raw.toString('utf8')) as StoredRoot[]) : [];
+    const raw = this.fingerprint();
+    if (this.parsed?.raw !== raw) {
+      const roots = raw ? (JSON.parse(raw) as StoredRoot[]) : [];
+      this.parsed = { raw, roots };
+      // Forget the keys and certificates of roots that left the list.
+      for (const key of this.keys.keys()) if (!roots.some((r) => r.key === key)) this.keys.delete(key);
+      for (const pem of this.certs.keys()) if (!roots.some((r) => r.certPem === pem)) this.certs.delete(pem);
+    }
+    return [...this.parsed.roots];
   }
 
   /** The stored list as one string, to notice another process's rotation cheaply. */
@@ -49,11 +63,16 @@ export class RootStore {
     return `${this.fingerprint()}|${signing}|${trusted}`;
   }
 
-  /** Creates the first root if there is none. */
+  /**
+   * Creates the first root if there is none. Written only if still absent, so two processes starting
+   * on an empty store at once (`serve` and `ca root`) agree on one root: the one written first.
+   */
   async ensure(trustDomain: string, algorithm: KeyAlgorithm, now = new Date()): Promise<void> {
     if (this.list().length > 0) return;
     const root = await createRoot(trustDomain, algorithm, 3650, now);
-    this.save([await this.toStored(root.cert, root.keys.privateKey, now)]);
+    const value = JSON.stringify([await this.toStored(root.cert, root.keys.privateKey, now)]);
+    if (!this.material.putIfAbsent(MATERIAL, Buffer.from(value, 'utf8')))
+      throw new Error('could not write the CA roots to the store');
   }
 
   /**
@@ -67,8 +86,9 @@ export class RootStore {
     maxTtlMs: number,
     now = new Date(),
   ): Promise<StoredRoot> {
+    const before = this.material.get(MATERIAL);
     const roots = this.list();
-    if (roots.length === 0) throw new Error('no root to rotate: the CA has not been initialised');
+    if (!before || roots.length === 0) throw new Error('no root to rotate: the CA has not been initialised');
     const switchAt = new Date(now.getTime() + overlapMs);
     const retireAt = new Date(switchAt.getTime() + maxTtlMs).toISOString();
     const root = await createRoot(trustDomain, algorithm, 3650, now);
@@ -76,7 +96,10 @@ export class RootStore {
     const kept = roots
       .filter((r) => !r.retireAt || new Date(r.retireAt) > now)
       .map((r) => (r.retireAt ? r : { ...r, retireAt }));
-    this.save([...kept, next]);
+    // Only over the list this rotation read: two rotations at once must not drop each other's root.
+    const value = Buffer.from(JSON.stringify([...kept, next]), 'utf8');
+    if (!this.material.replace(MATERIAL, before, value))
+      throw new Error('the CA roots changed while rotating (another `portolan ca rotate`?): run it again');
     return next;
   }
 
@@ -85,17 +108,30 @@ export class RootStore {
     const candidates = this.list().filter((r) => new Date(r.signingFrom) <= now);
     const chosen = candidates[candidates.length - 1];
     if (!chosen) throw new Error('no CA root is active yet');
-    return {
-      cert: new x509.X509Certificate(chosen.certPem),
-      keys: await importSigningKey(openKey(chosen.key, this.passphrase)),
-    };
+    return { cert: this.cert(chosen.certPem), keys: await this.openKeys(chosen.key) };
   }
 
   /** Every root still trusted at `now` (the bundle handed to workloads). */
   trusted(now = new Date()): x509.X509Certificate[] {
     return this.list()
       .filter((r) => !r.retireAt || new Date(r.retireAt) > now)
-      .map((r) => new x509.X509Certificate(r.certPem));
+      .map((r) => this.cert(r.certPem));
+  }
+
+  private cert(pem: string): x509.X509Certificate {
+    let cert = this.certs.get(pem);
+    if (!cert) this.certs.set(pem, (cert = new x509.X509Certificate(pem)));
+    return cert;
+  }
+
+  private openKeys(stored: string): Promise<CryptoKeyPair> {
+    let keys = this.keys.get(stored);
+    if (!keys) {
+      keys = openKeyAsync(stored, this.passphrase).then(importSigningKey);
+      this.keys.set(stored, keys);
+      keys.catch(() => this.keys.delete(stored)); // a wrong passphrase is reported again next time
+    }
+    return keys;
   }
 
   private async toStored(cert: x509.X509Certificate, key: CryptoKey, signingFrom: Date): Promise<StoredRoot> {
@@ -104,10 +140,5 @@ export class RootStore {
       key: sealKey(await privateKeyPem(key), this.passphrase),
       signingFrom: signingFrom.toISOString(),
     };
-  }
-
-  private save(roots: readonly StoredRoot[]): void {
-    if (!this.material.put(MATERIAL, Buffer.from(JSON.stringify(roots), 'utf8')))
-      throw new Error('could not write the CA roots to the store');
   }
 }

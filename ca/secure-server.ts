@@ -2,20 +2,41 @@
 // Client certificates are optional at the TLS layer (a VM's first contact has only a join token);
 // ADS then requires one whose SPIFFE identity matches the namespace and service account the node
 // claims. The server certificate is issued by our own CA and re-issued before it expires or when the
-// roots change (`portolan ca rotate` from another process), without restarting the listener.
+// roots change (`portolan ca rotate` from another process), without restarting the listener. Every
+// second it checks the deny list for a new revocation (written by `portolan token revoke` or `cert
+// revoke` in another process) and closes the open streams that present a revoked certificate.
 import { isIP } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../log/logger.js';
+import type { EnrollmentTable } from '../store/enrollments.js';
 import type { JoinTokenTable } from '../store/join-tokens.js';
+import type { RevocationTable } from '../store/revocations.js';
 import type { CertificateAuthority } from './authority.js';
 import { registerCertificateService } from './certificate-service.js';
+import { DEFAULT_MAX_ENROLLMENT_AGE_SECONDS, Enrollments } from './enrollments.js';
 import { parseSpiffeUri } from './identity.js';
-import { peerIdentity } from './peer-identity.js';
+import { peerIdentity, type PeerIdentity } from './peer-identity.js';
+import { KeyedRateLimiter, type RateLimit } from './rate-limit.js';
 import { ReloadableCertificates } from './reloadable-certificates.js';
+import { RevocationList } from './revocation.js';
+
+/** CreateCertificate requests per peer address and per identity: bursts of 60, then one a second. */
+export const DEFAULT_CA_RATE_LIMIT: RateLimit = { limit: 60, perMs: 60_000 };
+const PRUNE_EVERY_MS = 3600_000;
 
 export interface SecurePortOptions {
   readonly ca: CertificateAuthority;
   readonly tokens: JoinTokenTable;
+  /** Which token each chain of certificates descends from (the store's table). */
+  readonly enrollments: EnrollmentTable;
+  /** The deny list (the store's table). */
+  readonly revocations: RevocationTable;
+  /** How long a chain of renewals may run before the workload must enroll again (default 30 days). */
+  readonly maxEnrollmentAgeSeconds?: number;
+  /** CreateCertificate budget per peer address and per identity (default DEFAULT_CA_RATE_LIMIT; null: none). */
+  readonly rateLimit?: RateLimit | null;
+  /** How often the deny list is checked for a new revocation (default 1 s). */
+  readonly revocationPollMs?: number;
   /** The services served beside the CA's own (the ADS server), each given the node check. */
   readonly services: readonly SecureService[];
   readonly host: string;
@@ -56,13 +77,22 @@ export interface SecureService {
   register(server: grpc.Server, authorize: NodeAuthorizer, authenticate: PeerAuthenticator): void;
   /** The gRPC server options the service wants on its port. */
   readonly serverOptions?: grpc.ServerOptions;
+  /**
+   * Ends the open streams whose call `select` picks, with `code` and `reason`; returns how many. The
+   * secure port calls it when a revocation reaches certificates that streams are open with.
+   */
+  closeStreams?(
+    select: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => boolean,
+    code: grpc.status,
+    reason: string,
+  ): number;
 }
 
 /** Without options: requests up to 4 MiB, what gRPC clients accept by default. */
 const DEFAULT_SERVER_OPTIONS: grpc.ServerOptions = { 'grpc.max_receive_message_length': 4 * 1024 * 1024 };
 
 export class SecurePort {
-  private timer: NodeJS.Timeout | undefined;
+  private timers: NodeJS.Timeout[] = [];
   private caVersion = '';
   private renewAt = 0;
 
@@ -71,17 +101,28 @@ export class SecurePort {
     private readonly server: grpc.Server,
     private readonly certificates: ReloadableCertificates,
     private readonly options: SecurePortOptions,
+    private readonly access: SecureAccess,
   ) {}
 
   static async start(options: SecurePortOptions): Promise<SecurePort> {
     const certificates = new ReloadableCertificates();
     const server = new grpc.Server(options.serverOptions ?? DEFAULT_SERVER_OPTIONS);
-    const trustDomain = options.ca.trustDomain;
-    for (const service of options.services)
-      service.register(server, adsAuthorizer(trustDomain), adsPeerAuthenticator(trustDomain));
-    registerCertificateService(server, { ca: options.ca, tokens: options.tokens, logger: options.logger });
+    const access = new SecureAccess(options);
+    const authenticate = adsPeerAuthenticator(options.ca.trustDomain);
+    for (const service of options.services) service.register(server, access.authorizer(), authenticate);
+    const rate = options.rateLimit === undefined ? DEFAULT_CA_RATE_LIMIT : options.rateLimit;
+    registerCertificateService(server, {
+      ca: options.ca,
+      tokens: options.tokens,
+      enrollments: access.enrollments,
+      revocations: access.revocations,
+      ...(rate && {
+        rateLimits: { peer: new KeyedRateLimiter(rate), identity: new KeyedRateLimiter(rate) },
+      }),
+      logger: options.logger,
+    });
     // Provider first (TLS needs a certificate before bind), then bind.
-    const pending = new SecurePort(0, server, certificates, options);
+    const pending = new SecurePort(0, server, certificates, options, access);
     await pending.refresh();
     // grpc-js names the first parameter the CA provider but uses it as the identity provider;
     // one object serving both sidesteps the mix-up.
@@ -96,15 +137,22 @@ export class SecurePort {
         err ? reject(err) : resolve(p),
       ),
     );
-    const running = new SecurePort(port, server, certificates, options);
+    const running = new SecurePort(port, server, certificates, options, access);
     running.caVersion = pending.caVersion;
     running.renewAt = pending.renewAt;
-    running.timer = setInterval(() => {
+    const every = (ms: number, fn: () => void): void => {
+      const timer = setInterval(fn, ms);
+      timer.unref();
+      running.timers.push(timer);
+    };
+    every(options.refreshMs ?? 30_000, () => {
       running
         .refresh()
         .catch((err: unknown) => options.logger.error({ err }, 'secure port: certificate refresh failed'));
-    }, options.refreshMs ?? 30_000);
-    running.timer.unref();
+    });
+    every(options.revocationPollMs ?? 1000, () => access.sweep());
+    every(PRUNE_EVERY_MS, () => access.prune());
+    access.prune();
     return running;
   }
 
@@ -130,8 +178,13 @@ export class SecurePort {
     this.options.logger.info({ dnsNames, ips, notAfter: issued.notAfter }, 'secure port certificate issued');
   }
 
+  /** Applies a new revocation now instead of at the next poll; returns the streams it closed. */
+  checkRevocations(): number {
+    return this.access.sweep();
+  }
+
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
+    for (const timer of this.timers.splice(0)) clearInterval(timer);
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
         this.server.forceShutdown();
@@ -163,11 +216,86 @@ export function adsPeerAuthenticator(trustDomain: string): PeerAuthenticator {
   };
 }
 
-/** ADS on the secure port: a verified workload certificate naming the node's NAMESPACE and SERVICE_ACCOUNT. */
-export function adsAuthorizer(trustDomain: string): NodeAuthorizer {
+/**
+ * Who may do what on the secure port: enrollments and the deny list, the ADS authorizer, and the
+ * sweep that closes the streams of certificates revoked while they were open.
+ */
+class SecureAccess {
+  readonly enrollments: Enrollments;
+  readonly revocations: RevocationList;
+  /** Each secure stream's peer, read once from its certificate. */
+  private readonly peers = new WeakMap<object, PeerIdentity>();
+
+  constructor(private readonly options: SecurePortOptions) {
+    this.enrollments = new Enrollments(
+      options.enrollments,
+      options.ca,
+      options.maxEnrollmentAgeSeconds ?? DEFAULT_MAX_ENROLLMENT_AGE_SECONDS,
+    );
+    this.revocations = new RevocationList(options.revocations, () => options.ca.now());
+    this.revocations.refresh();
+  }
+
+  authorizer(): NodeAuthorizer {
+    return adsAuthorizer(this.options.ca.trustDomain, (call) => this.peer(call), this.revocations);
+  }
+
+  /** Reloads the deny list if it changed, and closes the streams it now refuses; returns how many. */
+  sweep(): number {
+    if (!this.revocations.refresh()) return 0;
+    let closed = 0;
+    for (const service of this.options.services) {
+      closed +=
+        service.closeStreams?.(
+          (call) => {
+            const peer = this.peer(call);
+            return peer.ok && this.revocations.isRevoked(peer.serial);
+          },
+          grpc.status.UNAUTHENTICATED,
+          'the client certificate has been revoked',
+        ) ?? 0;
+    }
+    this.options.logger.info(
+      { deniedSerials: this.revocations.size, closedStreams: closed },
+      'deny list reloaded',
+    );
+    return closed;
+  }
+
+  /** Forgets enrollments that ended and revocations that can no longer match a valid certificate. */
+  prune(now = this.options.ca.now()): void {
+    const enrollments = this.enrollments.prune(now);
+    const revocations = this.options.revocations.prune(now);
+    if (enrollments + revocations > 0)
+      this.options.logger.info({ enrollments, revocations }, 'pruned ended enrollments and revocations');
+  }
+
+  private peer(call: grpc.ServerDuplexStream<Buffer, Buffer>): PeerIdentity {
+    let peer = this.peers.get(call);
+    if (!peer) this.peers.set(call, (peer = peerIdentity(call, this.options.ca.trustDomain)));
+    return peer;
+  }
+}
+
+/**
+ * ADS on the secure port: a verified workload certificate, not revoked, naming the node's
+ * NAMESPACE and SERVICE_ACCOUNT.
+ */
+export function adsAuthorizer(
+  trustDomain: string,
+  peerOf: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => PeerIdentity = (call) =>
+    peerIdentity(call, trustDomain),
+  revocations?: RevocationList,
+): NodeAuthorizer {
   return (proxy, call) => {
-    const peer = peerIdentity(call, trustDomain);
+    const peer = peerOf(call);
     if (!peer.ok) return { code: grpc.status.UNAUTHENTICATED, reason: peer.reason };
+    const revoked = revocations?.reason(peer.serial);
+    if (revoked !== undefined)
+      return {
+        code: grpc.status.UNAUTHENTICATED,
+        reason: `certificate ${peer.serial} has been revoked: ${revoked}`,
+      };
     const id = parseSpiffeUri(peer.identity);
     const ns = proxy.metadata.NAMESPACE;
     const sa = proxy.metadata.SERVICE_ACCOUNT;

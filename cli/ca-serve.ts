@@ -45,6 +45,10 @@ export async function startCa(
   const port = await SecurePort.start({
     ca,
     tokens: store.joinTokens,
+    enrollments: store.enrollments,
+    revocations: store.revocations,
+    maxEnrollmentAgeSeconds: options.maxEnrollmentAgeSeconds,
+    rateLimit: options.rateLimit,
     services: [ads],
     ...(ads.serverOptions && { serverOptions: ads.serverOptions }),
     host: addr.host,

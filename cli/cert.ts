@@ -8,6 +8,8 @@ import { OptionError } from './options.js';
 
 export const TOKEN_ENV = 'PORTOLAN_JOIN_TOKEN';
 
+const REQUIRED = ['--ca-addr', '--root-cert', '--out'];
+
 interface CertFlags {
   caAddr: string;
   rootCert: string;
@@ -24,15 +26,22 @@ export function addCertCommand(program: Command): void {
     .description(
       'Get a workload certificate from the CA and keep it renewed (at 80% of its lifetime) in --out: cert-chain.pem, key.pem, root-cert.pem.',
     )
-    .requiredOption('--ca-addr <host:port>', "the CA's secure port (serve's --secure-xds-addr)")
-    .requiredOption('--root-cert <file>', 'trust bundle for first contact, from `portolan ca root`')
+    // Required, but checked in the action: commander would demand them of `cert revoke` too.
+    .option('--ca-addr <host:port>', "the CA's secure port (serve's --secure-xds-addr)")
+    .option('--root-cert <file>', 'trust bundle for first contact, from `portolan ca root`')
     .option('--token <token>', `join token for the first certificate (or set ${TOKEN_ENV})`)
-    .requiredOption('--out <dir>', 'directory for the certificate files')
+    .option('--out <dir>', 'directory for the certificate files')
     .option('--once', 'get one certificate and exit')
     .option('--ttl <duration>', "requested lifetime (default: the CA's)")
     .option('--log-level <level>', 'log level', 'info')
     .action((opts: CertFlags, cmd: Command) =>
       cliErrors(cmd, async () => {
+        for (const option of cmd.options)
+          if (
+            REQUIRED.includes(option.long ?? '') &&
+            cmd.getOptionValue(option.attributeName()) === undefined
+          )
+            cmd.error(`error: required option '${option.flags}' not specified`);
         const token = opts.token ?? process.env[TOKEN_ENV];
         const logger = createLogger(opts.logLevel as 'info');
         const options: AgentOptions = {

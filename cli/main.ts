@@ -8,6 +8,7 @@ import { addCaCommand } from './ca.js';
 import { addCaServeFlags } from './ca-options.js';
 import { addCertCommand } from './cert.js';
 import { addLimitFlags } from './limit-options.js';
+import { addCertRevokeCommand } from './cert-revoke.js';
 import { addBootstrapCommand } from './bootstrap.js';
 import { printHistory } from './history.js';
 import {
@@ -146,5 +147,6 @@ program
 addTokenCommand(program);
 addCaCommand(program);
 addCertCommand(program);
+addCertRevokeCommand(program);
 
 await program.parseAsync(process.argv);

@@ -19,6 +19,7 @@ import { checkPushConsistency } from '../xds/validate/push-consistency.js';
 import { validatePushesEnabled } from '../xds/validate/validating-generator.js';
 import { AdsMetrics } from '../metrics/ads-metrics.js';
 import { PortolanMetrics } from '../metrics/metrics.js';
+import { DataDirLockedError, lockDataDir, type DataDirLock } from '../store/data-dir-lock.js';
 import { RegistryPersistence } from '../store/registry-persistence.js';
 import { Store } from '../store/store.js';
 import { startCa, type RunningCa } from './ca-serve.js';
@@ -39,11 +40,38 @@ export interface RunningPortolan {
 export async function startPortolan(options: ServeOptions, logger: Logger): Promise<RunningPortolan> {
   protoRoot(); // fail fast if the Envoy protos cannot be loaded
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+  if (options.ca?.resetCa && !options.resetStore)
+    throw new OptionError('--reset-ca: only with --reset-store');
+  // One owner per data directory: a second serve on it stops here, naming the first one's pid.
+  const lock = takeDataDir(options.dataDir);
+  try {
+    return await startLocked(options, logger, lock);
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+}
+
+function takeDataDir(dataDir: string): DataDirLock {
+  try {
+    return lockDataDir(dataDir);
+  } catch (err) {
+    if (err instanceof DataDirLockedError) throw new OptionError(err.message);
+    throw err;
+  }
+}
+
+async function startLocked(
+  options: ServeOptions,
+  logger: Logger,
+  lock: DataDirLock,
+): Promise<RunningPortolan> {
   const metrics = new PortolanMetrics();
   const store = Store.open({
     dataDir: options.dataDir,
     logger: logger.child({ component: 'store' }),
     reset: options.resetStore,
+    resetCa: options.ca?.resetCa ?? false,
     historyLimit: options.historyLimit,
     onWriteError: () => metrics.storeWriteErrors.inc(),
   });
@@ -165,6 +193,7 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
       await discovery.stop();
       persistence.stop();
       store.close();
+      lock.release();
     },
   };
 }

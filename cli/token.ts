@@ -74,15 +74,21 @@ export function addTokenCommand(program: Command): void {
     );
   token
     .command('revoke <token-or-id>')
-    .description('Revoke a join token (by its id or the whole token); effective at the next request.')
+    .description(
+      'Revoke a join token (by its id or the whole token) and every enrollment it started: their certificates are refused at renewal and their secure streams closed within seconds.',
+    )
     .option('--data-dir <dir>', 'the data directory of the Portolan', SERVE_DEFAULTS.dataDir)
     .action((value: string, opts: { dataDir: string }, cmd: Command) =>
       cliErrors(cmd, () => {
         const store = openStore(opts.dataDir);
         try {
           const id = tokenId(value);
-          if (!store.joinTokens.revoke(id, new Date())) throw new TokenError(`no live token with id ${id}`);
-          process.stderr.write(`token ${id} revoked\n`);
+          const outcome = store.revocations.revokeToken(id, new Date());
+          if (outcome.tokens + outcome.enrollments === 0) throw new TokenError(`no live token with id ${id}`);
+          process.stderr.write(
+            `token ${id} revoked; ${outcome.enrollments} enrollment(s) started with it revoked ` +
+              `(${store.enrollments.countByToken(id)} in all): a running serve closes their secure streams within seconds\n`,
+          );
         } finally {
           store.close();
         }

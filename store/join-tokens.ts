@@ -1,6 +1,7 @@
 // The CA's join tokens: only a hash of each token is kept. Using a token decrements its uses in one
 // statement, so two concurrent first contacts cannot both spend a one-time token.
 import type Database from 'better-sqlite3';
+import type { RevocationTable } from './revocations.js';
 import type { GuardWrite } from './snapshots.js';
 
 export interface JoinTokenRow {
@@ -34,6 +35,7 @@ export class JoinTokenTable {
   constructor(
     private readonly db: Database.Database,
     private readonly guard: GuardWrite,
+    private readonly revocations: RevocationTable,
   ) {}
 
   insert(t: { id: string; hash: string; identity: string; expiresAt: string; uses: number }): boolean {
@@ -78,15 +80,9 @@ export class JoinTokenTable {
     return r && toRow(r);
   }
 
+  /** Revokes a live token and every enrollment it started (RevocationTable.revokeToken); false when none was live. */
   revoke(id: string, now: Date): boolean {
-    return (
-      this.guard(`revoke join token ${id}`, () => {
-        const res = this.db
-          .prepare('UPDATE join_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL')
-          .run(now.toISOString(), id);
-        return res.changes > 0;
-      }) ?? false
-    );
+    return this.revocations.revokeToken(id, now).tokens > 0;
   }
 
   list(): JoinTokenRow[] {

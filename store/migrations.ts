@@ -66,4 +66,40 @@ export const MIGRATIONS: readonly string[] = [
      revoked_at TEXT,
      created_at TEXT NOT NULL
    );`,
+  // 4: enrollments (the chain of certificates descending from one join token), the revocation deny
+  // list, and issued_certificates rebuilt with a row id (pruned like the history) and the enrollment
+  // each certificate belongs to (how a renewal finds it).
+  `CREATE TABLE enrollments (
+     id TEXT PRIMARY KEY,             -- random hex; issued_certificates.enrollment_id points here
+     identity TEXT NOT NULL,
+     token_id TEXT,                   -- the join token that started it; NULL: adopted from a certificate issued before enrollments
+     started_at TEXT NOT NULL,        -- renewals stop at started_at + --max-enrollment-age
+     revoked_at TEXT,
+     revoked_reason TEXT
+   );
+   CREATE INDEX enrollments_token ON enrollments (token_id);
+   CREATE INDEX enrollments_identity ON enrollments (identity);
+   CREATE TABLE revocations (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,  -- its maximum is the deny list's revision, which serve polls
+     kind TEXT NOT NULL CHECK (kind IN ('serial', 'identity', 'token')),
+     subject TEXT NOT NULL,           -- a serial (lower-case hex), a SPIFFE URI, or a token id
+     revoked_at TEXT NOT NULL,
+     reason TEXT,
+     prune_after TEXT                 -- when the entry can no longer match a valid certificate; NULL: kept
+   );
+   CREATE TABLE issued_certificates_v4 (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     serial TEXT NOT NULL UNIQUE,
+     identity TEXT NOT NULL,
+     node_id TEXT,
+     enrollment_id TEXT,              -- NULL: issued before enrollments (adopted at its next renewal)
+     not_before TEXT NOT NULL,
+     not_after TEXT NOT NULL,
+     issued_at TEXT NOT NULL
+   );
+   INSERT INTO issued_certificates_v4 (serial, identity, node_id, not_before, not_after, issued_at)
+     SELECT serial, identity, node_id, not_before, not_after, issued_at FROM issued_certificates ORDER BY issued_at;
+   DROP TABLE issued_certificates;
+   ALTER TABLE issued_certificates_v4 RENAME TO issued_certificates;
+   CREATE INDEX issued_certificates_enrollment ON issued_certificates (enrollment_id);`,
 ];

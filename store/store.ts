@@ -6,10 +6,13 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Logger } from '../log/logger.js';
 import { CaMaterialTable } from './ca-material.js';
+import { salvageCaState, restoreCaState, type CaState } from './ca-salvage.js';
+import { EnrollmentTable } from './enrollments.js';
 import { HistoryTables } from './history.js';
 import { JoinTokenTable } from './join-tokens.js';
 import { MIGRATIONS } from './migrations.js';
 import { ProxyHistoryTable } from './proxy-history.js';
+import { RevocationTable } from './revocations.js';
 import { SnapshotTable } from './snapshots.js';
 
 export const DB_FILE = 'portolan.db';
@@ -26,8 +29,15 @@ export class StoreError extends Error {
 export interface StoreOptions {
   readonly dataDir: string;
   readonly logger: Logger;
-  /** Move an unreadable database aside (`portolan.db.corrupt-TIMESTAMP`) and start a new one. */
+  /**
+   * Move an unreadable database aside (`portolan.db.corrupt-TIMESTAMP`) and start a new one, carrying
+   * over the CA's state (root keys, join tokens, enrollments, revocations) read from the damaged file.
+   * When that state cannot be read, the reset is refused unless `resetCa`: a new database would mean a
+   * new CA root, and every workload would have to enroll again.
+   */
   readonly reset?: boolean;
+  /** With `reset`: start anew even when the CA's state cannot be carried over (a new root). */
+  readonly resetCa?: boolean;
   /** Rows kept per history table (config changes, registry events, proxy connections). */
   readonly historyLimit?: number;
   /** Open without writing (for `portolan history`): no migrations, no permission changes. */
@@ -47,6 +57,8 @@ export class Store {
   readonly proxies: ProxyHistoryTable;
   readonly ca: CaMaterialTable;
   readonly joinTokens: JoinTokenTable;
+  readonly enrollments: EnrollmentTable;
+  readonly revocations: RevocationTable;
   writeErrors = 0;
   private readonly db: Database.Database;
 
@@ -62,8 +74,10 @@ export class Store {
     this.snapshots = new SnapshotTable(db, guard);
     this.history = new HistoryTables(db, guard, limit);
     this.proxies = new ProxyHistoryTable(db, guard, limit);
-    this.ca = new CaMaterialTable(db, guard);
-    this.joinTokens = new JoinTokenTable(db, guard);
+    this.ca = new CaMaterialTable(db, guard, limit);
+    this.revocations = new RevocationTable(db, guard);
+    this.joinTokens = new JoinTokenTable(db, guard, this.revocations);
+    this.enrollments = new EnrollmentTable(db, guard);
   }
 
   /** Opens (creating and migrating as needed) the store in `dataDir`; throws StoreError with the reason. */
@@ -78,15 +92,36 @@ export class Store {
           options.readonly || !existsSync(path) ? '' : ' (--reset-store moves it aside and starts a new one)';
         throw new StoreError(path, reason + hint);
       }
+      // Read the CA's state out of the damaged file first: if it cannot be read, nothing is moved.
+      let caState: CaState | undefined;
+      if (!options.resetCa) {
+        try {
+          caState = salvageCaState(path);
+        } catch (salvageErr) {
+          throw new StoreError(
+            path,
+            `${reason}; the CA's root keys, join tokens and enrollments in it cannot be read either ` +
+              `(${(salvageErr as Error).message}). Restore the file from a backup, or give --reset-ca ` +
+              'as well to start with a new CA root (every workload must then enroll again with a new join token)',
+          );
+        }
+      }
       const aside = `${path}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
       for (const suffix of ['', '-wal', '-shm']) {
         if (existsSync(path + suffix)) renameSync(path + suffix, aside + suffix);
       }
+      const store = Store.openAt(path, options);
+      if (caState) restoreCaState(store.db, caState);
       options.logger.warn(
-        { path, movedTo: aside, reason },
+        {
+          path,
+          movedTo: aside,
+          reason,
+          ca: caState ? `carried over: ${describe(caState)}` : 'not carried over (--reset-ca): a new root',
+        },
         '--reset-store: moved the unreadable database aside',
       );
-      return Store.openAt(path, options);
+      return store;
     }
   }
 
@@ -141,16 +176,29 @@ export class Store {
   }
 }
 
+/**
+ * Applies the missing migrations, one transaction each. Each reads the version under the write lock
+ * (BEGIN IMMEDIATE), so two processes opening a new store at once (`serve` and `ca root`) apply each
+ * migration once: the second waits, then sees it done.
+ */
 function migrate(db: Database.Database, target: number): void {
-  const current = Number(db.pragma('user_version', { simple: true }));
-  if (current > MIGRATIONS.length) throw new Error(newerMessage(current));
-  for (let v = current; v < target; v++) {
-    const sql = MIGRATIONS[v] ?? '';
-    db.transaction(() => {
-      db.exec(sql);
-      db.pragma(`user_version = ${v + 1}`);
-    })();
+  const step = db.transaction((): boolean => {
+    const current = Number(db.pragma('user_version', { simple: true }));
+    if (current > MIGRATIONS.length) throw new Error(newerMessage(current));
+    if (current >= target) return false;
+    db.exec(MIGRATIONS[current] ?? '');
+    db.pragma(`user_version = ${current + 1}`);
+    return true;
+  });
+  while (step.immediate()) {
+    // next migration
   }
+}
+
+function describe(state: CaState): string {
+  return Object.entries(state)
+    .map(([table, rows]) => `${rows.length} ${table}`)
+    .join(', ');
 }
 
 function newerMessage(version: number): string {

@@ -22,7 +22,7 @@ function portolan(args: readonly string[]): Promise<{ code: number; stdout: stri
   });
 }
 
-test('a corrupted database stops the start, naming the file; --reset-store moves it aside', async () => {
+test('a corrupted database stops the start, naming the file; --reset-store --reset-ca moves it aside', async () => {
   const data = join(root, 'corrupt');
   mkdirSync(data);
   writeFileSync(join(data, 'portolan.db'), 'garbage, not SQLite '.repeat(300));
@@ -30,7 +30,20 @@ test('a corrupted database stops the start, naming the file; --reset-store moves
     startPortolanProcess(['--registries', 'mock', '--data-dir', data]),
     (err: Error) => err.message.includes(join(data, 'portolan.db')) && /not a database/.test(err.message),
   );
-  const p = await startPortolanProcess(['--registries', 'mock', '--data-dir', data, '--reset-store']);
+  // Garbage holds no readable CA state: --reset-store alone would mean a new CA root, so it refuses.
+  await assert.rejects(
+    startPortolanProcess(['--registries', 'mock', '--data-dir', data, '--reset-store']),
+    (err: Error) => /--reset-ca/.test(err.message),
+  );
+  assert.equal(readdirSync(data).filter((f) => f.startsWith('portolan.db.corrupt-')).length, 0);
+  const p = await startPortolanProcess([
+    '--registries',
+    'mock',
+    '--data-dir',
+    data,
+    '--reset-store',
+    '--reset-ca',
+  ]);
   await p.stop();
   assert.equal(readdirSync(data).filter((f) => f.startsWith('portolan.db.corrupt-')).length, 1);
 });

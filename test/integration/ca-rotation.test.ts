@@ -130,6 +130,8 @@ test('ca rotate: the agent gets the two-root bundle, then a new-root certificate
   const port = await SecurePort.start({
     ca,
     tokens: store.joinTokens,
+    enrollments: store.enrollments,
+    revocations: store.revocations,
     services: [plane.ads],
     host: '127.0.0.1',
     port: 0,
@@ -248,6 +250,8 @@ test('the secure port replaces a short-lived server certificate without a restar
   const port = await SecurePort.start({
     ca,
     tokens: store.joinTokens,
+    enrollments: store.enrollments,
+    revocations: store.revocations,
     services: [plane.ads],
     host: '127.0.0.1',
     port: 0,

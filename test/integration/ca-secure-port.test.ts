@@ -48,6 +48,8 @@ before(async () => {
   securePort = await SecurePort.start({
     ca,
     tokens: store.joinTokens,
+    enrollments: store.enrollments,
+    revocations: store.revocations,
     services: [plane.ads],
     host: '127.0.0.1',
     port: 0,

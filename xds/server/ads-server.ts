@@ -10,7 +10,12 @@ import type { ServiceDiscovery } from '../../model/discovery.js';
 import type { Logger } from '../../log/logger.js';
 import type { GeneratorLookup } from '../generators/generator.js';
 import type { AdsApi, AdsStream, StreamCall, StreamDeps } from './ads-stream.js';
-import { AdsService, type AdsAuthorizer, type PeerAuthenticator } from './ads-service.js';
+import {
+  AdsService,
+  type AdsAuthorizer,
+  type PeerAuthenticator,
+  type StreamSelector,
+} from './ads-service.js';
 import { DeltaConnection } from './delta-connection.js';
 import { DEFAULT_FLOW_CONTROL, PushLimiter, type FlowControlOptions } from './flow-control.js';
 import type { AdsObserver } from './observer.js';
@@ -27,7 +32,7 @@ import {
   type TransportLimits,
 } from './transport-limits.js';
 
-export type { AdsAuthorizer, PeerAuthenticator } from './ads-service.js';
+export type { AdsAuthorizer, PeerAuthenticator, StreamSelector } from './ads-service.js';
 
 export interface AdsServerOptions {
   readonly discovery: ServiceDiscovery;
@@ -158,6 +163,14 @@ export class AdsServer {
    */
   register(server: grpc.Server, authorize?: AdsAuthorizer, authenticate?: PeerAuthenticator): void {
     this.service.register(server, authorize, authenticate);
+  }
+
+  /**
+   * Ends every open stream whose call `select` picks (by its TLS peer, say), with `code` and `reason`
+   * as its status; returns how many. The secure port closes the streams of revoked certificates so.
+   */
+  closeStreams(select: StreamSelector, code: grpc.status, reason: string): number {
+    return this.service.closeStreams(select, code, reason);
   }
 
   /** A push for reasons outside the service model (traffic config changed): everything is re-evaluated. */

@@ -62,8 +62,31 @@ export interface AdsServiceDeps {
   readonly pings?: PingPolicy;
 }
 
+/** Picks streams to close by their call (its TLS peer); see AdsService.closeStreams. */
+export type StreamSelector = (call: AdsCall) => boolean;
+
 export class AdsService {
+  /** How to end each open stream from outside, by its call. */
+  private readonly enders = new Map<
+    AdsStream,
+    { readonly call: AdsCall; end(code: grpc.status, details: string): void }
+  >();
+
   constructor(private readonly deps: AdsServiceDeps) {}
+
+  /**
+   * Ends every open stream whose call `select` picks, with `code` and `details` as its status (the
+   * CA closes the streams of a revoked certificate this way); returns how many.
+   */
+  closeStreams(select: StreamSelector, code: grpc.status, details: string): number {
+    let closed = 0;
+    for (const ender of [...this.enders.values()]) {
+      if (!select(ender.call)) continue;
+      ender.end(code, details);
+      closed += 1;
+    }
+    return closed;
+  }
 
   /**
    * Serves ADS on `server`. With `authenticate`, a stream whose peer is not authenticated is refused
@@ -151,11 +174,21 @@ export class AdsService {
       closed = true;
       clearTimeout(firstRequest);
       peers.release(key);
+      this.enders.delete(stream);
       stream.close();
       streams.remove(stream);
       observer.streamClosed?.(stream, reason);
       log.debug({ conn: id, peer, node: stream.proxy?.id, reason }, 'ADS stream closed');
     };
+    this.enders.set(stream, {
+      call,
+      end: (code, details) => {
+        if (closed) return;
+        log.info({ conn: id, peer, node: stream.proxy?.id, code, details }, 'closing ADS stream');
+        close(details);
+        call.emit('error', { code, details });
+      },
+    });
     call.on('data', (bytes: Buffer) => {
       if (closed) return;
       if (firstRequest) {

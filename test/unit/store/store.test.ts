@@ -101,7 +101,14 @@ test('a corrupted file is reported with its path and SQLite error, and --reset-s
       /not a database/.test(err.message) &&
       /--reset-store/.test(err.message),
   );
-  const store = open(t, dir, { reset: true });
+  // The CA's state cannot be read out of garbage: a reset alone would mean a new CA root, so it is
+  // refused and nothing is moved; with resetCa (--reset-ca) it starts anew.
+  assert.throws(
+    () => Store.open({ dataDir: dir, logger: silentLogger, reset: true }),
+    (err: unknown) => err instanceof StoreError && /--reset-ca/.test(err.message),
+  );
+  assert.deepEqual(readdirSync(dir), [DB_FILE]);
+  const store = open(t, dir, { reset: true, resetCa: true });
   assert.equal(store.schemaVersion(), MIGRATIONS.length);
   const aside = readdirSync(dir).filter((f) => f.startsWith(`${DB_FILE}.corrupt-`));
   assert.equal(aside.length, 1, 'the bad file is kept for inspection');
