@@ -24,6 +24,7 @@ import { Store } from '../store/store.js';
 import { startCa, type RunningCa } from './ca-serve.js';
 import { OptionError, type HostAndPort, type ServeOptions } from './options.js';
 import { REGISTRY_FACTORIES } from './registries.js';
+import { ShutdownSteps } from './shutdown.js';
 
 export interface RunningPortolan {
   readonly xdsAddress: HostAndPort;
@@ -34,6 +35,8 @@ export interface RunningPortolan {
   readonly ads: AdsServer;
   readonly mock?: MockRegistry;
   stop(): Promise<void>;
+  /** The steps stop() has started and not finished (for the shutdown deadline's log line). */
+  waitingFor(): string[];
 }
 
 export async function startPortolan(options: ServeOptions, logger: Logger): Promise<RunningPortolan> {
@@ -138,6 +141,7 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     'portolan serving',
   );
 
+  const steps = new ShutdownSteps();
   return {
     xdsAddress,
     httpAddress,
@@ -147,22 +151,30 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     ...(mock && { mock }),
     async stop() {
       ads.stop();
-      await ca?.stop();
-      await new Promise<void>((resolve) => {
-        // Give streams a moment to close cleanly, then cut them.
-        const timer = setTimeout(() => {
-          grpcServer.forceShutdown();
-          resolve();
-        }, 2000);
-        grpcServer.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
+      await steps.run('CA and secure xDS port', () => ca?.stop());
+      const streams = ads.streamList().length;
+      await steps.run(
+        `xDS gRPC server: ${streams} stream(s) open`,
+        () =>
+          new Promise<void>((resolve) => {
+            // Give streams a moment to close cleanly, then cut them.
+            const timer = setTimeout(() => {
+              grpcServer.forceShutdown();
+              resolve();
+            }, 2000);
+            grpcServer.tryShutdown(() => {
+              clearTimeout(timer);
+              resolve();
+            });
+          }),
+      );
+      await steps.run('admin HTTP server', () => admin.close());
+      await discovery.stop((registry) => steps.run(`registry ${registry.name}`, () => registry.stop()));
+      await steps.run('store', () => {
+        persistence.stop();
+        store.close();
       });
-      await admin.close();
-      await discovery.stop();
-      persistence.stop();
-      store.close();
     },
+    waitingFor: () => steps.waitingFor(),
   };
 }
