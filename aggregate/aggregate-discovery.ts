@@ -65,6 +65,11 @@ export class AggregateDiscovery implements ServiceDiscovery {
     return this.merge().conflicts;
   }
 
+  /** The registries whose services include `hostname`, in merge order (the first owns it). */
+  registriesServing(hostname: string): readonly string[] {
+    return this.registries.filter((r) => r.snapshot().services.has(hostname)).map((r) => r.name);
+  }
+
   services(): readonly Service[] {
     return this.catalog().services();
   }

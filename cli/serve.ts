@@ -7,6 +7,7 @@ import type { MockRegistry } from '../adapters/mock/registry.js';
 import { builtBy } from '../adapters/registry-factory.js';
 import type { Registry } from '../model/registry.js';
 import { AdminServer } from '../admin/admin-server.js';
+import { mockExposureWarning } from '../admin/mock-api.js';
 import { AggregateDiscovery } from '../aggregate/aggregate-discovery.js';
 import { configDirFactory } from '../config-dir/factory.js';
 import type { Logger } from '../log/logger.js';
@@ -128,6 +129,8 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     logger: logger.child({ component: 'admin' }),
   });
   const httpInfo = await admin.listen(options.httpAddr.host, options.httpAddr.port);
+  const exposure = mockExposureWarning(options.registries, options.httpAddr.host);
+  if (exposure) logger.warn({ httpAddress: options.httpAddr.host }, exposure);
 
   const xdsAddress = { host: options.xdsAddr.host, port: xdsPort };
   const httpAddress = { host: options.httpAddr.host, port: httpInfo.port };
