@@ -128,10 +128,17 @@ export class AdminServer {
       const from = r.status().restoredFrom;
       return from ? [`${r.name} (synced at ${from})`] : [];
     });
+    // Ready, but without part of a source (a Consul service whose query kept failing at start).
+    const incomplete = this.deps.discovery.registries.flatMap((r) => {
+      const parts = r.status().incomplete ?? [];
+      return parts.length ? [`${r.name} without ${parts.join(', ')}`] : [];
+    });
+    const notes = [
+      ...(stored.length ? [`serving stored snapshots until live sync: ${stored.join(', ')}`] : []),
+      ...(incomplete.length ? [`synced in part: ${incomplete.join('; ')}`] : []),
+    ];
     res.writeHead(200, { 'content-type': 'text/plain' });
-    res.end(
-      stored.length ? `ready; serving stored snapshots until live sync: ${stored.join(', ')}\n` : 'ready\n',
-    );
+    res.end(notes.length ? `ready; ${notes.join('; ')}\n` : 'ready\n');
   }
 }
 
