@@ -26,7 +26,11 @@ export interface HostPosition {
 
 export const NO_POSITIONS: ReadonlyMap<AnyConfigResource, readonly HostPosition[]> = new Map();
 
-export function loadConfigFile(path: string, text: string): FileLoad {
+/**
+ * `lenient`: unknown fields are warnings (for the store's last accepted version of a file, which
+ * an earlier Portolan accepted when they were).
+ */
+export function loadConfigFile(path: string, text: string, { lenient = false } = {}): FileLoad {
   const parsed = parseConfigText(text);
   if (parsed.errors.length > 0)
     return { path, errors: parsed.errors, warnings: [], resources: [], hostPositions: NO_POSITIONS };
@@ -37,7 +41,7 @@ export function loadConfigFile(path: string, text: string): FileLoad {
   const hostPositions = new Map<AnyConfigResource, HostPosition[]>();
   for (const doc of parsed.documents) {
     for (const at of resourcePaths(doc)) {
-      const problems = new Problems();
+      const problems = new Problems(lenient);
       const value = valueAt(doc.value, at);
       const resource = validateResource(value, at, { file: path, line: doc.locate(at).line }, problems);
       errors.push(...problems.errors.map((p) => toIssue(doc, p)));

@@ -240,10 +240,13 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     return true;
   }
 
-  /** A file's last accepted version from an earlier run, if it still loads. */
+  /**
+   * A file's last accepted version from an earlier run, if it still loads. Leniently: a field an
+   * earlier Portolan ignored, and this one rejects, must not take the version in force away.
+   */
   private storedVersion(path: string, text: string | undefined, at: string): InForce {
     if (text === undefined) return NOTHING_IN_FORCE;
-    const stored = loadConfigFile(path, text);
+    const stored = loadConfigFile(path, text, { lenient: true });
     if (stored.errors.length > 0) return NOTHING_IN_FORCE;
     return { good: stored, loadedAt: at, fromStore: true };
   }

@@ -101,7 +101,7 @@ export function validateResource(
   }
   const configKind = kind as ConfigKind;
   for (const key of Object.keys(value)) {
-    if (!ENVELOPE.includes(key)) problems.error([...path, key], unknownField(key, ENVELOPE));
+    if (!ENVELOPE.includes(key)) problems.unknown([...path, key], unknownField(key, ENVELOPE));
   }
 
   const errorsBefore = problems.errors.length;

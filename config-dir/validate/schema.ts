@@ -15,12 +15,24 @@ export class Problems {
   readonly errors: Problem[] = [];
   readonly warnings: Problem[] = [];
 
+  /**
+   * `lenient`: unknown fields are warnings, as they were before they became errors. Only for a
+   * version that was already accepted (the store's), so that an upgrade keeps it in force.
+   */
+  constructor(private readonly lenient = false) {}
+
   error(path: FieldPath, message: string): void {
     this.errors.push({ path, message });
   }
 
   warn(path: FieldPath, message: string): void {
     this.warnings.push({ path, message });
+  }
+
+  /** A field not defined here: an error (a warning when lenient). */
+  unknown(path: FieldPath, message: string): void {
+    if (this.lenient) this.warn(path, message);
+    else this.error(path, message);
   }
 }
 
@@ -187,7 +199,7 @@ export function obj<S extends Shape, R extends keyof S & string = never>(
     for (const key of Object.keys(value)) {
       if (Object.hasOwn(shape, key)) continue;
       if (ignored.has(key)) problems.warn([...path, key], NOT_IMPLEMENTED);
-      else problems.error([...path, key], unknownField(key, known));
+      else problems.unknown([...path, key], unknownField(key, known));
     }
     const out: Record<string, unknown> = {};
     for (const [key, check] of Object.entries(shape)) {

@@ -9,6 +9,10 @@ import { Writable } from 'node:stream';
 import { formatIssue, loadConfigFile } from '../../../config-dir/load-file.js';
 import { ConfigDirRegistry } from '../../../config-dir/registry.js';
 import { closest } from '../../../config-dir/validate/schema.js';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { silentLogger } from '../../../log/logger.js';
+import { Store } from '../../../store/store.js';
 import { makeTempDir } from './helpers.js';
 
 const se = (spec: string): string => `apiVersion: networking.istio.io/v1
@@ -102,4 +106,33 @@ test('in the registry: the file is an error in its status, logged at warn, and s
   assert.equal(registry.snapshot().services.size, 0);
   const logged = lines.find((l) => l.msg.includes('spec.workloadSelectr'));
   assert.equal(logged?.level, 40, 'logged at warn');
+});
+
+test('after an upgrade, a file an earlier version accepted with an unknown field stays in force, reported', async (t) => {
+  const tmp = await makeTempDir();
+  const dataDir = join(tmp.dir, 'data');
+  await mkdir(dataDir);
+  const text = se('  endpoints: [{address: 10.0.0.1}]\n  colour: blue\n');
+  await tmp.write('config/svc.yaml', text);
+  const store = Store.open({ dataDir, logger: silentLogger });
+  // What an earlier Portolan, for which the field was a warning, recorded.
+  store.history.recordConfig('svc.yaml', 'accepted', { text, resources: ['ServiceEntry/default/echo'] });
+  const registry = new ConfigDirRegistry({ dir: join(tmp.dir, 'config'), history: store.history });
+  t.after(async () => {
+    await registry.stop();
+    store.close();
+    await tmp.cleanup();
+  });
+  await registry.start();
+  const [file] = registry.debugState().files;
+  assert.equal(file?.status, 'error');
+  assert.match(file?.errors[0]?.message ?? '', /^unknown field/);
+  assert.deepEqual(
+    registry
+      .snapshot()
+      .endpoints.get('echo.example.internal')
+      ?.map((e) => e.address),
+    ['10.0.0.1'],
+    'the accepted version is still served',
+  );
 });
