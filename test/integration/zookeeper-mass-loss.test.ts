@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import type { ZooKeeperRegistry } from '../../adapters/zookeeper/registry.js';
 import { eventually } from '../support/eventually.js';
 import { curatorInstanceJson, ZkTestClient } from '../support/zookeeper-client.js';
-import { endpointAddresses, startZkRegistry } from '../support/zookeeper-fixtures.js';
+import { endpointAddresses, startZkRegistry, zkDebug } from '../support/zookeeper-fixtures.js';
 import { startZooKeeperProxy, type ZooKeeperProxy } from '../support/zookeeper-proxy.js';
 import { startZooKeeperServer, type ZooKeeperServer } from '../support/zookeeper-server.js';
 
@@ -115,4 +115,65 @@ test('the hold is bounded: when it runs out, the empty service is applied and th
     { what: 'the hold to run out' },
   );
   assert.ok(registry.snapshot().services.has('cart.service.zk'), 'the service stays while its node does');
+});
+
+test('sessions expiring across the fleet and the registry at once: the new session holds the last endpoints', async () => {
+  // The fleet reaches ZooKeeper through its own proxy, so one fault can cut it off too; ZooKeeper,
+  // still up, expires every session cut off past its timeout and deletes their ephemeral nodes.
+  const root = '/massloss-expiry';
+  await writer.put(`${root}/services/cart`, undefined);
+  const fleetProxy = await startZooKeeperProxy(zk.port);
+  proxies.push(fleetProxy);
+  const app = await ZkTestClient.connect(fleetProxy.connectString, 1000);
+  apps.push(app);
+  await app.put(`${root}/services/cart/e1`, instance('e1', '10.8.0.1'), 'ephemeral');
+  await app.put(`${root}/services/cart/e2`, instance('e2', '10.8.0.2'), 'ephemeral');
+  const proxy = await startZooKeeperProxy(zk.port);
+  proxies.push(proxy);
+  const { registry, logs } = await startZkRegistry(proxy.connectString, {
+    curatorBase: `${root}/services`,
+    sessionTimeoutMs: 1000,
+    emptyHoldMs: 60_000,
+  });
+  registries.push(registry);
+  assert.deepEqual(endpointAddresses(registry, 'cart.service.zk'), ['10.8.0.1:7070', '10.8.0.2:7070']);
+
+  // The registry is cut off first, so its session (same timeout) expires no later than the fleet's.
+  const lastResync = () => (registry.debug() as { lastResync?: { at: string } }).lastResync?.at;
+  const resynced = lastResync();
+  proxy.cut();
+  await eventually(() => assert.equal(registry.status().stale, true), { what: 'the registry to notice' });
+  fleetProxy.cut();
+  await eventually(async () => assert.deepEqual(await writer.children(`${root}/services/cart`), []), {
+    timeoutMs: 15_000,
+    what: "ZooKeeper to expire the fleet's session and delete its instances",
+  });
+  proxy.restore();
+  await eventually(
+    () => {
+      assert.equal(zkDebug(registry).sessions, 2, 'a new session replaced the expired one');
+      assert.notEqual(lastResync(), resynced);
+    },
+    { timeoutMs: 15_000, what: 'the resync on a new session' },
+  );
+  assert.ok(logs.some((l) => l.msg === 'ZooKeeper session expired; opening a new session'));
+  assert.deepEqual(
+    endpointAddresses(registry, 'cart.service.zk'),
+    ['10.8.0.1:7070', '10.8.0.2:7070'],
+    'the last endpoints are kept, not an empty set',
+  );
+  assert.equal(registry.status().stale, true);
+  assert.deepEqual(
+    (registry.debug() as HoldDebug).emptyHold.held.map((h) => [h.service, h.endpoints]),
+    [['cart.service.zk', 2]],
+  );
+
+  // The fleet re-registers on new sessions: the hold ends with what it registers.
+  const back = await ZkTestClient.connect(zk.connectString);
+  apps.push(back);
+  await back.put(`${root}/services/cart/e1`, instance('e1', '10.8.0.1'), 'ephemeral');
+  await eventually(() => {
+    assert.deepEqual(endpointAddresses(registry, 'cart.service.zk'), ['10.8.0.1:7070']);
+    assert.equal(registry.status().stale, false);
+  });
 });
