@@ -38,10 +38,13 @@ export class HttpError extends Error {
 
 export class AdminServer {
   private server: Server | undefined;
+  /** The listen host, as given: the mock API accepts requests that name it (same-origin.ts). */
+  private host = '127.0.0.1';
 
   constructor(private readonly deps: AdminDeps) {}
 
   async listen(host: string, port: number): Promise<AddressInfo> {
+    this.host = host;
     const server = createServer((req, res) => {
       this.handle(req, res).catch((err: unknown) => {
         const status = err instanceof HttpError ? err.status : 500;
@@ -69,7 +72,8 @@ export class AdminServer {
     const path = url.pathname;
     if (path.startsWith('/mock/')) {
       if (!this.deps.mock) throw new HttpError(404, 'the mock registry is not enabled (--registries mock)');
-      const result = await handleMockRequest(this.deps.mock, req, path);
+      const api = { mock: this.deps.mock, owners: this.deps.discovery, adminHost: this.host };
+      const result = await handleMockRequest(api, req, path);
       return sendJson(res, result.status, result.body);
     }
     if (req.method !== 'GET') throw new HttpError(405, `${req.method ?? ''} not allowed on ${path}`);
@@ -124,10 +128,17 @@ export class AdminServer {
       const from = r.status().restoredFrom;
       return from ? [`${r.name} (synced at ${from})`] : [];
     });
+    // Ready, but without part of a source (a Consul service whose query kept failing at start).
+    const incomplete = this.deps.discovery.registries.flatMap((r) => {
+      const parts = r.status().incomplete ?? [];
+      return parts.length ? [`${r.name} without ${parts.join(', ')}`] : [];
+    });
+    const notes = [
+      ...(stored.length ? [`serving stored snapshots until live sync: ${stored.join(', ')}`] : []),
+      ...(incomplete.length ? [`synced in part: ${incomplete.join('; ')}`] : []),
+    ];
     res.writeHead(200, { 'content-type': 'text/plain' });
-    res.end(
-      stored.length ? `ready; serving stored snapshots until live sync: ${stored.join(', ')}\n` : 'ready\n',
-    );
+    res.end(notes.length ? `ready; ${notes.join('; ')}\n` : 'ready\n');
   }
 }
 

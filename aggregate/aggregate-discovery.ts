@@ -43,9 +43,10 @@ export class AggregateDiscovery implements ServiceDiscovery {
     this.merged = undefined;
   }
 
-  async stop(): Promise<void> {
+  /** Stops every registry at once; `each` may wrap a registry's stop (serve names the ones it waits for). */
+  async stop(each: (registry: Registry) => Promise<void> = (r) => r.stop()): Promise<void> {
     for (const unsubscribe of this.unsubscribes.splice(0)) unsubscribe();
-    await Promise.all(this.registries.map((r) => r.stop()));
+    await Promise.all(this.registries.map(each));
   }
 
   hasSynced(): boolean {
@@ -62,6 +63,11 @@ export class AggregateDiscovery implements ServiceDiscovery {
 
   conflicts(): readonly HostConflict[] {
     return this.merge().conflicts;
+  }
+
+  /** The registries whose services include `hostname`, in merge order (the first owns it). */
+  registriesServing(hostname: string): readonly string[] {
+    return this.registries.filter((r) => r.snapshot().services.has(hostname)).map((r) => r.name);
   }
 
   services(): readonly Service[] {

@@ -20,6 +20,7 @@ import {
 } from './options.js';
 import { REGISTRY_FACTORIES, knownRegistries } from './registries.js';
 import { startPortolan } from './serve.js';
+import { parseShutdownTimeout, SHUTDOWN_TIMEOUT_DEFAULT, stopWithDeadline } from './shutdown.js';
 import { addTokenCommand } from './token.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -80,15 +81,22 @@ const serve = program
   )
   .option('--no-serve-stale', 'wait for live registry syncs instead of serving stored snapshots at start')
   .option('--reset-store', 'move an unreadable database aside and start a new one')
-  .option('--history-limit <rows>', 'rows kept per history table in the store', SERVE_DEFAULTS.historyLimit);
+  .option('--history-limit <rows>', 'rows kept per history table in the store', SERVE_DEFAULTS.historyLimit)
+  .option(
+    '--shutdown-timeout <duration>',
+    'longest a shutdown may take; past it the process exits with code 1, naming what it waited for',
+    SHUTDOWN_TIMEOUT_DEFAULT,
+  );
 for (const factory of REGISTRY_FACTORIES) factory.addFlags(serve);
 addCaServeFlags(serve);
 addLimitFlags(serve);
 
 serve.action(async (raw: RawServeOptions) => {
   let options;
+  let shutdownTimeoutMs;
   try {
     options = compileServeOptions(raw);
+    shutdownTimeoutMs = parseShutdownTimeout(raw.shutdownTimeout);
   } catch (err) {
     if (err instanceof OptionError) program.error(`error: ${err.message}`, { exitCode: 2 });
     throw err;
@@ -107,12 +115,11 @@ serve.action(async (raw: RawServeOptions) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
-    running.stop().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, 'error during shutdown');
-        process.exit(1);
-      },
+    stopWithDeadline(
+      () => running.stop(),
+      () => running.waitingFor(),
+      shutdownTimeoutMs,
+      logger,
     );
   };
   process.on('SIGINT', () => shutdown('SIGINT'));

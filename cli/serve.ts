@@ -7,6 +7,7 @@ import type { MockRegistry } from '../adapters/mock/registry.js';
 import { builtBy } from '../adapters/registry-factory.js';
 import type { Registry } from '../model/registry.js';
 import { AdminServer } from '../admin/admin-server.js';
+import { mockExposureWarning } from '../admin/mock-api.js';
 import { AggregateDiscovery } from '../aggregate/aggregate-discovery.js';
 import { configDirFactory } from '../config-dir/factory.js';
 import type { Logger } from '../log/logger.js';
@@ -25,6 +26,7 @@ import { Store } from '../store/store.js';
 import { startCa, type RunningCa } from './ca-serve.js';
 import { OptionError, type HostAndPort, type ServeOptions } from './options.js';
 import { REGISTRY_FACTORIES } from './registries.js';
+import { ShutdownSteps } from './shutdown.js';
 
 export interface RunningPortolan {
   readonly xdsAddress: HostAndPort;
@@ -35,6 +37,8 @@ export interface RunningPortolan {
   readonly ads: AdsServer;
   readonly mock?: MockRegistry;
   stop(): Promise<void>;
+  /** The steps stop() has started and not finished (for the shutdown deadline's log line). */
+  waitingFor(): string[];
 }
 
 export async function startPortolan(options: ServeOptions, logger: Logger): Promise<RunningPortolan> {
@@ -155,6 +159,8 @@ async function startLocked(
     logger: logger.child({ component: 'admin' }),
   });
   const httpInfo = await admin.listen(options.httpAddr.host, options.httpAddr.port);
+  const exposure = mockExposureWarning(options.registries, options.httpAddr.host);
+  if (exposure) logger.warn({ httpAddress: options.httpAddr.host }, exposure);
 
   const xdsAddress = { host: options.xdsAddr.host, port: xdsPort };
   const httpAddress = { host: options.httpAddr.host, port: httpInfo.port };
@@ -168,6 +174,7 @@ async function startLocked(
     'portolan serving',
   );
 
+  const steps = new ShutdownSteps();
   return {
     xdsAddress,
     httpAddress,
@@ -177,23 +184,31 @@ async function startLocked(
     ...(mock && { mock }),
     async stop() {
       ads.stop();
-      await ca?.stop();
-      await new Promise<void>((resolve) => {
-        // Give streams a moment to close cleanly, then cut them.
-        const timer = setTimeout(() => {
-          grpcServer.forceShutdown();
-          resolve();
-        }, 2000);
-        grpcServer.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
+      await steps.run('CA and secure xDS port', () => ca?.stop());
+      const streams = ads.streamList().length;
+      await steps.run(
+        `xDS gRPC server: ${streams} stream(s) open`,
+        () =>
+          new Promise<void>((resolve) => {
+            // Give streams a moment to close cleanly, then cut them.
+            const timer = setTimeout(() => {
+              grpcServer.forceShutdown();
+              resolve();
+            }, 2000);
+            grpcServer.tryShutdown(() => {
+              clearTimeout(timer);
+              resolve();
+            });
+          }),
+      );
+      await steps.run('admin HTTP server', () => admin.close());
+      await discovery.stop((registry) => steps.run(`registry ${registry.name}`, () => registry.stop()));
+      await steps.run('store', () => {
+        persistence.stop();
+        store.close();
       });
-      await admin.close();
-      await discovery.stop();
-      persistence.stop();
-      store.close();
-      lock.release();
+      await steps.run('data directory lock', () => lock.release());
     },
+    waitingFor: () => steps.waitingFor(),
   };
 }

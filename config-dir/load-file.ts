@@ -15,26 +15,52 @@ export interface FileLoad {
   readonly warnings: readonly ConfigIssue[];
   /** Empty when there are errors. */
   readonly resources: readonly AnyConfigResource[];
+  /** Where each ServiceEntry's `spec.hosts[i]` is written, to report a host another file holds. */
+  readonly hostPositions: ReadonlyMap<AnyConfigResource, readonly HostPosition[]>;
 }
 
-export function loadConfigFile(path: string, text: string): FileLoad {
+export interface HostPosition {
+  readonly line: number;
+  readonly path: string;
+}
+
+export const NO_POSITIONS: ReadonlyMap<AnyConfigResource, readonly HostPosition[]> = new Map();
+
+/**
+ * `lenient`: unknown fields are warnings (for the store's last accepted version of a file, which
+ * an earlier Portolan accepted when they were).
+ */
+export function loadConfigFile(path: string, text: string, { lenient = false } = {}): FileLoad {
   const parsed = parseConfigText(text);
-  if (parsed.errors.length > 0) return { path, errors: parsed.errors, warnings: [], resources: [] };
+  if (parsed.errors.length > 0)
+    return { path, errors: parsed.errors, warnings: [], resources: [], hostPositions: NO_POSITIONS };
 
   const errors: ConfigIssue[] = [];
   const warnings: ConfigIssue[] = [];
   const resources: AnyConfigResource[] = [];
+  const hostPositions = new Map<AnyConfigResource, HostPosition[]>();
   for (const doc of parsed.documents) {
     for (const at of resourcePaths(doc)) {
-      const problems = new Problems();
+      const problems = new Problems(lenient);
       const value = valueAt(doc.value, at);
       const resource = validateResource(value, at, { file: path, line: doc.locate(at).line }, problems);
       errors.push(...problems.errors.map((p) => toIssue(doc, p)));
       warnings.push(...problems.warnings.map((p) => toIssue(doc, p)));
-      if (resource) resources.push(resource);
+      if (!resource) continue;
+      resources.push(resource);
+      if (resource.kind === 'ServiceEntry') {
+        hostPositions.set(
+          resource,
+          resource.spec.hosts.map((_, i) => {
+            const hostPath = [...at, 'spec', 'hosts', i];
+            return { line: doc.locate(hostPath).line, path: formatPath(hostPath) };
+          }),
+        );
+      }
     }
   }
-  return { path, errors, warnings, resources: errors.length > 0 ? [] : resources };
+  if (errors.length > 0) return { path, errors, warnings, resources: [], hostPositions: NO_POSITIONS };
+  return { path, errors, warnings, resources, hostPositions };
 }
 
 /** `file:line path: message`, the form used in logs and status. */

@@ -1,12 +1,13 @@
 // Text → documents. YAML and JSON both go through the yaml library (JSON is YAML 1.2 flow syntax),
 // so every document keeps its node tree and any field path can be mapped back to a line.
 import {
+  Composer,
   isAlias,
   isMap,
   isScalar,
   isSeq,
   LineCounter,
-  parseAllDocuments,
+  Parser,
   type Document,
   type Node,
 } from 'yaml';
@@ -34,22 +35,37 @@ export interface ParsedText {
   readonly errors: readonly ConfigIssue[];
 }
 
-export function parseConfigText(text: string): ParsedText {
+/**
+ * At most this many documents per file: a file of bare `---` lines would otherwise make millions of
+ * empty documents out of a few MiB. Far above any real file (a `kind: List` counts as one).
+ */
+export const MAX_DOCUMENTS_PER_FILE = 1000;
+
+export function parseConfigText(text: string, maxDocuments = MAX_DOCUMENTS_PER_FILE): ParsedText {
   const lineCounter = new LineCounter();
-  // prettyErrors off: we report line/column ourselves and keep messages to one line.
-  const docs = parseAllDocuments(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
   const position = (offset: number): Position => {
     const { line, col } = lineCounter.linePos(offset);
     return { line, column: col };
   };
-  // parseAllDocuments returns an EmptyStream (not an array) for text without documents.
-  if (!Array.isArray(docs)) return { documents: [], errors: [] };
+  // parseAllDocuments, one document at a time, so that counting can stop early. prettyErrors stay
+  // off: we report line/column ourselves and keep messages to one line.
+  const parser = new Parser(lineCounter.addNewLine);
+  const composer = new Composer({ prettyErrors: false, uniqueKeys: true });
 
   const errors: ConfigIssue[] = [];
   const documents: SourceDocument[] = [];
-  docs.forEach((doc, index) => {
+  let index = 0;
+  for (const doc of composer.compose(parser.parse(text))) {
+    if (index === maxDocuments) {
+      errors.push({
+        ...position(doc.range[0]),
+        message: `more than ${maxDocuments} documents in one file; split it`,
+      });
+      break;
+    }
+    const at = index++;
     for (const e of doc.errors) errors.push({ ...position(e.pos[0]), message: e.message });
-    if (doc.errors.length > 0) return;
+    if (doc.errors.length > 0) continue;
     let value: unknown;
     try {
       value = doc.toJS({ maxAliasCount: 100 });
@@ -58,10 +74,10 @@ export function parseConfigText(text: string): ParsedText {
         ...position(doc.contents?.range[0] ?? 0),
         message: e instanceof Error ? e.message : String(e),
       });
-      return;
+      continue;
     }
-    documents.push({ index, value, locate: (path) => locateIn(doc, path, position) });
-  });
+    documents.push({ index: at, value, locate: (path) => locateIn(doc, path, position) });
+  }
   return { documents, errors };
 }
 

@@ -1,14 +1,15 @@
 // The `config` registry: Istio ServiceEntry / WorkloadEntry / VirtualService / DestinationRule /
 // Gateway manifests in a watched directory. Each file keeps its last good version in force while a newer
 // one is broken, so a bad edit is reported (log + /debug/configz) but never takes services away.
-import { readFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve, sep } from 'node:path';
 import type { ConfigHistory } from '../model/config-history.js';
 import { Listeners } from '../model/listeners.js';
 import { silentLogger, type Logger } from '../log/logger.js';
 import { StateBackedRegistry } from '../adapters/registry-state.js';
 import { resourcesOf, type ConfigDebugState, type FileDebugState } from './debug-state.js';
-import { formatIssue, loadConfigFile, type FileLoad } from './load-file.js';
+import { formatIssue, loadConfigFile, NO_POSITIONS, type FileLoad } from './load-file.js';
+import { resolveClaims, type FileVersions } from './claims.js';
+import { ConfigFileReader, DEFAULT_READ_LIMITS, type ReadFs } from './read-file.js';
 import { comparePaths, mergeFiles, type ConfigConflict, type MergedConfig } from './merge.js';
 import { buildSnapshot, REGISTRY_NAME, type CrossResourceWarning } from './conversion.js';
 import {
@@ -33,18 +34,40 @@ export interface ConfigDirOptions {
   logger?: Logger;
   /** Where accepted versions are kept across restarts, and changes are recorded (the store). */
   history?: ConfigHistory;
+  /** How long one file's read may take before it is an error for that file; default 5 s. */
+  readTimeoutMs?: number;
+  /** Tests only: the file system calls reads go through (to simulate a read that hangs). */
+  readFs?: ReadFs;
 }
 
-interface FileRecord {
+interface InForce {
   /** The version in force; undefined if the file never loaded cleanly. */
   readonly good: FileLoad | undefined;
   readonly loadedAt: string | null;
+  /** `good` is the last accepted version of an earlier run, from the store. */
+  readonly fromStore: boolean;
+}
+
+interface FileRecord extends InForce {
   readonly checkedAt: string;
-  /** The last read attempt's problems (errors mean `good` is older than the file on disk). */
+  /**
+   * The last read's problems, or why its version is held back (errors mean `good` is older than
+   * the file on disk).
+   */
   readonly errors: readonly ConfigIssue[];
   readonly warnings: readonly ConfigIssue[];
   /** Text of the last read, to skip reloads of unchanged content (touch, chmod). */
   readonly text: string | undefined;
+  /** The last read's version, valid but not yet in force: publish() takes it or holds it back. */
+  readonly candidate?: Candidate;
+}
+
+interface Candidate {
+  readonly load: FileLoad;
+  readonly text: string;
+  readonly at: string;
+  /** Why it is held back, once it has been (logged and recorded once per reason). */
+  readonly heldFor: string | undefined;
 }
 
 const EMPTY_MERGED: MergedConfig = {
@@ -68,6 +91,9 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   private merged: MergedConfig = EMPTY_MERGED;
   private mesh: MeshConfig = EMPTY_MESH_CONFIG;
   private conflicts: readonly ConfigConflict[] = [];
+  /** Clashes between files, from the last settleCandidates(). */
+  private claimConflicts: readonly ConfigConflict[] = [];
+  private readonly reader: ConfigFileReader;
   private crossWarnings: readonly CrossResourceWarning[] = [];
   /** Whether a snapshot read from the directory has been published (a restored one does not count). */
   private published = false;
@@ -76,6 +102,14 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     super();
     this.dir = resolve(options.dir);
     this.logger = options.logger ?? silentLogger;
+    this.reader = new ConfigFileReader(
+      {
+        ...DEFAULT_READ_LIMITS,
+        ...(options.readTimeoutMs !== undefined && { timeoutMs: options.readTimeoutMs }),
+      },
+      options.readFs,
+      (absolute) => this.watcher.readAgain(relative(this.dir, absolute).split(sep).join('/')),
+    );
     this.watcher = new DirWatcher({
       dir: this.dir,
       debounceMs: options.debounceMs ?? 100,
@@ -148,31 +182,29 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   private async reloadFile(path: string): Promise<boolean> {
     const previous = this.files.get(path);
     const checkedAt = new Date().toISOString();
-    let text: string;
-    try {
-      text = await readFile(join(this.dir, path), 'utf8');
-    } catch (e) {
-      if (isNotFound(e)) {
-        if (!previous) return false;
-        this.logger.info({ file: path }, 'config file removed');
-        this.files.delete(path);
-        this.options.history?.recordConfig(path, 'removed', {});
-        return true;
-      }
-      const issue: ConfigIssue = {
-        line: 0,
-        message: `cannot read: ${e instanceof Error ? e.message : String(e)}`,
-      };
-      this.logger.warn({ file: path }, formatIssue(path, issue));
-      this.files.set(path, {
-        ...keepGood(previous),
-        checkedAt,
-        errors: [issue],
-        warnings: [],
-        text: undefined,
-      });
+    const read = await this.reader.read(join(this.dir, path));
+    if (read.kind === 'gone') {
+      if (!previous) return false;
+      this.logger.info({ file: path }, 'config file removed');
+      this.files.delete(path);
+      this.options.history?.recordConfig(path, 'removed', {});
       return true;
     }
+    // The first time this process reads a file, the version in force is the one the store accepted
+    // last (an earlier run served it): it is what the file is known to claim (claims.ts), and what
+    // stays in force if the file is now broken or held back.
+    const stored = previous ? undefined : this.options.history?.lastAcceptedText(path);
+
+    if (read.kind === 'error') {
+      const errors: ConfigIssue[] = [{ line: 0, message: read.message }];
+      // The same failure again (a recheck) is no change: it would only re-read the file forever.
+      if (previous && previous.text === undefined && sameIssues(previous.errors, errors)) return false;
+      this.logger.warn({ file: path }, formatIssue(path, errors[0] as ConfigIssue));
+      const base = previous ? inForce(previous) : this.storedVersion(path, stored, checkedAt);
+      this.files.set(path, { ...base, checkedAt, errors, warnings: [], text: undefined });
+      return true;
+    }
+    const text = read.text;
     if (previous && previous.text === text) return false;
 
     // An empty file that used to define something is far more often a save caught half-way than an
@@ -181,58 +213,101 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       text.trim() === '' && previous?.good?.resources.length
         ? emptyFileRejected(path)
         : loadConfigFile(path, text);
-    for (const w of load.warnings) this.logger.info({ file: path, line: w.line }, formatIssue(path, w));
+    for (const w of load.warnings) this.logger.warn({ file: path, line: w.line }, formatIssue(path, w));
+    const base = previous
+      ? inForce(previous)
+      : stored === text && load.errors.length === 0
+        ? { good: load, loadedAt: checkedAt, fromStore: true }
+        : this.storedVersion(path, stored, checkedAt);
     if (load.errors.length === 0) {
-      this.logger.info({ file: path, resources: load.resources.length }, 'config file loaded');
-      this.options.history?.recordConfig(path, 'accepted', {
-        text,
-        resources: load.resources.map(resourceKey),
-      });
-      this.files.set(path, {
-        good: load,
-        loadedAt: checkedAt,
-        checkedAt,
-        errors: [],
-        warnings: load.warnings,
-        text,
-      });
+      // Taken (or held back) by publish(), which sees every file's claims.
+      const candidate: Candidate = { load, text, at: checkedAt, heldFor: undefined };
+      this.files.set(path, { ...base, checkedAt, errors: [], warnings: load.warnings, text, candidate });
       return true;
     }
     for (const e of load.errors) this.logger.warn({ file: path, line: e.line }, formatIssue(path, e));
     this.logger.warn(
       { file: path, errors: load.errors.length },
-      previous?.good ? 'config file rejected; keeping its last good version' : 'config file rejected',
+      base.good ? 'config file rejected; keeping its last good version' : 'config file rejected',
     );
+    if (base.good && base.fromStore)
+      this.logger.warn({ file: path }, 'serving the last accepted version of this file from the store');
     this.options.history?.recordConfig(path, 'rejected', {
       text,
       error: load.errors.map((e) => formatIssue(path, e)).join('; '),
     });
-    this.files.set(path, {
-      ...(previous?.good ? keepGood(previous) : this.storedGood(path, checkedAt)),
-      checkedAt,
-      errors: load.errors,
-      warnings: load.warnings,
-      text,
-    });
+    this.files.set(path, { ...base, checkedAt, errors: load.errors, warnings: load.warnings, text });
     return true;
   }
 
-  /** For a file broken since start: its last accepted version from an earlier run, if it still loads. */
-  private storedGood(path: string, at: string): Pick<FileRecord, 'good' | 'loadedAt'> {
-    const text = this.options.history?.lastAcceptedText(path);
-    if (text === undefined) return { good: undefined, loadedAt: null };
-    const stored = loadConfigFile(path, text);
-    if (stored.errors.length > 0) return { good: undefined, loadedAt: null };
-    this.logger.warn({ file: path }, 'serving the last accepted version of this file from the store');
-    return { good: stored, loadedAt: at };
+  /**
+   * A file's last accepted version from an earlier run, if it still loads. Leniently: a field an
+   * earlier Portolan ignored, and this one rejects, must not take the version in force away.
+   */
+  private storedVersion(path: string, text: string | undefined, at: string): InForce {
+    if (text === undefined) return NOTHING_IN_FORCE;
+    const stored = loadConfigFile(path, text, { lenient: true });
+    if (stored.errors.length > 0) return NOTHING_IN_FORCE;
+    return { good: stored, loadedAt: at, fromStore: true };
+  }
+
+  /**
+   * Takes every waiting candidate whose claims clash with no other file's, and holds back the
+   * others with an error naming the holder (claims.ts).
+   */
+  private settleCandidates(): void {
+    const versions: FileVersions[] = [...this.files].map(([path, f]) => ({
+      path,
+      good: f.good,
+      candidate: f.candidate?.load,
+    }));
+    const { heldBack, conflicts } = resolveClaims(versions);
+    this.claimConflicts = conflicts;
+    for (const [path, f] of this.files) {
+      const candidate = f.candidate;
+      if (!candidate) continue;
+      const issues = heldBack.get(path);
+      if (!issues) {
+        this.logger.info({ file: path, resources: candidate.load.resources.length }, 'config file loaded');
+        this.options.history?.recordConfig(path, 'accepted', {
+          text: candidate.text,
+          resources: candidate.load.resources.map(resourceKey),
+        });
+        this.files.set(path, {
+          good: candidate.load,
+          loadedAt: candidate.at,
+          fromStore: false,
+          checkedAt: f.checkedAt,
+          errors: [],
+          warnings: f.warnings,
+          text: f.text,
+        });
+        continue;
+      }
+      const reason = issues.map((e) => formatIssue(path, e)).join('; ');
+      if (candidate.heldFor !== reason) {
+        for (const e of issues) this.logger.warn({ file: path, line: e.line }, formatIssue(path, e));
+        this.logger.warn(
+          { file: path },
+          f.good
+            ? 'config file held back: it claims what another file holds; keeping its last good version'
+            : 'config file held back: it claims what another file holds',
+        );
+        if (f.good && f.fromStore)
+          this.logger.warn({ file: path }, 'serving the last accepted version of this file from the store');
+        this.options.history?.recordConfig(path, 'rejected', { text: candidate.text, error: reason });
+      }
+      this.files.set(path, { ...f, errors: issues, candidate: { ...candidate, heldFor: reason } });
+    }
   }
 
   /** Recomputes everything from the in-force file versions and publishes what changed. */
   private publish(): void {
+    this.settleCandidates();
     const goods = [...this.files.values()].flatMap((f) => (f.good ? [f.good] : []));
     const merged = mergeFiles(goods);
     const conversion = buildSnapshot(merged.serviceEntries, merged.workloadEntries);
-    const conflicts = [...merged.conflicts, ...conversion.conflicts];
+    const conflicts = [...this.claimConflicts, ...merged.conflicts, ...conversion.conflicts];
     this.logNew(conflicts, this.conflicts, (c) => [
       { kept: c.kept, ignored: c.ignored },
       `${c.type === 'duplicate-host' ? 'host' : 'resource'} ${c.subject} defined twice; ignoring ${c.ignored.file}:${c.ignored.line}, keeping ${c.kept.file}:${c.kept.line}`,
@@ -278,18 +353,18 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   }
 }
 
-function keepGood(previous: FileRecord | undefined): Pick<FileRecord, 'good' | 'loadedAt'> {
-  return { good: previous?.good, loadedAt: previous?.loadedAt ?? null };
+const NOTHING_IN_FORCE: InForce = { good: undefined, loadedAt: null, fromStore: false };
+
+function inForce(previous: FileRecord): InForce {
+  return { good: previous.good, loadedAt: previous.loadedAt, fromStore: previous.fromStore };
 }
 
-function isNotFound(e: unknown): boolean {
-  const code = (e as NodeJS.ErrnoException | null)?.code;
-  // EISDIR/ENOTDIR: the path became a directory, or a parent stopped being one; either way the file is gone.
-  return code === 'ENOENT' || code === 'EISDIR' || code === 'ENOTDIR';
+function sameIssues(a: readonly ConfigIssue[], b: readonly ConfigIssue[]): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
 }
 
 function emptyFileRejected(path: string): FileLoad {
   const message =
     'file is empty; its last good version stays in force (delete the file to remove what it defined)';
-  return { path, errors: [{ line: 1, message }], warnings: [], resources: [] };
+  return { path, errors: [{ line: 1, message }], warnings: [], resources: [], hostPositions: NO_POSITIONS };
 }

@@ -89,6 +89,11 @@ export class DirWatcher {
     return new Promise((resolveIdle) => this.idleWaiters.push(resolveIdle));
   }
 
+  /** Reads `path` (relative, `/`-separated) again, as if it had changed. */
+  readAgain(path: string): void {
+    if (this.watcher) this.markDirty(path);
+  }
+
   private fileEvent(absolute: string, exists: boolean): void {
     const path = this.relative(absolute);
     if (!isConfigFile(path)) return;

@@ -14,6 +14,11 @@ export interface RegistryStatus {
   readonly restoredFrom?: string;
   readonly services: number;
   readonly endpoints: number;
+  /**
+   * Parts of the source the registry became ready without, each with the reason (e.g. a Consul
+   * service whose query kept failing at start, past --consul-sync-timeout). Absent when none.
+   */
+  readonly incomplete?: readonly string[];
 }
 
 export interface Registry {

@@ -17,6 +17,8 @@ export const consulRegistryFactory: RegistryFactory = {
         datacenter: settings.datacenter ?? '',
       },
       logger,
+      emptyHoldMs: settings.emptyHoldMs,
+      syncTimeoutMs: settings.syncTimeoutMs,
       settings: {
         address: settings.url.origin,
         datacenter: settings.datacenter ?? "(the agent's)",
@@ -25,6 +27,8 @@ export const consulRegistryFactory: RegistryFactory = {
         domain: settings.domain,
         warningHealthy: settings.warningHealthy,
         waitMs: settings.waitMs,
+        emptyHoldMs: settings.emptyHoldMs,
+        syncTimeoutMs: settings.syncTimeoutMs,
       },
     });
   },

@@ -3,13 +3,20 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { OptionError, parseDurationMs } from '../option-values.js';
+import { DEFAULT_VANISH_HOLD } from '../vanish-hold.js';
 
 export const CONSUL_DEFAULTS = {
   consulAddr: 'http://127.0.0.1:8500',
   consulDomain: 'service.consul',
   consulWait: '60s',
   consulWarningHealthy: 'true',
+  consulEmptyHold: DEFAULT_VANISH_HOLD,
+  consulSyncTimeout: '30s',
 } as const;
+
+/** Bounds of --consul-empty-hold (0: off) and --consul-sync-timeout. */
+const MAX_EMPTY_HOLD_MS = 24 * 3600_000;
+const MAX_SYNC_TIMEOUT_MS = 3600_000;
 
 /** Consul caps a blocking query's wait at 10 minutes. */
 const MAX_WAIT_MS = 10 * 60_000;
@@ -22,6 +29,10 @@ export interface ConsulSettings {
   readonly domain: string;
   readonly warningHealthy: boolean;
   readonly waitMs: number;
+  /** How long a listed service that answers with no instances keeps its last ones. */
+  readonly emptyHoldMs: number;
+  /** How long the first sync waits for every listed service before it goes ahead without the missing ones. */
+  readonly syncTimeoutMs: number;
 }
 
 export function addConsulFlags(command: Command): void {
@@ -46,6 +57,16 @@ export function addConsulFlags(command: Command): void {
       '--consul-wait <duration>',
       'blocking-query wait: longest a watch waits for a change before re-arming (max 10m)',
       CONSUL_DEFAULTS.consulWait,
+    )
+    .option(
+      '--consul-empty-hold <duration>',
+      'a listed service that answers with no instances keeps its last ones, stale, this long (0: off; max 24h)',
+      CONSUL_DEFAULTS.consulEmptyHold,
+    )
+    .option(
+      '--consul-sync-timeout <duration>',
+      'at start, longest wait for every listed service to answer; then ready without the ones that did not (reported in /ready)',
+      CONSUL_DEFAULTS.consulSyncTimeout,
     );
 }
 
@@ -67,7 +88,26 @@ export function parseConsulFlags(
     domain: parseDomain(text(flags.consulDomain) ?? CONSUL_DEFAULTS.consulDomain),
     warningHealthy: parseBool(flags.consulWarningHealthy ?? CONSUL_DEFAULTS.consulWarningHealthy),
     waitMs: parseWait(text(flags.consulWait) ?? CONSUL_DEFAULTS.consulWait),
+    emptyHoldMs: parseBounded(
+      text(flags.consulEmptyHold) ?? CONSUL_DEFAULTS.consulEmptyHold,
+      '--consul-empty-hold',
+      0,
+      MAX_EMPTY_HOLD_MS,
+    ),
+    syncTimeoutMs: parseBounded(
+      text(flags.consulSyncTimeout) ?? CONSUL_DEFAULTS.consulSyncTimeout,
+      '--consul-sync-timeout',
+      1,
+      MAX_SYNC_TIMEOUT_MS,
+    ),
   };
+}
+
+function parseBounded(value: string, flag: string, minMs: number, maxMs: number): number {
+  const ms = parseDurationMs(value, flag);
+  if (ms < minMs || ms > maxMs)
+    throw new OptionError(`${flag}: between ${minMs}ms and ${maxMs / 60_000}m, got "${value}"`);
+  return ms;
 }
 
 /** `http(s)://host:port`; a bare `host:port` means http, as Consul's own CONSUL_HTTP_ADDR does. */

@@ -3,9 +3,16 @@
 // service alone; a whole snapshot is published at most once per event-loop turn.
 //
 // Faults never shrink what is served: a failing watch keeps its service's last good instances, an
-// empty health answer for a service the catalog still lists is not applied, and neither is an
-// empty service list when services were known. Any of these marks the registry stale (status and
+// empty health answer for a service the catalog still lists is held back for --consul-empty-hold
+// (adapters/vanish-hold.ts, the rule the ZooKeeper registry shares), and an empty service list
+// when services were known is not applied. Any of these marks the registry stale (status and
 // metrics) with the reason, and clears once Consul answers properly again.
+//
+// The first sync waits for every listed service, so that no client is handed a partial mesh — but
+// only for --consul-sync-timeout after the service list answered: a service whose query keeps
+// failing must not keep every stream refused forever. Past it the registry is ready without that
+// service (a stored snapshot's copy of it is kept), reports it in status().incomplete (/ready) and
+// as a problem (stale), and adds it when it answers.
 import type { Logger } from 'pino';
 import type { Endpoint } from '../../model/endpoint.js';
 import type { Service } from '../../model/service.js';
@@ -13,7 +20,10 @@ import { StateBackedRegistry } from '../registry-state.js';
 import { BlockingWatch, DEFAULT_PACING, type WatchPacing } from './blocking-watch.js';
 import type { CatalogServices, HealthEntry } from './api.js';
 import type { ConsulCatalogClient } from './client.js';
-import { convertService, type ConversionOptions, type ConvertedService } from './conversion.js';
+import { convertService, hostnameFor, type ConversionOptions, type ConvertedService } from './conversion.js';
+import type { RegistryStatus } from '../../model/registry.js';
+import { parseDurationMs } from '../option-values.js';
+import { DEFAULT_VANISH_HOLD, VanishHold } from '../vanish-hold.js';
 
 export interface ConsulRegistryOptions {
   readonly client: ConsulCatalogClient;
@@ -22,13 +32,21 @@ export interface ConsulRegistryOptions {
   readonly pacing?: WatchPacing;
   /** Settings shown in /debug/registryz (never the token). */
   readonly settings?: Readonly<Record<string, unknown>>;
+  /** How long a listed service answering with no instances keeps its last ones; default 5 minutes. */
+  readonly emptyHoldMs?: number;
+  /** How long the first sync waits for every listed service; default 30 s. */
+  readonly syncTimeoutMs?: number;
 }
+
+const DEFAULT_SYNC_TIMEOUT_MS = 30_000;
 
 interface ServiceWatch {
   readonly watch: BlockingWatch<HealthEntry[]>;
   /** Whether Consul answered once: the first sync waits for every listed service. */
   answered: boolean;
   converted: ConvertedService | undefined;
+  /** Its latest answer was empty and is held back (applied when the hold runs out). */
+  emptyHeld: boolean;
 }
 
 const MAX_DEBUG_ITEMS = 100;
@@ -49,11 +67,21 @@ export class ConsulRegistry extends StateBackedRegistry {
   private stopped = false;
   private settleStart: (() => void) | undefined;
   private starting: Promise<void> | undefined;
+  private readonly hold: VanishHold;
+  private readonly syncTimeoutMs: number;
+  private syncTimer: NodeJS.Timeout | undefined;
+  /** The first sync's wait ran out: publish without the services that have not answered. */
+  private syncWaitOver = false;
 
   constructor(private readonly options: ConsulRegistryOptions) {
     super();
     this.conversion = { ...options.conversion, registry: this.name };
     this.pacing = options.pacing ?? DEFAULT_PACING;
+    this.hold = new VanishHold({
+      holdMs: options.emptyHoldMs ?? parseDurationMs(DEFAULT_VANISH_HOLD, '--consul-empty-hold'),
+      expired: () => this.applyExpiredHolds(),
+    });
+    this.syncTimeoutMs = options.syncTimeoutMs ?? DEFAULT_SYNC_TIMEOUT_MS;
     this.catalogWatch = new BlockingWatch(
       (index, signal) => options.client.services(index, signal),
       {
@@ -78,6 +106,8 @@ export class ConsulRegistry extends StateBackedRegistry {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    clearTimeout(this.syncTimer);
+    this.hold.stop();
     this.catalogWatch.stop();
     for (const w of this.watches.values()) w.watch.stop();
     this.watches.clear();
@@ -108,7 +138,34 @@ export class ConsulRegistry extends StateBackedRegistry {
       problemCount: this.problems.size,
       notes,
       hostnameCollisions: this.collisions,
+      emptyHold: {
+        holdMs: this.hold.holdMs,
+        held: this.hold.held(MAX_DEBUG_ITEMS),
+        heldCount: this.hold.size,
+      },
+      firstSync: {
+        timeoutMs: this.syncTimeoutMs,
+        waitedOut: this.syncWaitOver,
+        unanswered: this.unanswered().slice(0, MAX_DEBUG_ITEMS),
+      },
     };
+  }
+
+  /** With `incomplete`: the listed services the registry became ready without, and why. */
+  override status(): RegistryStatus {
+    const base = super.status();
+    if (!this.liveSynced) return base;
+    const missing = this.unanswered();
+    if (missing.length === 0) return base;
+    const reason = (name: string): string =>
+      this.problems.get(`health/${name}`) ?? `health/service/${name}: no answer yet`;
+    const shown = missing.slice(0, MAX_DEBUG_ITEMS).map((name) => `${name} (${reason(name)})`);
+    if (missing.length > shown.length) shown.push(`and ${missing.length - shown.length} more`);
+    return { ...base, incomplete: shown };
+  }
+
+  private unanswered(): string[] {
+    return [...this.watches].filter(([, w]) => !w.answered).map(([name]) => name);
   }
 
   private applyCatalog(services: CatalogServices): void {
@@ -121,13 +178,16 @@ export class ConsulRegistry extends StateBackedRegistry {
       return;
     }
     this.clearProblem('catalog-empty');
+    if (this.catalog === undefined) this.startSyncTimer();
     for (const name of services.keys()) if (!this.watches.has(name)) this.watchService(name);
     for (const [name, w] of this.watches) {
       if (services.has(name)) continue;
       w.watch.stop();
       this.watches.delete(name);
+      this.hold.release(name);
       this.clearProblem(`health/${name}`);
       this.clearProblem(`empty/${name}`);
+      this.clearProblem(`unsynced/${name}`);
     }
     this.catalog = services;
     this.options.logger.debug({ services: services.size }, 'consul service list changed');
@@ -138,6 +198,7 @@ export class ConsulRegistry extends StateBackedRegistry {
     const entry: ServiceWatch = {
       answered: false,
       converted: undefined,
+      emptyHeld: false,
       watch: new BlockingWatch(
         (index, signal) => this.options.client.healthService(name, index, signal),
         {
@@ -157,19 +218,53 @@ export class ConsulRegistry extends StateBackedRegistry {
 
   private applyHealth(name: string, entry: ServiceWatch, entries: readonly HealthEntry[]): void {
     entry.answered = true;
+    this.clearProblem(`unsynced/${name}`);
     const kept = entry.converted?.endpoints.length ?? 0;
-    if (entries.length === 0 && kept > 0) {
-      // The catalog still lists the service (its watch would be gone otherwise): a partial answer.
+    // The catalog still lists the service (its watch would be gone otherwise): an empty answer is a
+    // partial one until the hold runs out.
+    if (this.hold.decide(name, kept, entries.length, true) === 'hold') {
+      entry.emptyHeld = true;
       this.setProblem(
         `empty/${name}`,
-        `health/service/${name} returned no instances while the catalog lists it; keeping the ${kept} known`,
+        `health/service/${name} returned no instances while the catalog lists it; keeping the ${kept} known until ${this.hold.until(name) ?? '?'} (--consul-empty-hold)`,
       );
       this.schedulePublish();
       return;
     }
+    entry.emptyHeld = false;
     this.clearProblem(`empty/${name}`);
-    entry.converted = convertService(name, entries, this.conversion);
+    const converted = convertService(name, entries, this.conversion);
+    // A hold that ran out: Consul still lists the service, so it stays, with no endpoints.
+    const listed =
+      entries.length === 0 && converted.service === undefined ? entry.converted?.service : undefined;
+    entry.converted = listed ? { service: listed, endpoints: [], notes: converted.notes } : converted;
     this.schedulePublish();
+  }
+
+  /** Applies the empty answers whose hold ran out. */
+  private applyExpiredHolds(): void {
+    if (this.stopped) return;
+    for (const [name, w] of this.watches) if (w.emptyHeld) this.applyHealth(name, w, []);
+  }
+
+  /** At the first service list: the first sync waits this long for every listed service, no longer. */
+  private startSyncTimer(): void {
+    this.syncTimer = setTimeout(() => {
+      this.syncTimer = undefined;
+      if (this.liveSynced || this.stopped) return;
+      this.syncWaitOver = true;
+      const missing = this.unanswered();
+      for (const name of missing)
+        this.setProblem(
+          `unsynced/${name}`,
+          `health/service/${name} has not answered since start; ready without it after ${this.syncTimeoutMs} ms (--consul-sync-timeout)`,
+        );
+      this.options.logger.warn(
+        { missing: missing.slice(0, MAX_DEBUG_ITEMS), count: missing.length, timeoutMs: this.syncTimeoutMs },
+        'consul: first sync goes ahead without the services that have not answered',
+      );
+      this.publish();
+    }, this.syncTimeoutMs);
   }
 
   /**
@@ -191,13 +286,26 @@ export class ConsulRegistry extends StateBackedRegistry {
   private publish(): void {
     this.publishScheduled = false;
     if (this.stopped || !this.catalog) return;
-    // The first sync waits for every listed service, so no client is handed a partial mesh.
-    if (!this.liveSynced && [...this.watches.values()].some((w) => !w.answered)) return;
+    // The first sync waits for every listed service, so no client is handed a partial mesh (for
+    // --consul-sync-timeout at most).
+    if (!this.liveSynced && !this.syncWaitOver && [...this.watches.values()].some((w) => !w.answered)) return;
     const services = new Map<string, Service>();
     const endpoints = new Map<string, readonly Endpoint[]>();
     const collisions: string[] = [];
+    const current = this.state.snapshot();
     for (const name of [...this.watches.keys()].sort()) {
-      const converted = this.watches.get(name)?.converted;
+      const watch = this.watches.get(name);
+      if (watch && !watch.answered) {
+        // Not answered yet: what is already served for it (a stored snapshot's copy) stays.
+        const host = hostnameFor(name, this.conversion.domain);
+        const kept = host === undefined ? undefined : current.services.get(host);
+        if (host && kept && !services.has(host)) {
+          services.set(host, kept);
+          endpoints.set(host, current.endpoints.get(host) ?? []);
+        }
+        continue;
+      }
+      const converted = watch?.converted;
       const service = converted?.service;
       if (!converted || !service) continue;
       if (services.has(service.hostname)) {
@@ -211,6 +319,8 @@ export class ConsulRegistry extends StateBackedRegistry {
     // Published even while some watches fail: what they last saw is kept, and the reason stays shown.
     this.state.replace({ services, endpoints }, this.problemError());
     this.liveSynced = true;
+    clearTimeout(this.syncTimer);
+    this.syncTimer = undefined;
     this.reportStatus();
     this.settle();
   }

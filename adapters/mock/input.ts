@@ -1,13 +1,26 @@
 // Validates the JSON bodies of the mock registry's admin API into model objects, with defaults, so a
 // bad request gets a 400 naming the field instead of corrupting the registry.
+import { isIP } from 'node:net';
 import { parseLocality, type Endpoint } from '../../model/endpoint.js';
 import { PROTOCOLS, type Protocol, type Service, type ServicePort } from '../../model/service.js';
 
-export class InputError extends Error {}
+/** A request the mock registry refuses; `status` is the HTTP status the admin API answers with. */
+export class InputError extends Error {
+  constructor(
+    message: string,
+    readonly status = 400,
+  ) {
+    super(message);
+  }
+}
 
 type Json = Record<string, unknown>;
 
 export function parseMockService(hostname: string, body: unknown): Omit<Service, 'registry'> {
+  if (!isDnsName(hostname))
+    throw new InputError(
+      `hostname: must be a DNS name (dot-separated labels of letters, digits and -, at most 253 characters), got ${JSON.stringify(hostname)}`,
+    );
   const obj = asObject(body, 'body');
   const ports = asArray(obj.ports ?? [], 'ports').map((p, i) => parsePort(p, `ports[${i}]`));
   if (ports.length === 0) throw new InputError('ports: at least one port is required');
@@ -23,7 +36,7 @@ export function parseMockService(hostname: string, body: unknown): Omit<Service,
     hostname,
     namespace: optString(obj.namespace, 'namespace') ?? 'default',
     ports,
-    addresses: asArray(obj.addresses ?? [], 'addresses').map((a, i) => asString(a, `addresses[${i}]`)),
+    addresses: asArray(obj.addresses ?? [], 'addresses').map((a, i) => asIpOrCidr(a, `addresses[${i}]`)),
     resolution,
     labels: stringMap(obj.labels, 'labels'),
     location,
@@ -33,6 +46,9 @@ export function parseMockService(hostname: string, body: unknown): Omit<Service,
 export function parseMockEndpoint(body: unknown, service: Service | undefined): Endpoint {
   const obj = asObject(body, 'body');
   const address = asString(obj.address, 'address');
+  // Served as is in EDS, where one bad address makes a client reject the whole assignment.
+  if (isIP(address) === 0)
+    throw new InputError(`address: must be an IP address, got ${JSON.stringify(address)}`);
   const ports: Record<string, number> = {};
   for (const [name, value] of Object.entries(asObject(obj.ports ?? {}, 'ports'))) {
     ports[name] = asPortNumber(value, `ports.${name}`);
@@ -70,6 +86,25 @@ function parsePort(value: unknown, path: string): ServicePort {
     number,
     protocol: protocol as Protocol,
   };
+}
+
+const DNS_LABEL = /^[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?$/;
+
+function isDnsName(s: string): boolean {
+  return s.length > 0 && s.length <= 253 && s.split('.').every((label) => DNS_LABEL.test(label));
+}
+
+function asIpOrCidr(value: unknown, path: string): string {
+  const s = asString(value, path);
+  const [ip = '', prefix, ...rest] = s.split('/');
+  const family = isIP(ip);
+  const max = family === 4 ? 32 : 128;
+  const ok =
+    family !== 0 &&
+    rest.length === 0 &&
+    (prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= max));
+  if (!ok) throw new InputError(`${path}: must be an IP address or CIDR, got ${JSON.stringify(s)}`);
+  return s;
 }
 
 function asPortNumber(value: unknown, path: string): number {

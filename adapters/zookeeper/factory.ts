@@ -43,6 +43,11 @@ export const zookeeperFactory: RegistryFactory = {
         '--zk-dubbo-suffix <suffix>',
         'zookeeper: appended to Dubbo hostnames as .SUFFIX (empty: the dubbo2istio hostname as is)',
         ZK_FLAG_DEFAULTS.zkDubboSuffix,
+      )
+      .option(
+        '--zk-empty-hold <duration>',
+        'zookeeper: a service whose every endpoint vanished right after a reconnect keeps its last endpoints, stale, this long (0: off)',
+        ZK_FLAG_DEFAULTS.zkEmptyHold,
       );
   },
 

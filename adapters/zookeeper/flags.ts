@@ -1,6 +1,7 @@
 // The zookeeper registry's settings: the `--zk-*` flags, their defaults, and their validation.
 // Every bad value is an OptionError naming the flag, so `portolan serve` fails before connecting.
 import { OptionError, parseDurationMs } from '../option-values.js';
+import { DEFAULT_VANISH_HOLD } from '../vanish-hold.js';
 
 export const LAYOUT_NAMES = ['curator', 'dubbo'] as const;
 export type LayoutName = (typeof LAYOUT_NAMES)[number];
@@ -19,6 +20,11 @@ export interface ZooKeeperOptions {
   readonly dubboRoot: string;
   /** Appended to the Dubbo hostname as `.SUFFIX`; empty keeps dubbo2istio's hostname as is. */
   readonly dubboSuffix: string;
+  /**
+   * How long a service whose every endpoint vanished right after a reconnect keeps its last
+   * endpoints (adapters/vanish-hold.ts); 0 turns the hold off. Default 5 minutes.
+   */
+  readonly emptyHoldMs?: number;
 }
 
 /** The flag defaults, as strings (what commander shows in --help). */
@@ -30,7 +36,11 @@ export const ZK_FLAG_DEFAULTS = {
   zkCuratorSuffix: 'service.zk',
   zkDubboRoot: '/dubbo',
   zkDubboSuffix: '',
+  zkEmptyHold: DEFAULT_VANISH_HOLD,
 } as const;
+
+/** The longest --zk-empty-hold: a day; beyond, a dead endpoint is served too long to be a guard. */
+const MAX_EMPTY_HOLD_MS = 24 * 3600_000;
 
 // ZooKeeper servers negotiate the timeout into [2, 20] ticks; beyond these bounds a value is a typo.
 const MIN_SESSION_TIMEOUT_MS = 100;
@@ -55,7 +65,15 @@ export function parseZooKeeperFlags(flags: Readonly<Record<string, unknown>>): Z
     curatorSuffix: parseSuffix(text('zkCuratorSuffix'), '--zk-curator-suffix', false),
     dubboRoot: parseZnodePath(text('zkDubboRoot'), '--zk-dubbo-root'),
     dubboSuffix: parseSuffix(text('zkDubboSuffix'), '--zk-dubbo-suffix', true),
+    emptyHoldMs: parseEmptyHold(text('zkEmptyHold'), '--zk-empty-hold'),
   };
+}
+
+/** A hold duration between 0 (off) and a day. */
+export function parseEmptyHold(value: string, flag: string): number {
+  const ms = parseDurationMs(value, flag);
+  if (ms > MAX_EMPTY_HOLD_MS) throw new OptionError(`${flag}: at most 24h, got "${value}"`);
+  return ms;
 }
 
 function flagName(key: string): string {

@@ -9,6 +9,11 @@
 // - a resync that fails while connected is retried with exponential backoff.
 // Between resyncs, watch events update the mirrors node by node and a snapshot is published per turn
 // of the event loop. A node that cannot be parsed is logged, listed in debug(), and skipped.
+//
+// Right after a reconnect (from losing the connection until one session timeout after the resync
+// that follows), a service whose every endpoint vanished at once keeps its last endpoints, stale,
+// for --zk-empty-hold (adapters/vanish-hold.ts): the fleet's ephemeral nodes may have expired with
+// sessions cut off by the same fault, and come back as its clients re-register.
 import { performance } from 'node:perf_hooks';
 import type { Endpoint } from '../../model/endpoint.js';
 import type { Service } from '../../model/service.js';
@@ -21,6 +26,8 @@ import { layoutsFor, type Layout } from './layouts.js';
 import type { LayoutName, ZooKeeperOptions } from './flags.js';
 import { emptyMirror, TreeWatcher, type Mirror } from './tree-watcher.js';
 import { ZkSession } from './client.js';
+import { DEFAULT_VANISH_HOLD, VanishHold } from '../vanish-hold.js';
+import { parseDurationMs } from '../option-values.js';
 
 export interface ZooKeeperRegistryConfig extends ZooKeeperOptions {
   readonly logger?: Logger;
@@ -66,11 +73,20 @@ export class ZooKeeperRegistry extends StateBackedRegistry {
   private disabled = 0;
   private readonly stats = { sessions: 0, resyncs: 0, resyncFailures: 0, unansweredConnections: 0 };
   private lastResync: { at: string; durationMs: number } | undefined;
+  private readonly hold: VanishHold;
+  /** Whether a resync has ever completed: only a reconnect after one arms the hold. */
+  private everSynced = false;
+  /** Until when (epoch ms) a vanishing service is held; Infinity while disconnected after a sync. */
+  private holdArmedUntil = 0;
 
   constructor(private readonly config: ZooKeeperRegistryConfig) {
     super();
     this.layouts = layoutsFor(config);
     this.logger = config.logger ?? silentLogger;
+    this.hold = new VanishHold({
+      holdMs: config.emptyHoldMs ?? parseDurationMs(DEFAULT_VANISH_HOLD, '--zk-empty-hold'),
+      expired: () => this.schedulePublish(),
+    });
   }
 
   /** Connects and resolves after the first sync (or after `startTimeoutMs`); a second call joins the first. */
@@ -102,6 +118,7 @@ export class ZooKeeperRegistry extends StateBackedRegistry {
     this.cancelRetry();
     if (this.publishPending) clearImmediate(this.publishPending);
     this.closeSession();
+    this.hold.stop();
     this.connection = 'closed';
     this.firstSync?.();
   }
@@ -126,6 +143,12 @@ export class ZooKeeperRegistry extends StateBackedRegistry {
           watches: this.watchers[i]?.watchCount() ?? 0,
         };
       }),
+      emptyHold: {
+        holdMs: this.hold.holdMs,
+        armed: this.holdArmed(),
+        held: this.hold.held(),
+        heldCount: this.hold.size,
+      },
       disabledInstances: this.disabled,
       invalidNodeCount: this.problems.length,
       invalidNodes: this.problems.slice(0, MAX_REPORTED_PROBLEMS),
@@ -190,12 +213,14 @@ export class ZooKeeperRegistry extends StateBackedRegistry {
       );
     }
     this.connection = 'disconnected';
+    this.armHold();
     this.abandonResync();
     this.state.fail(new Error(`disconnected from ZooKeeper at ${this.config.hosts}`));
   }
 
   private onExpired(): void {
     this.logger.warn({ hosts: this.config.hosts }, 'ZooKeeper session expired; opening a new session');
+    this.armHold();
     this.abandonResync();
     this.state.fail(new Error('ZooKeeper session expired; resyncing on a new session'));
     this.closeSession();
@@ -236,6 +261,8 @@ export class ZooKeeperRegistry extends StateBackedRegistry {
       this.backoff.reset();
       const durationMs = Math.round(performance.now() - started);
       this.lastResync = { at: new Date().toISOString(), durationMs };
+      if (this.holdArmedUntil === Infinity) this.holdArmedUntil = Date.now() + this.config.sessionTimeoutMs;
+      this.everSynced = true;
       this.publish();
       this.logger.info({ durationMs, ...this.counts() }, 'ZooKeeper resync complete');
       this.firstSync?.();
@@ -278,6 +305,15 @@ export class ZooKeeperRegistry extends StateBackedRegistry {
   private cancelRetry(): void {
     clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
+  }
+
+  /** Losing the connection after a sync arms the hold, until a session timeout after the next resync. */
+  private armHold(): void {
+    if (this.everSynced) this.holdArmedUntil = Infinity;
+  }
+
+  private holdArmed(): boolean {
+    return Date.now() < this.holdArmedUntil;
   }
 
   private schedulePublish(): void {
@@ -350,7 +386,32 @@ export class ZooKeeperRegistry extends StateBackedRegistry {
 
     this.parseCache = nextCache;
     this.reportProblems(problems);
-    this.state.replace({ services, endpoints });
+    this.holdVanished(services, endpoints);
+    this.state.replace({ services, endpoints }, this.hold.problem());
+  }
+
+  /** Keeps the last endpoints of services that just lost all of them, while the hold is armed. */
+  private holdVanished(
+    services: ReadonlyMap<string, Service>,
+    endpoints: Map<string, readonly Endpoint[]>,
+  ): void {
+    const published = this.state.snapshot().endpoints;
+    const armed = this.holdArmed();
+    this.hold.retain((host) => services.has(host));
+    for (const [host, list] of endpoints) {
+      const before = published.get(host) ?? [];
+      const held = this.hold.isHeld(host);
+      if (this.hold.decide(host, before.length, list.length, armed) === 'hold') {
+        endpoints.set(host, before);
+        if (!held)
+          this.logger.warn(
+            { service: host, endpoints: before.length, until: this.hold.until(host) },
+            'every endpoint of a ZooKeeper service vanished right after a reconnect; keeping its last endpoints, stale',
+          );
+      } else if (held) {
+        this.logger.info({ service: host, endpoints: list.length }, 'ZooKeeper service hold ended');
+      }
+    }
   }
 
   /** Logs each problem once, when it first appears (or its reason changes). */

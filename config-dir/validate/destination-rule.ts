@@ -27,12 +27,16 @@ const wholeSeconds = durationAtLeast(1000, '1s (TCP keepalive counts in seconds)
 const consistentHash = obj(
   {
     httpHeaderName: str({ nonEmpty: true }),
-    httpCookie: obj({ name: str({ nonEmpty: true }), path: str(), ttl: duration }, { required: ['name'] }),
+    httpCookie: obj(
+      { name: str({ nonEmpty: true }), path: str(), ttl: duration },
+      { required: ['name'], notImplemented: ['attributes'] },
+    ),
     useSourceIp: bool,
     httpQueryParameterName: str({ nonEmpty: true }),
     minimumRingSize: int(0, MAX_RING_SIZE),
   },
   {
+    notImplemented: ['ringHash', 'maglev'],
     refine: (h, path, problems) => {
       const keys = ['httpHeaderName', 'httpCookie', 'useSourceIp', 'httpQueryParameterName'] as const;
       if (keys.every((k) => h[k] === undefined))
@@ -56,7 +60,10 @@ const loadBalancer = obj(
     localityLbSetting,
     warmupDurationSecs: duration,
   },
-  { refine: (lb, path, problems) => atMostOne(lb, ['simple', 'consistentHash'], path, problems) },
+  {
+    notImplemented: ['warmup'],
+    refine: (lb, path, problems) => atMostOne(lb, ['simple', 'consistentHash'], path, problems),
+  },
 );
 
 const connectionPool = obj({
@@ -104,6 +111,7 @@ const tls = obj(
   },
   {
     required: ['mode'],
+    notImplemented: ['caCrl'],
     refine: (t, path, problems) => {
       if (t.mode === 'MUTUAL' && !t.credentialName) {
         if (!t.clientCertificate)
@@ -126,6 +134,7 @@ const portTrafficPolicy = obj(
 const trafficPolicy: Check<TrafficPolicy> = obj(
   { loadBalancer, connectionPool, outlierDetection, tls, portLevelSettings: arrayOf(portTrafficPolicy) },
   {
+    notImplemented: ['tunnel', 'proxyProtocol', 'retryBudget'],
     refine: (policy, path, problems) => {
       const seen = new Set<number>();
       policy.portLevelSettings?.forEach((setting, i) => {

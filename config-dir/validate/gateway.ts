@@ -33,6 +33,13 @@ const serverTls = obj(
     cipherSuites: arrayOf(str({ nonEmpty: true })),
   },
   {
+    notImplemented: [
+      'caCrl',
+      'credentialNames',
+      'tlsCertificates',
+      'verifyCertificateSpki',
+      'verifyCertificateHash',
+    ],
     refine: (tls, path, problems) => {
       if (tls.credentialName !== undefined)
         problems.error(

@@ -11,7 +11,7 @@ import { stringMap } from './common.js';
 import { destinationRuleSpec } from './destination-rule.js';
 import { gatewaySpec } from './gateway.js';
 import { peerAuthenticationSpec } from './peer-authentication.js';
-import { isRecord, obj, str, type Check, type Problems } from './schema.js';
+import { isRecord, obj, str, unknownField, type Check, type Problems } from './schema.js';
 import { serviceEntrySpec } from './service-entry.js';
 import { sidecarSpec } from './sidecar.js';
 import { virtualServiceSpec } from './virtual-service.js';
@@ -32,7 +32,8 @@ function apiVersionsOf(kind: string): readonly string[] {
   return kind === 'PeerAuthentication' ? SECURITY_API_VERSIONS : SUPPORTED_API_VERSIONS;
 }
 
-// Fields `kubectl get -o yaml` adds; accepted silently so exported manifests load as they are.
+// Kubernetes ObjectMeta fields (`kubectl get -o yaml` adds most); accepted silently so exported
+// manifests load as they are.
 const SERVER_METADATA = [
   'uid',
   'resourceVersion',
@@ -40,6 +41,11 @@ const SERVER_METADATA = [
   'creationTimestamp',
   'managedFields',
   'selfLink',
+  'generateName',
+  'finalizers',
+  'ownerReferences',
+  'deletionTimestamp',
+  'deletionGracePeriodSeconds',
 ];
 
 const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -95,7 +101,7 @@ export function validateResource(
   }
   const configKind = kind as ConfigKind;
   for (const key of Object.keys(value)) {
-    if (!ENVELOPE.includes(key)) problems.warn([...path, key], 'unknown field, ignored');
+    if (!ENVELOPE.includes(key)) problems.unknown([...path, key], unknownField(key, ENVELOPE));
   }
 
   const errorsBefore = problems.errors.length;

@@ -15,12 +15,24 @@ export class Problems {
   readonly errors: Problem[] = [];
   readonly warnings: Problem[] = [];
 
+  /**
+   * `lenient`: unknown fields are warnings, as they were before they became errors. Only for a
+   * version that was already accepted (the store's), so that an upgrade keeps it in force.
+   */
+  constructor(private readonly lenient = false) {}
+
   error(path: FieldPath, message: string): void {
     this.errors.push({ path, message });
   }
 
   warn(path: FieldPath, message: string): void {
     this.warnings.push({ path, message });
+  }
+
+  /** A field not defined here: an error (a warning when lenient). */
+  unknown(path: FieldPath, message: string): void {
+    if (this.lenient) this.warn(path, message);
+    else this.error(path, message);
   }
 }
 
@@ -154,26 +166,40 @@ export type ObjectOf<S extends Shape, R extends keyof S> = { [K in R]: Checked<S
 
 export interface ObjectOptions<S extends Shape, R extends keyof S> {
   required?: readonly R[];
+  /**
+   * Fields Istio defines here that Portolan does not implement: accepted with a warning, so that a
+   * manifest written for Istio still loads, and says what it does not get.
+   */
+  notImplemented?: readonly string[];
   /** Cross-field rules; fields that failed their own check are absent here. */
   refine?: (value: Partial<ObjectOf<S, R>>, path: FieldPath, problems: Problems) => void;
 }
 
+export const NOT_IMPLEMENTED = 'an Istio field Portolan does not implement; ignored';
+
 /**
- * An object with known fields. Unknown fields are a warning, not an error: Istio would reject them,
- * but a newer Istio field we do not know yet should not take a whole file out of service.
+ * An object with known fields. A field Istio does not define either is an error, with the closest
+ * known name as a suggestion: as `istioctl validate` and the Kubernetes API server (strict field
+ * validation) reject it, and because a misspelled optional field would otherwise be dropped
+ * silently (`workloadSelectr`: a service with no endpoints). Istio fields Portolan does not
+ * implement (`notImplemented`) are warnings.
  */
 export function obj<S extends Shape, R extends keyof S & string = never>(
   shape: S,
   options: ObjectOptions<S, R> = {},
 ): Check<ObjectOf<S, R>> {
   const required = new Set<string>(options.required ?? []);
+  const ignored = new Set<string>(options.notImplemented ?? []);
+  const known = [...Object.keys(shape), ...ignored];
   return (value, path, problems) => {
     if (!isRecord(value)) {
       problems.error(path, 'must be an object');
       return undefined;
     }
     for (const key of Object.keys(value)) {
-      if (!Object.hasOwn(shape, key)) problems.warn([...path, key], 'unknown field, ignored');
+      if (Object.hasOwn(shape, key)) continue;
+      if (ignored.has(key)) problems.warn([...path, key], NOT_IMPLEMENTED);
+      else problems.unknown([...path, key], unknownField(key, known));
     }
     const out: Record<string, unknown> = {};
     for (const [key, check] of Object.entries(shape)) {
@@ -190,6 +216,51 @@ export function obj<S extends Shape, R extends keyof S & string = never>(
     // Partial when errors were recorded; see the convention at the top of this file.
     return result as ObjectOf<S, R>;
   };
+}
+
+/** `unknown field (did you mean "workloadSelector"?)`, or the known fields when none is close. */
+export function unknownField(key: string, known: readonly string[]): string {
+  const suggestion = closest(key, known);
+  if (suggestion !== undefined) return `unknown field (did you mean "${suggestion}"?)`;
+  return `unknown field (known here: ${known.join(', ')})`;
+}
+
+/**
+ * The known name `key` most likely meant: the same letters in another case or with `_`/`-` (the
+ * protos' snake_case), else the nearest by edit distance (a transposition counts once), within
+ * about a third of the name.
+ */
+export function closest(key: string, known: readonly string[]): string | undefined {
+  const fold = (s: string): string => s.toLowerCase().replace(/[-_]/g, '');
+  const folded = known.find((k) => fold(k) === fold(key));
+  if (folded !== undefined) return folded;
+  let best: { name: string; distance: number } | undefined;
+  for (const name of known) {
+    const distance = editDistance(key.toLowerCase(), name.toLowerCase());
+    if (distance <= Math.max(1, Math.floor(name.length / 3)) && (!best || distance < best.distance))
+      best = { name, distance };
+  }
+  return best?.name;
+}
+
+/** Optimal string alignment distance: insertions, deletions, substitutions and adjacent swaps. */
+function editDistance(a: string, b: string): number {
+  const rows = a.length + 1;
+  const cols = b.length + 1;
+  const d: number[] = new Array<number>(rows * cols).fill(0);
+  const at = (i: number, j: number): number => d[i * cols + j] ?? 0;
+  for (let i = 0; i < rows; i++) d[i * cols] = i;
+  for (let j = 0; j < cols; j++) d[j] = j;
+  for (let i = 1; i < rows; i++) {
+    for (let j = 1; j < cols; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let v = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        v = Math.min(v, at(i - 2, j - 2) + 1);
+      d[i * cols + j] = v;
+    }
+  }
+  return at(rows - 1, cols - 1);
 }
 
 /** Reports when more than one of `keys` is set (Istio's oneof fields). */

@@ -26,7 +26,10 @@ const egressHost = str({
 const egressListener = obj(
   {
     hosts: arrayOf(egressHost, { nonEmpty: true }),
-    port: obj({ number: portNumber, protocol, name: str() }, { required: ['number'] }),
+    port: obj(
+      { number: portNumber, protocol, name: str() },
+      { required: ['number'], notImplemented: ['targetPort'] },
+    ),
     bind: str(),
     captureMode: oneOf(['DEFAULT', 'IPTABLES', 'NONE']),
   },
@@ -37,9 +40,13 @@ export const sidecarSpec: Check<SidecarSpec> = obj(
   {
     workloadSelector: obj({ labels: stringMap }, { required: ['labels'] }),
     egress: arrayOf(egressListener),
-    outboundTrafficPolicy: obj({ mode: oneOf(['ALLOW_ANY', 'REGISTRY_ONLY']) }, { required: ['mode'] }),
+    outboundTrafficPolicy: obj(
+      { mode: oneOf(['ALLOW_ANY', 'REGISTRY_ONLY']) },
+      { required: ['mode'], notImplemented: ['egressProxy'] },
+    ),
   },
   {
+    notImplemented: ['ingress', 'inboundConnectionPool'],
     refine: (sidecar, path, problems) => {
       // Istio's rules: one catch-all (portless) egress entry at most, and ports not repeated.
       const ports = new Set<number>();

@@ -77,21 +77,24 @@ const destination = obj({ host: hostname, subset: str(), port: portSelector }, {
 const headerOperations = obj({ set: stringMap, add: stringMap, remove: arrayOf(str()) });
 const headers = obj({ request: headerOperations, response: headerOperations });
 
-const httpMatch = obj({
-  name: str(),
-  uri: stringMatch,
-  scheme: stringMatch,
-  method: stringMatch,
-  authority: stringMatch,
-  headers: mapOf(presenceMatch),
-  port: portNumber,
-  sourceLabels: stringMap,
-  gateways: arrayOf(str()),
-  queryParams: mapOf(presenceMatch),
-  ignoreUriCase: bool,
-  withoutHeaders: mapOf(presenceMatch),
-  sourceNamespace: str(),
-});
+const httpMatch = obj(
+  {
+    name: str(),
+    uri: stringMatch,
+    scheme: stringMatch,
+    method: stringMatch,
+    authority: stringMatch,
+    headers: mapOf(presenceMatch),
+    port: portNumber,
+    sourceLabels: stringMap,
+    gateways: arrayOf(str()),
+    queryParams: mapOf(presenceMatch),
+    ignoreUriCase: bool,
+    withoutHeaders: mapOf(presenceMatch),
+    sourceNamespace: str(),
+  },
+  { notImplemented: ['statPrefix'] },
+);
 
 const weight = int(0, 100);
 
@@ -177,12 +180,10 @@ const positiveDuration: Check<string> = (value, path, problems) => {
   return checked;
 };
 
-const retries = obj({
-  attempts: int(0, 2_147_483_647),
-  perTryTimeout: positiveDuration,
-  retryOn,
-  retryRemoteLocalities: bool,
-});
+const retries = obj(
+  { attempts: int(0, 2_147_483_647), perTryTimeout: positiveDuration, retryOn, retryRemoteLocalities: bool },
+  { notImplemented: ['retryIgnorePreviousHosts', 'backoff'] },
+);
 
 const grpcStatus: Check<string> = str({
   test: (s) =>
@@ -193,10 +194,14 @@ const grpcStatus: Check<string> = str({
 
 const fault = obj(
   {
-    delay: obj({ fixedDelay: positiveDuration, percentage: percent }, { required: ['fixedDelay'] }),
+    delay: obj(
+      { fixedDelay: positiveDuration, percentage: percent },
+      { required: ['fixedDelay'], notImplemented: ['exponentialDelay', 'percent'] },
+    ),
     abort: obj(
       { httpStatus: int(200, 599), grpcStatus, percentage: percent },
       {
+        notImplemented: ['http2Error'],
         refine: (a, path, problems) => {
           if (a.httpStatus === undefined && a.grpcStatus === undefined && !hasErrorsUnder(problems, path))
             problems.error(path, 'one of httpStatus, grpcStatus is required');
@@ -213,14 +218,17 @@ const fault = obj(
   },
 );
 
-const corsPolicy = obj({
-  allowOrigins: arrayOf(stringMatch),
-  allowMethods: arrayOf(str()),
-  allowHeaders: arrayOf(str()),
-  exposeHeaders: arrayOf(str()),
-  maxAge: duration,
-  allowCredentials: bool,
-});
+const corsPolicy = obj(
+  {
+    allowOrigins: arrayOf(stringMatch),
+    allowMethods: arrayOf(str()),
+    allowHeaders: arrayOf(str()),
+    exposeHeaders: arrayOf(str()),
+    maxAge: duration,
+    allowCredentials: bool,
+  },
+  { notImplemented: ['allowOrigin', 'unmatchedPreflights'] },
+);
 
 const httpRoute: Check<HTTPRoute> = obj(
   {
@@ -240,6 +248,7 @@ const httpRoute: Check<HTTPRoute> = obj(
     headers,
   },
   {
+    notImplemented: ['delegate', 'mirrorPercent'],
     refine: (r, path, problems) => {
       const actions = (['route', 'redirect', 'directResponse'] as const).filter((k) => r[k] !== undefined);
       if (actions.length === 0) problems.error(path, 'one of route, redirect, directResponse is required');
@@ -260,7 +269,10 @@ const l4Match = {
 };
 
 const tcpRoute = obj(
-  { match: arrayOf(obj(l4Match)), route: arrayOf(routeDestination, { nonEmpty: true }) },
+  {
+    match: arrayOf(obj(l4Match, { notImplemented: ['sourceSubnet'] })),
+    route: arrayOf(routeDestination, { nonEmpty: true }),
+  },
   {
     required: ['route'],
     refine: (r, path, problems) => checkWeights(r.route ?? [], [...path, 'route'], problems),

@@ -18,7 +18,11 @@ const dir = mkdtempSync(join(tmpdir(), 'portolan-crash-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 async function send(p: PortolanProcess, method: string, path: string, body: unknown): Promise<number> {
-  const res = await fetch(`${p.httpBase}${path}`, { method, body: JSON.stringify(body) });
+  const res = await fetch(`${p.httpBase}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   await res.text();
   return res.status;
 }

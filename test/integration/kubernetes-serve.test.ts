@@ -120,15 +120,28 @@ test('two clusters in /debug/registryz: synced, counts, watch versions; a confli
       ],
     );
 
-    // the mock registry defines the same hostname: kubernetes (first in --registries) owns it
-    const put = await fetch(`${portolan.httpBase}/mock/services/${HOST}`, {
+    // the mock registry may not write to a hostname kubernetes serves
+    const json = { 'content-type': 'application/json' };
+    const body = JSON.stringify({ ports: [{ name: 'grpc', number: 7070, protocol: 'GRPC' }] });
+    const refused = await fetch(`${portolan.httpBase}/mock/services/${HOST}`, {
       method: 'PUT',
-      body: JSON.stringify({ ports: [{ name: 'grpc', number: 7070, protocol: 'GRPC' }] }),
+      headers: json,
+      body,
+    });
+    assert.equal(refused.status, 409, 'kubernetes serves it');
+    // one the mock defined first, which kubernetes then serves too: kubernetes (first in
+    // --registries) owns it, and the aggregate reports the conflict
+    const LATE = 'late.apps.svc.cluster.local';
+    const put = await fetch(`${portolan.httpBase}/mock/services/${LATE}`, {
+      method: 'PUT',
+      headers: json,
+      body,
     });
     assert.ok(put.ok, `PUT ${put.status}`);
+    east.apply('services', kubeService('apps', 'late', [{ name: 'grpc', port: 7070 }]));
     await eventually(async () =>
       assert.deepEqual((await registryz(portolan)).conflicts, [
-        { hostname: HOST, owner: 'kubernetes', shadowed: ['mock'] },
+        { hostname: LATE, owner: 'kubernetes', shadowed: ['mock'] },
       ]),
     );
 

@@ -30,7 +30,8 @@
 // `failReads` (e.g. 500s; pending blocking reads fail too), `hang` (nothing is answered until
 // `unhang`), `refuseConnections`/`acceptConnections` (the listener is closed, open connections are
 // cut), `resetIndex` (a snapshot restore: the index goes backwards and blocking reads wake),
-// `zeroIndex` (X-Consul-Index: 0), `emptyCatalog` and `emptyHealth` (partial answers), `malformed`.
+// `zeroIndex` (X-Consul-Index: 0), `emptyCatalog` and `emptyHealth` (partial answers), `malformed`,
+// `failHealth` (one service's health reads fail, e.g. its query hits a broken server or an ACL).
 //
 // Not covered: ACL policies (one all-powerful token), namespaces/partitions, filter expressions,
 // `near`, tag filters, consistency modes, hash-based blocking, agent check runners (HTTP/TCP checks
@@ -168,6 +169,7 @@ export class ConsulStandin {
   private zeroIndexFault = false;
   private emptyCatalogFault = false;
   private readonly emptyHealthFault = new Set<string>();
+  private readonly healthFailures = new Map<string, { status: number; message: string }>();
   private malformedFault = false;
 
   private constructor(private readonly options: StandinOptions) {
@@ -338,6 +340,13 @@ export class ConsulStandin {
     if (on) this.emptyHealthFault.add(name);
     else this.emptyHealthFault.delete(name);
     this.commit([name], false);
+  }
+
+  /** health/service/NAME reads fail with `fault` (pending ones too); undefined clears. */
+  failHealth(name: string, fault: { status: number; message: string } | undefined): void {
+    if (fault) this.healthFailures.set(name, fault);
+    else this.healthFailures.delete(name);
+    for (const p of [...this.pending]) if (p.resource === `health:${name}`) this.finish(p);
   }
 
   /** Reads answer well-formed JSON of the wrong shape while on. */
@@ -553,7 +562,12 @@ export class ConsulStandin {
       answer: () => this.answer(res, resource, anonymous, passingOnly),
     };
     if (this.hanging) return this.holdHung(pending);
-    if (this.failure || minIndex === 0 || this.resourceIndex(resource) > minIndex)
+    if (
+      this.failure ||
+      this.healthFailure(resource) ||
+      minIndex === 0 ||
+      this.resourceIndex(resource) > minIndex
+    )
       return this.finish(pending);
     // Consul adds up to wait/16 of random jitter to spread wake-ups.
     pending.timer = setTimeout(() => this.finish(pending), waitMs + Math.random() * (waitMs / 16));
@@ -569,8 +583,15 @@ export class ConsulStandin {
     this.pending.delete(p);
     if (p.res.writableEnded || p.res.destroyed) return;
     if (this.hanging) return this.holdHung(p);
-    if (this.failure) return sendText(p.res, this.failure.status, this.failure.message);
+    const failure = this.failure ?? this.healthFailure(p.resource);
+    if (failure) return sendText(p.res, failure.status, failure.message);
     p.answer();
+  }
+
+  private healthFailure(resource: string): { status: number; message: string } | undefined {
+    return resource.startsWith('health:')
+      ? this.healthFailures.get(resource.slice('health:'.length))
+      : undefined;
   }
 
   private holdHung(p: PendingRead): void {

@@ -66,6 +66,11 @@ export class ZkTestClient {
     await this.call<void>((cb) => this.client.remove(path, (err) => cb(err, undefined)));
   }
 
+  /** The names of the children of `path`. */
+  async children(path: string): Promise<string[]> {
+    return this.call<string[]>((cb) => this.client.getChildren(path, cb));
+  }
+
   /** Removes `path` and everything below it; nothing if it does not exist. */
   async removeTree(path: string): Promise<void> {
     let children: string[];

@@ -19,6 +19,7 @@ test('the defaults', () => {
     curatorSuffix: 'service.zk',
     dubboRoot: '/dubbo',
     dubboSuffix: '',
+    emptyHoldMs: 300_000,
   });
 });
 

@@ -1,0 +1,126 @@
+// Reading one config file with bounds: only regular files (a symlink to one is fine, as a ConfigMap
+// volume's `echo.yaml -> ..data/echo.yaml` is), at most `maxBytes`, within `timeoutMs`.
+//
+// The file is opened with O_NONBLOCK, so opening a FIFO or a device returns at once (a plain open of
+// a FIFO waits for a writer, forever), and its type is checked on the open descriptor, so a file
+// swapped between check and read cannot slip through. A read that does not finish in time (a hung
+// network filesystem) is reported as an error; the stuck system call keeps one libuv thread until it
+// returns, so a path whose read is still stuck is not read again until it has (at most one stuck
+// thread per path).
+import { constants, type Stats } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
+
+export interface ReadLimits {
+  readonly maxBytes: number;
+  readonly timeoutMs: number;
+}
+
+/** 10 MiB: far above any hand-written config, small enough to parse without stalling the server. */
+export const MAX_CONFIG_FILE_BYTES = 10 * 1024 * 1024;
+export const CONFIG_READ_TIMEOUT_MS = 5000;
+export const DEFAULT_READ_LIMITS: ReadLimits = {
+  maxBytes: MAX_CONFIG_FILE_BYTES,
+  timeoutMs: CONFIG_READ_TIMEOUT_MS,
+};
+
+export type FileRead =
+  | { readonly kind: 'text'; readonly text: string }
+  /** Missing, or no longer a file (a directory now, or a parent that stopped being one). */
+  | { readonly kind: 'gone' }
+  | { readonly kind: 'error'; readonly message: string };
+
+/** The file system calls a read needs; tests replace them to simulate a read that hangs. */
+export interface ReadFs {
+  open(path: string): Promise<Pick<FileHandle, 'stat' | 'read' | 'close'>>;
+}
+
+const NODE_FS: ReadFs = {
+  open: (path) => open(path, constants.O_RDONLY | constants.O_NONBLOCK),
+};
+
+export class ConfigFileReader {
+  /** Paths whose last read timed out and has not returned yet. */
+  private readonly stuck = new Set<string>();
+
+  /** `returned` is called with a path whose timed-out read has finished at last: read it again. */
+  constructor(
+    private readonly limits: ReadLimits = DEFAULT_READ_LIMITS,
+    private readonly fs: ReadFs = NODE_FS,
+    private readonly returned: (path: string) => void = () => {},
+  ) {}
+
+  async read(path: string): Promise<FileRead> {
+    if (this.stuck.has(path)) return this.timedOut();
+    const reading = readBounded(this.fs, path, this.limits.maxBytes);
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), this.limits.timeoutMs);
+    });
+    const result = await Promise.race([reading, timedOut]);
+    clearTimeout(timer);
+    if (result !== 'timeout') return result;
+    this.stuck.add(path);
+    void reading.finally(() => {
+      this.stuck.delete(path);
+      this.returned(path);
+    });
+    return this.timedOut();
+  }
+
+  private timedOut(): FileRead {
+    return { kind: 'error', message: `read did not finish within ${this.limits.timeoutMs} ms` };
+  }
+}
+
+async function readBounded(fs: ReadFs, path: string, maxBytes: number): Promise<FileRead> {
+  let handle: Awaited<ReturnType<ReadFs['open']>> | undefined;
+  try {
+    handle = await fs.open(path);
+    const info = await handle.stat();
+    if (info.isDirectory()) return { kind: 'gone' };
+    if (!info.isFile()) {
+      return {
+        kind: 'error',
+        message: `not a regular file (${typeName(info)}); only regular files, or symlinks to them, are loaded`,
+      };
+    }
+    if (info.size > maxBytes) return tooLarge(info.size, maxBytes);
+    // The size can change under us: read until the end, and stop one byte past the cap.
+    const chunks: Buffer[] = [];
+    let length = 0;
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(Math.min(Math.max(info.size + 1, 64 * 1024), maxBytes + 1 - length));
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, length);
+      if (bytesRead === 0) break;
+      chunks.push(chunk.subarray(0, bytesRead));
+      length += bytesRead;
+      if (length > maxBytes) return tooLarge(length, maxBytes);
+    }
+    return { kind: 'text', text: Buffer.concat(chunks, length).toString('utf8') };
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException | null)?.code;
+    if (code === 'ENOENT' || code === 'EISDIR' || code === 'ENOTDIR') return { kind: 'gone' };
+    return { kind: 'error', message: `cannot read: ${e instanceof Error ? e.message : String(e)}` };
+  } finally {
+    await handle?.close().catch(() => {});
+  }
+}
+
+function tooLarge(size: number, maxBytes: number): FileRead {
+  return {
+    kind: 'error',
+    message: `larger than ${formatBytes(maxBytes)} (${size} bytes); not loaded`,
+  };
+}
+
+function formatBytes(n: number): string {
+  return n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MiB` : `${n} bytes`;
+}
+
+function typeName(info: Stats): string {
+  if (info.isFIFO()) return 'a FIFO';
+  if (info.isSocket()) return 'a socket';
+  if (info.isCharacterDevice()) return 'a character device';
+  if (info.isBlockDevice()) return 'a block device';
+  return 'not a file';
+}
