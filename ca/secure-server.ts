@@ -9,7 +9,7 @@ import type { Logger } from '../log/logger.js';
 import type { JoinTokenTable } from '../store/join-tokens.js';
 import type { CertificateAuthority } from './authority.js';
 import { registerCertificateService } from './certificate-service.js';
-import { parseSpiffeUri } from './identity.js';
+import { controlPlaneIdentity, parseSpiffeUri } from './identity.js';
 import { peerIdentity } from './peer-identity.js';
 import { ReloadableCertificates } from './reloadable-certificates.js';
 
@@ -20,7 +20,7 @@ export interface SecurePortOptions {
   readonly services: readonly SecureService[];
   readonly host: string;
   readonly port: number;
-  /** SANs of the server certificate: DNS names and IP addresses, mixed. */
+  /** SANs of the server certificate: DNS names and IP addresses, mixed (`--secure-xds-sans`). The control plane's SPIFFE ID is always added. */
   readonly serverSans: readonly string[];
   readonly logger: Logger;
   /** How often the server certificate and trust bundle are checked (default 30 s). */
@@ -96,11 +96,13 @@ export class SecurePort {
     const version = this.options.ca.version(now);
     if (version === this.caVersion && now.getTime() < this.renewAt) return;
     const { dnsNames, ips } = splitSans(this.options.serverSans);
+    const uris = [controlPlaneIdentity(this.options.ca.trustDomain)];
     const issued = await this.options.ca.issueServerCertificate(
       dnsNames,
       ips,
       this.options.serverCertTtlSeconds,
       now,
+      uris,
     );
     const lifetime = issued.notAfter.getTime() - now.getTime();
     this.renewAt = now.getTime() + lifetime * 0.8;
@@ -110,7 +112,10 @@ export class SecurePort {
       .map((c) => c.toString('pem'))
       .join('\n');
     this.certificates.update(bundle, issued.certChainPem, issued.keyPem);
-    this.options.logger.info({ dnsNames, ips, notAfter: issued.notAfter }, 'secure port certificate issued');
+    this.options.logger.info(
+      { dnsNames, ips, uris, notAfter: issued.notAfter },
+      'secure port certificate issued',
+    );
   }
 
   async stop(): Promise<void> {
