@@ -160,6 +160,7 @@ export class CertificateKeeper {
   private renewAt: Date | undefined;
   private lastError: KeeperStatus['lastError'];
   private readonly listeners = new Set<(cert: HeldCertificate) => void>();
+  private readonly failureListeners = new Set<(error: NonNullable<KeeperStatus['lastError']>) => void>();
   private wake: (() => void) | undefined;
 
   constructor(private readonly options: KeeperOptions) {}
@@ -203,6 +204,12 @@ export class CertificateKeeper {
     return () => this.listeners.delete(listener);
   }
 
+  /** Calls `listener` with each failed request (the current certificate, if any, stays in use). */
+  onFailure(listener: (error: NonNullable<KeeperStatus['lastError']>) => void): () => void {
+    this.failureListeners.add(listener);
+    return () => this.failureListeners.delete(listener);
+  }
+
   /** Renews now rather than at the scheduled time. */
   renewNow(): void {
     this.renewAt = new Date(0);
@@ -234,7 +241,9 @@ export class CertificateKeeper {
         } catch (err) {
           const code = (err as { code?: number }).code;
           const message = (err as { details?: string }).details ?? (err as Error).message;
-          this.lastError = { message, at: new Date(), ...(code !== undefined && { code }) };
+          const error = { message, at: new Date(), ...(code !== undefined && { code }) };
+          this.lastError = error;
+          for (const l of this.failureListeners) l(error);
           waitMs = backoff.next();
           const held = this.held && this.held.notAfter > new Date() ? this.held : undefined;
           log.error(

@@ -6,6 +6,7 @@ import { createLogger } from '../log/logger.js';
 import { StoreError } from '../store/store.js';
 import { addCaCommand } from './ca.js';
 import { addCaServeFlags } from './ca-options.js';
+import { addAgentCommand } from './agent.js';
 import { addCertCommand } from './cert.js';
 import { addBootstrapCommand } from './bootstrap.js';
 import { printHistory } from './history.js';
@@ -144,5 +145,6 @@ program
 addTokenCommand(program);
 addCaCommand(program);
 addCertCommand(program);
+addAgentCommand(program);
 
 await program.parseAsync(process.argv);
