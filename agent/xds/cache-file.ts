@@ -132,7 +132,8 @@ function toFile(node: CachedNode): CacheFile {
 }
 
 function fromFile(file: CacheFile): CachedNode {
-  if (file.format !== FORMAT || typeof file.nodeId !== 'string' || !Array.isArray(file.types as unknown))
+  const list: unknown = file.types;
+  if (file.format !== FORMAT || typeof file.nodeId !== 'string' || !Array.isArray(list))
     throw new Error('not an xDS cache file of this version');
   const types = new Map<string, CachedType>();
   let bytes = 0;
