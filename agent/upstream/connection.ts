@@ -58,6 +58,7 @@ export class UpstreamConnection {
   private stopIdentity: (() => void) | undefined;
   private stopped = false;
   private outageLogged = false;
+  private everUp = false;
   /** Times the control plane answered again after being unreachable. */
   reconnects = 0;
 
@@ -172,7 +173,9 @@ export class UpstreamConnection {
 
   private setState(state: UpstreamState): void {
     if (state === this.stateValue) return;
-    if (state === 'up' && this.stateValue !== 'up' && this.error) this.reconnects += 1;
+    // A reconnect is coming back after having been connected; the first connection is not one.
+    if (state === 'up' && this.everUp && this.error) this.reconnects += 1;
+    if (state === 'up') this.everUp = true;
     if (state === 'up') {
       this.error = undefined;
       this.outageLogged = false;

@@ -167,6 +167,7 @@ test('control plane down: a new client is served from the cache at once; back: a
     client.ack(eds, [ECHO_CLUSTER]);
   }
   await eventually(() => agent.context.upstream.connected());
+  assert.ok(agent.context.upstream.reconnects >= 1, 'counted as a reconnect');
 });
 
 test('delta through the agent: initial versions on reconnect, so only what changed is sent', async () => {
