@@ -31,6 +31,7 @@ export function adsz(ads: AdsServer): unknown {
       kind: c.proxy?.kind ?? null,
       userAgent: c.proxy?.userAgent ?? null,
       peer: c.peer,
+      identity: c.peerIdentity ?? null,
       connectedAt: c.connectedAt,
       subscriptions: Object.fromEntries(
         c.state.watchedTypes().map((typeUrl) => {
@@ -55,6 +56,7 @@ export function adsz(ads: AdsServer): unknown {
       node: c.proxy?.id ?? null,
       kind: c.proxy?.kind ?? null,
       peer: c.peer,
+      identity: c.peerIdentity ?? null,
       connectedAt: c.connectedAt,
       subscriptions: Object.fromEntries(
         c.state.watchedTypes().map((typeUrl) => {

@@ -22,6 +22,7 @@ import { decodeDeltaDiscoveryRequest, encodeDeltaDiscoveryResponse } from '../pr
 
 export class DeltaConnection implements AdsStream {
   readonly connectedAt = new Date().toISOString();
+  peerIdentity: string | undefined;
   readonly state = new DeltaStreamState();
   readonly api = 'delta';
   private proxyInfo: Proxy | undefined;
