@@ -56,7 +56,13 @@ export async function ccoreEchoCalls(
         ],
         { env: { ...process.env, GRPC_XDS_BOOTSTRAP: bootstrap }, timeout: 60_000 },
         (err, out, stderr) =>
-          err ? reject(new Error(`C-core client failed: ${err.message}\n${stderr}`)) : resolve(out),
+          err
+            ? reject(
+                new Error(
+                  `C-core client failed (${err.signal ?? `exit ${err.code}`}): ${err.message}\n${stderr}`,
+                ),
+              )
+            : resolve(out),
       );
     });
     return stdout
