@@ -35,6 +35,7 @@ export function adsz(ads: AdsServer): unknown {
       userAgentVersion: c.proxy?.userAgentVersion ?? null,
       clientRules: clientRules(c.proxy),
       peer: c.peer,
+      identity: c.peerIdentity ?? null,
       connectedAt: c.connectedAt,
       subscriptions: Object.fromEntries(
         c.state.watchedTypes().map((typeUrl) => {
@@ -62,6 +63,7 @@ export function adsz(ads: AdsServer): unknown {
       userAgentVersion: c.proxy?.userAgentVersion ?? null,
       clientRules: clientRules(c.proxy),
       peer: c.peer,
+      identity: c.peerIdentity ?? null,
       connectedAt: c.connectedAt,
       subscriptions: Object.fromEntries(
         c.state.watchedTypes().map((typeUrl) => {

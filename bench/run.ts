@@ -1,6 +1,7 @@
 // `npm run bench`: every benchmark in turn, each printing a table with its setup.
 // `npm run bench -- push-scale consul` runs only the named scenarios (see docs/benchmarks.md).
 import { caBench } from './ca.js';
+import { agentBench } from './agent.js';
 import { editLatency } from './edit-latency.js';
 import { floodBench } from './flood.js';
 import { kubernetesBench } from './kubernetes.js';
@@ -20,6 +21,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   zookeeper: zookeeperLatency,
   flood: floodBench,
   ca: caBench,
+  agent: () => agentBench(),
 };
 
 const chosen = process.argv.slice(2);

@@ -3,7 +3,7 @@
 import type { CaMaterialTable, IssuedCertificate } from '../store/ca-material.js';
 import { issueLeaf, randomSerial, sanEntries } from './certificates.js';
 import { checkWorkloadKey } from './csr-policy.js';
-import { parseSpiffeUri } from './identity.js';
+import { isControlPlaneIdentity, parseSpiffeUri } from './identity.js';
 import { generateKeyPair, privateKeyPem, type KeyAlgorithm } from './keys.js';
 import { loadPluginCa, type PluginCa } from './plugin-ca.js';
 import { RootStore } from './root-store.js';
@@ -141,6 +141,11 @@ export class CertificateAuthority {
         'denied',
         `identity ${req.identity} is not in trust domain ${this.trustDomain}`,
       );
+    if (isControlPlaneIdentity(req.identity))
+      throw new CaRequestError(
+        'denied',
+        `${req.identity} is the control plane's identity, never a workload's`,
+      );
     let csr: x509.Pkcs10CertificateRequest;
     try {
       csr = new x509.Pkcs10CertificateRequest(req.csrPem);
@@ -193,12 +198,16 @@ export class CertificateAuthority {
     return this.options.material.issuedBySerial(serial);
   }
 
-  /** A certificate for the secure xDS port itself, with the given DNS names and IPs. */
+  /**
+   * A certificate for the secure xDS port itself: the given DNS names and IPs, and `uris` (the
+   * control plane's identity, which sign() never gives a workload).
+   */
   async issueServerCertificate(
     dnsNames: readonly string[],
     ips: readonly string[],
     ttlSeconds = this.defaultTtlSeconds,
     now = this.now(),
+    uris: readonly string[] = [],
   ): Promise<ServerCertificate> {
     const keys = await generateKeyPair('ec-p256');
     const signer = await this.signer(now);
@@ -206,6 +215,7 @@ export class CertificateAuthority {
       issuer: signer.cert,
       issuerKey: signer.key,
       publicKey: await x509.PublicKey.create(keys.publicKey),
+      uris,
       dnsNames,
       ips,
       notBefore: new Date(now.getTime() - this.backdateMs),

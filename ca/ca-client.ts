@@ -1,7 +1,9 @@
 // A client of the signing API: one CreateCertificate call over TLS, authenticated by a join token
 // or by the workload's current certificate. The server also returns its trust bundle (every root
 // workloads must trust, both during a rotation) in the `portolan-trust-bundle-bin` response header.
+// The server must prove it is the control plane (ca/control-plane-check.ts) before anything is sent.
 import * as grpc from '@grpc/grpc-js';
+import { controlPlaneCheck } from './control-plane-check.js';
 import {
   CREATE_CERTIFICATE_PATH,
   decodeCertificateResponse,
@@ -20,6 +22,8 @@ export interface CertificateCall {
   /** The current certificate, for renewal over mTLS. */
   readonly current?: { readonly certChainPem: string; readonly keyPem: string };
   readonly timeoutMs?: number;
+  /** The mesh's trust domain: the server must carry the control plane's identity in it. */
+  readonly trustDomain?: string;
 }
 
 export interface CertificateResult {
@@ -32,12 +36,14 @@ export interface CertificateResult {
 const identity = (b: Buffer): Buffer => b;
 
 export async function requestCertificate(req: CertificateCall): Promise<CertificateResult> {
+  const check = controlPlaneCheck(req.address, req.trustDomain);
   const creds = grpc.credentials.createSsl(
     Buffer.from(req.rootPem),
     req.current ? Buffer.from(req.current.keyPem) : null,
     req.current ? Buffer.from(req.current.certChainPem) : null,
+    { checkServerIdentity: check.checkServerIdentity },
   );
-  const client = new grpc.Client(req.address, creds);
+  const client = new grpc.Client(req.address, creds, check.channelOptions);
   const metadata = new grpc.Metadata();
   if (req.token) metadata.set('authorization', `Bearer ${req.token}`);
   try {
@@ -51,6 +57,8 @@ export async function requestCertificate(req: CertificateCall): Promise<Certific
         metadata,
         { deadline: Date.now() + (req.timeoutMs ?? 10_000) },
         (err, bytes) => {
+          // A refused server certificate surfaces as UNAVAILABLE; say what was wrong with it.
+          if (err?.code === grpc.status.UNAVAILABLE) return reject(check.lastFailure() ?? err);
           if (err || !bytes) return reject(err ?? new Error('empty response'));
           const { certChain } = decodeCertificateResponse(bytes);
           resolve({ certChain, ...(bundle && { trustBundle: bundle }) });

@@ -33,11 +33,37 @@ export function spiffeUri(id: WorkloadIdentity): string {
 }
 
 export function workloadIdentity(trustDomain: string, namespace: string, serviceAccount: string): string {
-  return spiffeUri({
+  const uri = spiffeUri({
     trustDomain: validateTrustDomain(trustDomain),
     namespace: validateSegment(namespace, 'namespace'),
     serviceAccount: validateSegment(serviceAccount, 'service account'),
   });
+  if (isControlPlaneIdentity(uri))
+    throw new IdentityError(`${uri} is the control plane's own identity: no workload may have it`);
+  return uri;
+}
+
+// The control plane's identity: a URI SAN on the secure port's certificate that the CA never gives a
+// workload (sign() and workloadIdentity() refuse it), so a client that checks for it knows it is
+// talking to the control plane and not to a workload holding a certificate from the same CA.
+export const CONTROL_PLANE_NAMESPACE = 'portolan-system';
+export const CONTROL_PLANE_SERVICE_ACCOUNT = 'portolan-control-plane';
+
+export function controlPlaneIdentity(trustDomain: string): string {
+  return spiffeUri({
+    trustDomain,
+    namespace: CONTROL_PLANE_NAMESPACE,
+    serviceAccount: CONTROL_PLANE_SERVICE_ACCOUNT,
+  });
+}
+
+export function isControlPlaneIdentity(uri: string): boolean {
+  const id = parseSpiffeUri(uri);
+  return (
+    id !== undefined &&
+    id.namespace === CONTROL_PLANE_NAMESPACE &&
+    id.serviceAccount === CONTROL_PLANE_SERVICE_ACCOUNT
+  );
 }
 
 /** Parses a workload SPIFFE URI; undefined when it is not one. */

@@ -14,7 +14,7 @@ import type { RevocationTable } from '../store/revocations.js';
 import type { CertificateAuthority } from './authority.js';
 import { registerCertificateService } from './certificate-service.js';
 import { DEFAULT_MAX_ENROLLMENT_AGE_SECONDS, Enrollments } from './enrollments.js';
-import { parseSpiffeUri } from './identity.js';
+import { controlPlaneIdentity, parseSpiffeUri } from './identity.js';
 import { peerIdentity, type PeerIdentity } from './peer-identity.js';
 import { KeyedRateLimiter, type RateLimit } from './rate-limit.js';
 import { ReloadableCertificates } from './reloadable-certificates.js';
@@ -41,7 +41,7 @@ export interface SecurePortOptions {
   readonly services: readonly SecureService[];
   readonly host: string;
   readonly port: number;
-  /** SANs of the server certificate: DNS names and IP addresses, mixed. */
+  /** SANs of the server certificate: DNS names and IP addresses, mixed (`--secure-xds-sans`). The control plane's SPIFFE ID is always added. */
   readonly serverSans: readonly string[];
   readonly logger: Logger;
   /** How often the server certificate and trust bundle are checked (default 30 s). */
@@ -58,11 +58,11 @@ export interface NodeClaim {
   readonly metadata: Readonly<Record<string, unknown>>;
 }
 
-/** Decides, from a stream's node and its call (the TLS peer), whether the stream may proceed. */
+/** Decides, from a stream's node and its call (the TLS peer), whether the stream may proceed: a refusal, or the peer's identity. */
 export type NodeAuthorizer = (
   node: NodeClaim,
   call: grpc.ServerDuplexStream<Buffer, Buffer>,
-) => { code: grpc.status; reason: string } | undefined;
+) => { code: grpc.status; reason: string } | { identity: string } | undefined;
 
 /** Who a stream's peer is, decided as the stream opens: its verified workload identity, or a refusal. */
 export type PeerAuthenticator = (
@@ -161,11 +161,13 @@ export class SecurePort {
     const version = this.options.ca.version(now);
     if (version === this.caVersion && now.getTime() < this.renewAt) return;
     const { dnsNames, ips } = splitSans(this.options.serverSans);
+    const uris = [controlPlaneIdentity(this.options.ca.trustDomain)];
     const issued = await this.options.ca.issueServerCertificate(
       dnsNames,
       ips,
       this.options.serverCertTtlSeconds,
       now,
+      uris,
     );
     const lifetime = issued.notAfter.getTime() - now.getTime();
     this.renewAt = now.getTime() + lifetime * 0.8;
@@ -175,7 +177,10 @@ export class SecurePort {
       .map((c) => c.toString('pem'))
       .join('\n');
     this.certificates.update(bundle, issued.certChainPem, issued.keyPem);
-    this.options.logger.info({ dnsNames, ips, notAfter: issued.notAfter }, 'secure port certificate issued');
+    this.options.logger.info(
+      { dnsNames, ips, uris, notAfter: issued.notAfter },
+      'secure port certificate issued',
+    );
   }
 
   /** Applies a new revocation now instead of at the next poll; returns the streams it closed. */
@@ -304,6 +309,6 @@ export function adsAuthorizer(
         code: grpc.status.PERMISSION_DENIED,
         reason: `node ${proxy.id} claims NAMESPACE=${String(ns)} SERVICE_ACCOUNT=${String(sa)} but its certificate is ${peer.identity}`,
       };
-    return undefined;
+    return { identity: peer.identity };
   };
 }

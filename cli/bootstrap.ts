@@ -2,6 +2,8 @@
 // admin address, ADS for LDS and CDS over the static `xds_cluster` (HTTP/2; plaintext, or TLS with
 // cert/key/CA files), stats and an overload limit on downstream connections. The result is checked
 // with the same (validate.rules) validator as every pushed resource before it is printed.
+// `portolan agent --print-bootstrap envoy` uses the same builder with the agent's Unix sockets: ADS
+// over `xdsPipe` (plaintext: the agent holds the TLS) and SDS from `sdsPipe` as cluster `sds-grpc`.
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
@@ -10,7 +12,14 @@ import { META, parseEnvoyNode } from '../xds/proxy/envoy-node.js';
 import { NodeError } from '../xds/proxy/node-error.js';
 import { fromProtoJson } from '../xds/validate/proto-json.js';
 import { validateObject } from '../xds/validate/pgv-validator.js';
-import { CERT_SECRET, ROOT_SECRET } from '../mesh/workload-certs.js';
+import { controlPlaneIdentity, IdentityError, validateTrustDomain } from '../ca/identity.js';
+import {
+  AGENT_SDS_CLUSTER,
+  CERT_SECRET,
+  DEFAULT_TRUST_DOMAIN,
+  ROOT_SECRET,
+  SDS_CLUSTER_META,
+} from '../mesh/workload-certs.js';
 import { sdsSecretConfig } from '../xds/generators/sds-config.js';
 import { buildGrpcBootstrap } from './grpc-bootstrap.js';
 import { OptionError, parseAddress, parsePositiveInt, type HostAndPort } from './options.js';
@@ -29,6 +38,12 @@ export interface BootstrapOptions {
   readonly kind: 'envoy' | 'grpc';
   readonly maxConnections: number;
   readonly locality?: { readonly region: string; readonly zone: string; readonly subzone: string };
+  /** The mesh's trust domain: with `xdsTls`, the xDS server must carry the control plane's identity in it. */
+  readonly trustDomain?: string;
+  /** ADS over this Unix socket instead of `xdsAddr` (the agent's `--xds-socket`). */
+  readonly xdsPipe?: string;
+  /** An SDS server on this Unix socket, as cluster `sds-grpc` (the agent's `--sds-socket`). */
+  readonly sdsPipe?: string;
 }
 
 const HTTP_OPTIONS = 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions';
@@ -37,14 +52,61 @@ const DOWNSTREAM_CONNECTIONS =
   'type.googleapis.com/envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig';
 const ADS = { ads: {}, resource_api_version: 'V3' };
 
+/** One static HTTP/2 cluster to a gRPC server at a socket address or a Unix socket (`pipe`). */
+function grpcCluster(
+  name: string,
+  address: { host: string; port: number } | { pipe: string },
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  const pipe = 'pipe' in address;
+  return {
+    name,
+    type: pipe || isIP(address.host) ? 'STATIC' : 'STRICT_DNS',
+    connect_timeout: '1s',
+    load_assignment: {
+      cluster_name: name,
+      endpoints: [
+        {
+          lb_endpoints: [
+            {
+              endpoint: {
+                address: pipe
+                  ? { pipe: { path: address.pipe } }
+                  : { socket_address: { address: address.host, port_value: address.port } },
+              },
+            },
+          ],
+        },
+      ],
+    },
+    typed_extension_protocol_options: {
+      'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
+        '@type': HTTP_OPTIONS,
+        // ADS is one long-lived stream: keep it alive through idle NATs and firewalls.
+        explicit_http_config: {
+          http2_protocol_options: pipe ? {} : { connection_keepalive: { interval: '30s', timeout: '5s' } },
+        },
+      },
+    },
+    ...extra,
+  };
+}
+
 /** The bootstrap in proto3 JSON (snake_case), as Envoy reads it with `-c`. */
 export function buildBootstrap(o: BootstrapOptions): Record<string, unknown> {
   const xdsHost = o.xdsAddr.host;
+  const fileSecrets = { certDir: o.certDir ?? '', sdsCluster: '' };
+  // Only the control plane's certificate carries this SAN (the CA refuses it to workloads).
+  const controlPlane = controlPlaneIdentity(o.trustDomain ?? DEFAULT_TRUST_DOMAIN);
   return {
     node: {
       id: o.nodeId,
       cluster: o.cluster,
-      metadata: { NAMESPACE: o.namespace, ...o.metadata },
+      metadata: {
+        NAMESPACE: o.namespace,
+        ...o.metadata,
+        ...(o.sdsPipe && { [SDS_CLUSTER_META]: AGENT_SDS_CLUSTER }),
+      },
       ...(o.locality && {
         locality: { region: o.locality.region, zone: o.locality.zone, sub_zone: o.locality.subzone },
       }),
@@ -62,55 +124,45 @@ export function buildBootstrap(o: BootstrapOptions): Record<string, unknown> {
     },
     static_resources: {
       clusters: [
-        {
-          name: 'xds_cluster',
-          type: isIP(xdsHost) ? 'STATIC' : 'STRICT_DNS',
-          connect_timeout: '1s',
-          load_assignment: {
-            cluster_name: 'xds_cluster',
-            endpoints: [
-              {
-                lb_endpoints: [
-                  {
-                    endpoint: {
-                      address: { socket_address: { address: xdsHost, port_value: o.xdsAddr.port } },
-                    },
+        grpcCluster(
+          'xds_cluster',
+          o.xdsPipe ? { pipe: o.xdsPipe } : { host: xdsHost, port: o.xdsAddr.port },
+          {
+            ...(!o.xdsPipe &&
+              (o.tls || (o.xdsTls && o.certDir)) && {
+                transport_socket: {
+                  name: 'envoy.transport_sockets.tls',
+                  typed_config: {
+                    '@type': UPSTREAM_TLS,
+                    sni: isIP(xdsHost) ? undefined : xdsHost,
+                    common_tls_context: o.tls
+                      ? {
+                          tls_certificates: [
+                            {
+                              certificate_chain: { filename: o.tls.cert },
+                              private_key: { filename: o.tls.key },
+                            },
+                          ],
+                          validation_context: { trusted_ca: { filename: o.tls.ca } },
+                        }
+                      : {
+                          // File-based SDS: renewed certificates are picked up without a restart.
+                          tls_certificate_sds_secret_configs: [sdsSecretConfig(fileSecrets, CERT_SECRET)],
+                          combined_validation_context: {
+                            default_validation_context: {
+                              match_typed_subject_alt_names: [
+                                { san_type: 'URI', matcher: { exact: controlPlane } },
+                              ],
+                            },
+                            validation_context_sds_secret_config: sdsSecretConfig(fileSecrets, ROOT_SECRET),
+                          },
+                        },
                   },
-                ],
-              },
-            ],
+                },
+              }),
           },
-          typed_extension_protocol_options: {
-            'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
-              '@type': HTTP_OPTIONS,
-              // ADS is one long-lived stream: keep it alive through idle NATs and firewalls.
-              explicit_http_config: {
-                http2_protocol_options: { connection_keepalive: { interval: '30s', timeout: '5s' } },
-              },
-            },
-          },
-          ...((o.tls || (o.xdsTls && o.certDir)) && {
-            transport_socket: {
-              name: 'envoy.transport_sockets.tls',
-              typed_config: {
-                '@type': UPSTREAM_TLS,
-                sni: isIP(xdsHost) ? undefined : xdsHost,
-                common_tls_context: o.tls
-                  ? {
-                      tls_certificates: [
-                        { certificate_chain: { filename: o.tls.cert }, private_key: { filename: o.tls.key } },
-                      ],
-                      validation_context: { trusted_ca: { filename: o.tls.ca } },
-                    }
-                  : {
-                      // File-based SDS: renewed certificates are picked up without a restart.
-                      tls_certificate_sds_secret_configs: [sdsSecretConfig(o.certDir ?? '', CERT_SECRET)],
-                      validation_context_sds_secret_config: sdsSecretConfig(o.certDir ?? '', ROOT_SECRET),
-                    },
-              },
-            },
-          }),
-        },
+        ),
+        ...(o.sdsPipe ? [grpcCluster(AGENT_SDS_CLUSTER, { pipe: o.sdsPipe })] : []),
       ],
     },
     stats_config: { use_all_default_tags: true },
@@ -159,6 +211,7 @@ interface RawBootstrapOptions {
   xdsTls?: boolean;
   kind: string;
   maxConnections: string;
+  trustDomain?: string;
 }
 
 export function compileBootstrapOptions(raw: RawBootstrapOptions): BootstrapOptions {
@@ -216,7 +269,17 @@ export function compileBootstrapOptions(raw: RawBootstrapOptions): BootstrapOpti
     ...(certDir && { certDir }),
     ...(raw.xdsTls && { xdsTls: true }),
     kind: raw.kind,
+    trustDomain: checkedTrustDomain(raw.trustDomain ?? DEFAULT_TRUST_DOMAIN),
   };
+}
+
+function checkedTrustDomain(trustDomain: string): string {
+  try {
+    return validateTrustDomain(trustDomain);
+  } catch (err) {
+    if (err instanceof IdentityError) throw new OptionError(`--trust-domain: ${err.message}`);
+    throw err;
+  }
 }
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
@@ -260,7 +323,15 @@ export function addBootstrapCommand(program: Command): void {
       '--cert-dir <dir>',
       'the workload certificate directory (`portolan cert --out`): Envoy SDS files / gRPC file_watcher provider',
     )
-    .option('--xds-tls', 'mTLS to the xDS server (the secure port) with the files in --cert-dir')
+    .option(
+      '--xds-tls',
+      "mTLS to the xDS server (the secure port) with the files in --cert-dir; the server must carry the control plane's SPIFFE ID",
+    )
+    .option(
+      '--trust-domain <domain>',
+      'SPIFFE trust domain (as given to serve): names the control plane identity --xds-tls checks',
+      DEFAULT_TRUST_DOMAIN,
+    )
     .option('--kind <kind>', 'envoy, or grpc for a proxyless gRPC bootstrap', 'envoy')
     .option('--max-connections <n>', 'overload limit on downstream connections', '50000')
     .action((raw: RawBootstrapOptions) => {

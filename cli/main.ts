@@ -6,6 +6,7 @@ import { createLogger } from '../log/logger.js';
 import { StoreError } from '../store/store.js';
 import { addCaCommand } from './ca.js';
 import { addCaServeFlags } from './ca-options.js';
+import { addAgentCommand } from './agent.js';
 import { addCertCommand } from './cert.js';
 import { addLimitFlags } from './limit-options.js';
 import { addCertRevokeCommand } from './cert-revoke.js';
@@ -155,5 +156,6 @@ addTokenCommand(program);
 addCaCommand(program);
 addCertCommand(program);
 addCertRevokeCommand(program);
+addAgentCommand(program);
 
 await program.parseAsync(process.argv);

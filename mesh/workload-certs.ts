@@ -25,6 +25,21 @@ export const SDS_ROOT_FILE = 'sds-rootca.yaml';
 export const CERT_SECRET = 'default';
 export const ROOT_SECRET = 'ROOTCA';
 
+/**
+ * Node metadata: the bootstrap cluster of an SDS server (`portolan agent`'s Unix socket) that TLS
+ * contexts fetch `default` and `ROOTCA` from, instead of the SDS files in the certificate directory.
+ */
+export const SDS_CLUSTER_META = 'PORTOLAN_SDS_CLUSTER';
+/** The SDS cluster `portolan agent`'s Envoy bootstrap defines (Istio's name for it). */
+export const AGENT_SDS_CLUSTER = 'sds-grpc';
+
+/** Where an Envoy's TLS contexts get their secrets: SDS files in certDir, or an SDS cluster when set. */
+export interface SecretSource {
+  readonly certDir: string;
+  /** '' for the files. */
+  readonly sdsCluster: string;
+}
+
 /** The bootstrap's certificate-provider instance for gRPC (A29 `file_watcher`). */
 export const GRPC_CERT_PROVIDER = 'default';
 

@@ -19,6 +19,8 @@ export const ALLOWED = {
   ca: ['mesh', 'store'],
   metrics: ['xds'],
   admin: ['mesh', 'adapters', 'aggregate', 'store', 'xds', 'config-dir', 'ca', 'metrics'],
+  // `portolan agent`, the VM side: the workload certificate (ca), an xDS proxy (xds), SDS.
+  agent: ['ca', 'xds', 'mesh'],
   cli: '*',
   // The demo (npm run demo) runs `portolan serve` as a process; it imports none of the sources.
   demo: [],

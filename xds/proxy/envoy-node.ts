@@ -3,7 +3,7 @@
 // Anything malformed is a NodeError: the stream is refused with INVALID_ARGUMENT, nothing else is hurt.
 import { isIP } from 'node:net';
 import { NodeError } from './node-error.js';
-import { CERT_DIR_META, DEFAULT_CERT_DIR } from '../../mesh/workload-certs.js';
+import { CERT_DIR_META, DEFAULT_CERT_DIR, SDS_CLUSTER_META } from '../../mesh/workload-certs.js';
 
 /** How the proxy's own outbound traffic reaches it. Several may be on at once. */
 export type OutboundMode = 'transparent' | 'explicit' | 'http-proxy';
@@ -34,6 +34,8 @@ export interface EnvoyNode {
   readonly appPorts: Readonly<Record<number, number>>;
   /** Where `portolan cert` keeps this node's certificate files (for workload mTLS). */
   readonly certDir: string;
+  /** The bootstrap cluster serving SDS (`portolan agent`), or '' for the files in certDir. */
+  readonly sdsCluster: string;
 }
 
 export const DEFAULT_HTTP_PROXY_PORT = 15080;
@@ -46,6 +48,7 @@ export const META = {
   httpProxyPort: 'PORTOLAN_HTTP_PROXY_PORT',
   appPorts: 'PORTOLAN_APP_PORTS',
   certDir: CERT_DIR_META,
+  sdsCluster: SDS_CLUSTER_META,
 } as const;
 
 export function parseEnvoyNode(idType: string | undefined, metadata: Record<string, unknown>): EnvoyNode {
@@ -75,7 +78,15 @@ export function parseEnvoyNode(idType: string | undefined, metadata: Record<stri
         : parsePort(metadata[META.httpProxyPort], META.httpProxyPort),
     appPorts: parseAppPorts(metadata[META.appPorts]),
     certDir: parseCertDir(metadata[META.certDir]),
+    sdsCluster: parseClusterName(metadata[META.sdsCluster]),
   };
+}
+
+function parseClusterName(value: unknown): string {
+  const name = optionalString(value, META.sdsCluster);
+  if (name !== '' && !/^[A-Za-z0-9_.:-]{1,200}$/.test(name))
+    throw new NodeError(`${META.sdsCluster}: "${name}" is not a cluster name`);
+  return name;
 }
 
 // Absolute: Envoy resolves SDS file paths against its own working directory.

@@ -35,11 +35,14 @@ const ADS_SERVICE: grpc.ServiceDefinition = {
 
 type AdsCall = grpc.ServerDuplexStream<Buffer, Buffer>;
 
-/** Decides, from the first request's node and the call (its TLS peer), whether a stream may proceed. */
+/**
+ * Decides, from the first request's node and the call (its TLS peer), whether a stream may proceed:
+ * a refusal, or the peer's verified identity (kept on the stream, shown in /debug/adsz).
+ */
 export type AdsAuthorizer = (
   proxy: Proxy,
   call: AdsCall,
-) => { code: grpc.status; reason: string } | undefined;
+) => { code: grpc.status; reason: string } | { identity: string } | undefined;
 
 /**
  * Decides, as a stream opens and before it is registered, who its peer is: a key its streams are
@@ -148,8 +151,9 @@ export class AdsService {
       },
       ...(authorize && {
         admit: (node: NodeInfo) => {
-          const refusal = authorize(proxyFromNode(node), call);
-          if (refusal) throw new StreamError(refusal.code, refusal.reason);
+          const verdict = authorize(proxyFromNode(node), call);
+          if (verdict && 'code' in verdict) throw new StreamError(verdict.code, verdict.reason);
+          if (verdict) stream.peerIdentity = verdict.identity;
         },
       }),
     });

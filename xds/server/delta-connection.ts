@@ -24,6 +24,7 @@ import { decodeDeltaDiscoveryRequest, encodeDeltaDiscoveryResponse } from '../pr
 
 export class DeltaConnection implements AdsStream {
   readonly connectedAt = new Date().toISOString();
+  peerIdentity: string | undefined;
   readonly state = new DeltaStreamState();
   readonly api = 'delta';
   private proxyInfo: Proxy | undefined;

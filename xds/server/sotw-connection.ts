@@ -40,6 +40,7 @@ interface TypeView {
 
 export class SotwConnection implements AdsStream {
   readonly connectedAt = new Date().toISOString();
+  peerIdentity: string | undefined;
   readonly state = new StreamState();
   readonly api = 'sotw';
   private proxyInfo: Proxy | undefined;

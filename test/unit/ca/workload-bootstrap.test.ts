@@ -44,11 +44,20 @@ test('--cert-dir --xds-tls: the xDS cluster reads secrets default and ROOTCA fro
       resource_api_version: 'V3',
     },
   });
-  assert.equal(at(tls, 'validation_context_sds_secret_config.name'), 'ROOTCA');
+  // The roots come from ROOTCA, and the server must also be the control plane (issue #17 item 10):
+  // a workload's certificate from the same CA lacks this SAN.
+  const validation = at(tls, 'combined_validation_context');
+  assert.equal(at(validation, 'validation_context_sds_secret_config.name'), 'ROOTCA');
   assert.equal(
-    at(tls, 'validation_context_sds_secret_config.sds_config.path_config_source.path'),
+    at(validation, 'validation_context_sds_secret_config.sds_config.path_config_source.path'),
     '/etc/portolan/certs/sds-rootca.yaml',
   );
+  assert.deepEqual(at(validation, 'default_validation_context.match_typed_subject_alt_names'), [
+    {
+      san_type: 'URI',
+      matcher: { exact: 'spiffe://cluster.local/ns/portolan-system/sa/portolan-control-plane' },
+    },
+  ]);
   assert.equal(at(tls, 'tls_certificates'), undefined, 'no inline files, which Envoy reads only once');
   const node = at(b, 'node') as { id: string; metadata: Record<string, unknown> };
   assert.equal(node.metadata.PORTOLAN_CERT_DIR, '/etc/portolan/certs');

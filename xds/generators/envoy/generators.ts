@@ -41,7 +41,7 @@ function clusters(): ResourceGenerator {
     // and labels; gateways are not scoped) and, for TLS, on the certificate directory; inbound ones
     // on where the app listens, and which ports they are on the sidecar's IPs.
     viewKey: (proxy) =>
-      `${envoyNode(proxy).role} ${scopeViewKey(proxy)} ${JSON.stringify([envoyNode(proxy).appPorts, envoyNode(proxy).certDir, isSidecar(proxy) ? [...proxy.ips].sort() : []])}`,
+      `${envoyNode(proxy).role} ${scopeViewKey(proxy)} ${JSON.stringify([envoyNode(proxy).appPorts, envoyNode(proxy).certDir, envoyNode(proxy).sdsCluster, isSidecar(proxy) ? [...proxy.ips].sort() : []])}`,
     wildcardNames: (ctx) => [
       ...outboundClusterNames(ctx.catalog, ctx.index, ctx.proxy.namespace, proxyScope(ctx).clusters),
       PASSTHROUGH_CLUSTER,

@@ -11,7 +11,12 @@ import type { DownstreamTlsContext } from '../../generated/envoy/extensions/tran
 import type { MeshConfig } from '../../../mesh/mesh-config.js';
 import { toAny } from '../../proto/resource.js';
 import { mtlsModeFor, type EffectiveMtls, type Workload } from '../../traffic/peer-authentication.js';
-import { CERT_SECRET, DEFAULT_TRUST_DOMAIN, ROOT_SECRET } from '../../../mesh/workload-certs.js';
+import {
+  CERT_SECRET,
+  DEFAULT_TRUST_DOMAIN,
+  ROOT_SECRET,
+  type SecretSource,
+} from '../../../mesh/workload-certs.js';
 import { sdsSecretConfig } from '../sds-config.js';
 import { DOWNSTREAM_TLS_TYPE, tlsInspectorFilter } from './filters.js';
 
@@ -26,7 +31,7 @@ export interface InboundSecurity {
 export interface InboundTlsInputs {
   readonly config: MeshConfig;
   readonly workload: Workload;
-  readonly certDir: string;
+  readonly secrets: SecretSource;
   readonly trustDomain?: string;
 }
 
@@ -46,7 +51,7 @@ export function inboundSecurity(inputs: InboundTlsInputs): InboundSecurity {
         ...chain,
         transport_socket: {
           name: 'envoy.transport_sockets.tls',
-          typed_config: toAny(DOWNSTREAM_TLS_TYPE, downstreamTlsContext(inputs.certDir, trustDomain, http)),
+          typed_config: toAny(DOWNSTREAM_TLS_TYPE, downstreamTlsContext(inputs.secrets, trustDomain, http)),
         },
       };
       if (m === 'STRICT') return [tls];
@@ -68,19 +73,19 @@ export function inboundSecurity(inputs: InboundTlsInputs): InboundSecurity {
 
 /** Terminates mTLS: our certificate, and a client certificate from our roots naming our trust domain. */
 export function downstreamTlsContext(
-  certDir: string,
+  secrets: SecretSource,
   trustDomain: string,
   http: boolean,
 ): DownstreamTlsContext {
   return {
     require_client_certificate: { value: true },
-    common_tls_context: workloadTlsContext(certDir, trustDomain, http ? ['h2', 'http/1.1'] : []),
+    common_tls_context: workloadTlsContext(secrets, trustDomain, http ? ['h2', 'http/1.1'] : []),
   };
 }
 
 /** The workload certificate plus peer validation against the bundle and a SPIFFE URI SAN prefix. */
 export function workloadTlsContext(
-  certDir: string,
+  secrets: SecretSource,
   trustDomain: string,
   alpn: readonly string[],
   sanMatchers: readonly SubjectAltNameMatcher[] = [
@@ -88,10 +93,10 @@ export function workloadTlsContext(
   ],
 ): CommonTlsContext {
   return {
-    tls_certificate_sds_secret_configs: [sdsSecretConfig(certDir, CERT_SECRET)],
+    tls_certificate_sds_secret_configs: [sdsSecretConfig(secrets, CERT_SECRET)],
     combined_validation_context: {
       default_validation_context: { match_typed_subject_alt_names: [...sanMatchers] },
-      validation_context_sds_secret_config: sdsSecretConfig(certDir, ROOT_SECRET),
+      validation_context_sds_secret_config: sdsSecretConfig(secrets, ROOT_SECRET),
     },
     ...(alpn.length > 0 && { alpn_protocols: [...alpn] }),
   };

@@ -49,8 +49,8 @@ export function upstreamTlsContext(
       ids.length > 0
         ? ids.map((id) => ({ san_type: 'URI', matcher: { exact: id } }))
         : [{ san_type: 'URI', matcher: { prefix: `spiffe://${trustDomain}/` } }];
-    const certDir = ctx.proxy.envoy?.certDir ?? DEFAULT_CERT_DIR;
-    return { common_tls_context: workloadTlsContext(certDir, trustDomain, [], sans), ...sni };
+    const secrets = ctx.proxy.envoy ?? { certDir: DEFAULT_CERT_DIR, sdsCluster: '' };
+    return { common_tls_context: workloadTlsContext(secrets, trustDomain, [], sans), ...sni };
   }
   const sans: SubjectAltNameMatcher[] = (tls.subjectAltNames ?? []).map((s) => ({
     san_type: s.startsWith('spiffe://') ? 'URI' : 'DNS',

@@ -23,6 +23,7 @@ const NO_NODE: EnvoyNode = {
   httpProxyPort: 15080,
   appPorts: {},
   certDir: DEFAULT_CERT_DIR,
+  sdsCluster: '',
 };
 
 export function envoyNode(proxy: Proxy): EnvoyNode {
@@ -84,7 +85,7 @@ function inboundSecurityFor(ctx: GenerateContext): InboundSecurity {
   return inboundSecurity({
     config: ctx.config,
     workload: { namespace: ctx.proxy.namespace, labels: node.labels },
-    certDir: node.certDir,
+    secrets: node,
     ...(ctx.trustDomain && { trustDomain: ctx.trustDomain }),
   });
 }

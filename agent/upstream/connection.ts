@@ -1,0 +1,251 @@
+// The agent's one connection to the control plane's secure port: mTLS with the workload certificate,
+// the server checked to be the control plane (ca/control-plane-check.ts), every stream of every local
+// client multiplexed on it (one grpc-js channel, one HTTP/2 connection). It is also the connection
+// other agent modules send on (`openStream`).
+//
+// Its state drives the xDS proxy: `up` once the control plane answers, `down` after a stream failed
+// for a reason a retry may fix (the control plane went away, or refuses streams while it starts).
+// While down, streams wait for the next retry, spaced by model/backoff.ts; the channel coming back
+// (grpc-js reconnects on its own, with the same bounds) retries at once. A renewed certificate makes
+// a new channel: streams move to it (`onRotate`), since the server checks the peer certificate only
+// when a stream starts and the old one will expire.
+import * as grpc from '@grpc/grpc-js';
+import type { Logger } from '../../log/logger.js';
+import { Backoff, type BackoffOptions } from '../../model/backoff.js';
+import { controlPlaneCheck, type ControlPlaneCheck } from '../../ca/control-plane-check.js';
+import type { HeldCertificate } from '../../ca/cert-dir.js';
+
+export type UpstreamState = 'connecting' | 'up' | 'down';
+
+/** Where the workload certificate comes from (the CertificateKeeper). */
+export interface IdentitySource {
+  current(): HeldCertificate | undefined;
+  onChange(listener: (cert: HeldCertificate) => void): () => void;
+}
+
+export interface UpstreamOptions {
+  /** The control plane's secure port, HOST:PORT. */
+  readonly address: string;
+  readonly trustDomain: string;
+  readonly identity: IdentitySource;
+  readonly logger: Logger;
+  /** Between retries while the control plane is unreachable (default 0.5 s doubling to 15 s, jittered). */
+  readonly backoff?: BackoffOptions;
+  /** The largest response accepted from the control plane (default 128 MiB). */
+  readonly maxResponseBytes?: number;
+}
+
+export interface UpstreamError {
+  readonly code?: grpc.status;
+  readonly message: string;
+  readonly at: Date;
+}
+
+const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 500, maxMs: 15_000, jitter: 0.5 };
+const identity = (b: Buffer): Buffer => b;
+
+export class UpstreamConnection {
+  private client: grpc.Client | undefined;
+  private check: ControlPlaneCheck | undefined;
+  private stateValue: UpstreamState = 'connecting';
+  private channelReady = false;
+  private error: UpstreamError | undefined;
+  private readonly backoff: Backoff;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private readonly waiters = new Set<() => void>();
+  private readonly rotateListeners = new Set<() => void>();
+  private readonly stateListeners = new Set<(state: UpstreamState) => void>();
+  private stopIdentity: (() => void) | undefined;
+  private stopped = false;
+  private outageLogged = false;
+  private everUp = false;
+  /** Times the control plane answered again after being unreachable. */
+  reconnects = 0;
+
+  constructor(private readonly options: UpstreamOptions) {
+    this.backoff = new Backoff(options.backoff ?? DEFAULT_BACKOFF);
+  }
+
+  /** Connects with the current certificate (or waits for the first), and follows renewals. */
+  start(): void {
+    this.stopIdentity = this.options.identity.onChange(() => this.rotate());
+    if (this.options.identity.current()) this.rotate();
+    // Streams wait (openStream gives none) until the first certificate makes a channel.
+    else this.error = { message: 'waiting for the workload certificate', at: new Date() };
+  }
+
+  get state(): UpstreamState {
+    return this.stateValue;
+  }
+
+  get address(): string {
+    return this.options.address;
+  }
+
+  /** Whether the control plane is reachable and answering now. */
+  connected(): boolean {
+    return this.channelReady && this.stateValue === 'up';
+  }
+
+  lastError(): UpstreamError | undefined {
+    return this.error;
+  }
+
+  /**
+   * A new bidirectional stream on the connection (raw bytes both ways), or undefined while the
+   * connection is down or has no certificate: wait with `whenRetry`.
+   */
+  openStream(
+    path: string,
+    metadata = new grpc.Metadata(),
+  ): grpc.ClientDuplexStream<Buffer, Buffer> | undefined {
+    if (!this.client || this.stateValue === 'down' || this.stopped) return undefined;
+    return this.client.makeBidiStreamRequest(path, identity, identity, metadata);
+  }
+
+  /** A stream got an answer: the control plane is serving. */
+  reportSuccess(): void {
+    this.backoff.reset();
+    this.setState('up');
+  }
+
+  /** A stream failed in a way a retry may fix: the connection is down until the next retry. */
+  reportFailure(status: Partial<grpc.StatusObject>): void {
+    this.fail({
+      ...(status.code !== undefined && { code: status.code }),
+      message: this.check?.lastFailure()?.message ?? tidy(status.details ?? 'stream failed'),
+      at: new Date(),
+    });
+  }
+
+  /** Runs `retry` at the next retry (once); returns the cancel function. */
+  whenRetry(retry: () => void): () => void {
+    this.waiters.add(retry);
+    return () => this.waiters.delete(retry);
+  }
+
+  /** Calls `listener` when streams must move to a new channel (a renewed certificate). */
+  onRotate(listener: () => void): () => void {
+    this.rotateListeners.add(listener);
+    return () => this.rotateListeners.delete(listener);
+  }
+
+  onStateChange(listener: (state: UpstreamState) => void): () => void {
+    this.stateListeners.add(listener);
+    return () => this.stateListeners.delete(listener);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.stopIdentity?.();
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.waiters.clear();
+    this.client?.close();
+    this.client = undefined;
+  }
+
+  private fail(error: UpstreamError): void {
+    this.error = error;
+    if (this.stateValue === 'down' || this.stopped) return;
+    this.setState('down');
+    const delay = this.backoff.next();
+    // Once per outage at warn; each retry after that at debug.
+    this.options.logger[this.outageLogged ? 'debug' : 'warn'](
+      { address: this.options.address, code: error.code, reason: error.message, retryInMs: delay },
+      'control plane unreachable',
+    );
+    this.outageLogged = true;
+    this.retryTimer = setTimeout(() => this.retry(), delay);
+  }
+
+  /** Lets every waiting stream try again. */
+  private retry(): void {
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    if (this.stopped || !this.client) return;
+    if (this.stateValue === 'down') this.setState('connecting');
+    const waiting = [...this.waiters];
+    this.waiters.clear();
+    for (const w of waiting) w();
+    // Nothing to retry: the channel being ready is the news.
+    if (waiting.length === 0 && this.channelReady) this.setState('up');
+  }
+
+  private setState(state: UpstreamState): void {
+    if (state === this.stateValue) return;
+    // A reconnect is coming back after having been connected; the first connection is not one.
+    if (state === 'up' && this.everUp && this.error) this.reconnects += 1;
+    if (state === 'up') this.everUp = true;
+    if (state === 'up') {
+      this.error = undefined;
+      this.outageLogged = false;
+    }
+    this.stateValue = state;
+    if (state === 'up')
+      this.options.logger.info({ address: this.options.address }, 'control plane connected');
+    for (const l of this.stateListeners) l(state);
+  }
+
+  /** A channel with the current certificate; streams on the old one move over. */
+  private rotate(): void {
+    const cert = this.options.identity.current();
+    if (!cert || this.stopped) return;
+    const old = this.client;
+    const check = controlPlaneCheck(this.options.address, this.options.trustDomain);
+    const backoff = this.options.backoff ?? DEFAULT_BACKOFF;
+    const client = new grpc.Client(
+      this.options.address,
+      grpc.credentials.createSsl(
+        Buffer.from(cert.bundlePem),
+        Buffer.from(cert.keyPem),
+        Buffer.from(cert.chainPem),
+        { checkServerIdentity: check.checkServerIdentity },
+      ),
+      {
+        ...check.channelOptions,
+        'grpc.max_receive_message_length': this.options.maxResponseBytes ?? 128 * 1024 * 1024,
+        'grpc.initial_reconnect_backoff_ms': backoff.initialMs,
+        'grpc.max_reconnect_backoff_ms': backoff.maxMs,
+        // As the Envoy bootstrap: a dead connection is noticed within ~40 s even when nothing moves.
+        'grpc.keepalive_time_ms': 30_000,
+        'grpc.keepalive_timeout_ms': 10_000,
+        // Never idle: the connection is what tells the agent the control plane is there.
+        'grpc.client_idle_timeout_ms': 2 ** 31 - 1,
+      },
+    );
+    this.client = client;
+    this.check = check;
+    this.channelReady = false;
+    this.watch(client);
+    if (old) {
+      for (const l of [...this.rotateListeners]) l();
+      old.close();
+    } else {
+      this.retry(); // the streams that waited for a certificate
+    }
+  }
+
+  /** Follows the channel's state: a failure marks the connection down, readiness retries at once. */
+  private watch(client: grpc.Client): void {
+    const channel = client.getChannel();
+    const step = (): void => {
+      if (this.client !== client || this.stopped) return;
+      // true: (re)connect when idle, so the state means something with no stream open.
+      const state = channel.getConnectivityState(true);
+      this.channelReady = state === grpc.connectivityState.READY;
+      if (state === grpc.connectivityState.TRANSIENT_FAILURE)
+        this.fail({
+          message: this.check?.lastFailure()?.message ?? `cannot connect to ${this.options.address}`,
+          at: new Date(),
+        });
+      else if (this.channelReady && this.stateValue !== 'up') this.retry();
+      channel.watchConnectivityState(state, Infinity, () => step());
+    };
+    step();
+  }
+}
+
+/** grpc-js's connection errors end with an empty "Resolution note: ". */
+function tidy(details: string): string {
+  return details.replace(/\.?\s*Resolution note:\s*$/, '');
+}
