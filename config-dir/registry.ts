@@ -4,6 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { ConfigHistory } from '../model/config-history.js';
+import { MAX_TRIGGER_NAMES, type ChangeTrigger } from '../model/change.js';
 import { Listeners } from '../model/listeners.js';
 import { silentLogger, type Logger } from '../log/logger.js';
 import { StateBackedRegistry } from '../adapters/registry-state.js';
@@ -64,7 +65,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   private readonly logger: Logger;
   private readonly watcher: DirWatcher;
   private readonly files = new Map<string, FileRecord>();
-  private readonly configListeners = new Listeners<void>();
+  private readonly configListeners = new Listeners<ChangeTrigger>();
   private merged: MergedConfig = EMPTY_MERGED;
   private mesh: MeshConfig = EMPTY_MESH_CONFIG;
   private conflicts: readonly ConfigConflict[] = [];
@@ -103,8 +104,8 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     return this.mesh;
   }
 
-  /** Fires when the mesh config changes (after meshConfig() returns the new one). */
-  onConfigChange(listener: () => void): () => void {
+  /** Fires when the mesh config changes (after meshConfig() returns the new one), naming the files edited. */
+  onConfigChange(listener: (trigger?: ChangeTrigger) => void): () => void {
     return this.configListeners.add(listener);
   }
 
@@ -141,7 +142,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     for (const path of [...paths].sort(comparePaths)) {
       if (await this.reloadFile(path)) changed = true;
     }
-    if (changed) this.publish();
+    if (changed) this.publish([...paths].sort(comparePaths).slice(0, MAX_TRIGGER_NAMES));
     return changed;
   }
 
@@ -227,8 +228,8 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     return { good: stored, loadedAt: at };
   }
 
-  /** Recomputes everything from the in-force file versions and publishes what changed. */
-  private publish(): void {
+  /** Recomputes everything from the in-force file versions and publishes what changed (`files`: the edit). */
+  private publish(files: readonly string[] = []): void {
     const goods = [...this.files.values()].flatMap((f) => (f.good ? [f.good] : []));
     const merged = mergeFiles(goods);
     const conversion = buildSnapshot(merged.serviceEntries, merged.workloadEntries);
@@ -259,9 +260,10 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       new Error(
         `${broken.length} config file(s) with errors${issue ? `, e.g. ${formatIssue(first[0], issue)}` : ''}`,
       );
-    this.state.replace(conversion.snapshot, failure);
+    this.state.replace(conversion.snapshot, failure, files);
     this.published = true;
-    if (this.mesh.generation !== previousMesh.generation) this.configListeners.emit();
+    if (this.mesh.generation !== previousMesh.generation)
+      this.configListeners.emit({ registries: [this.name], files });
   }
 
   private logNew<T>(

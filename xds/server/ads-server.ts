@@ -5,6 +5,7 @@
 // the generator table it is given; what happens is reported to the observer it is given.
 import type * as grpc from '@grpc/grpc-js';
 import { NO_MESH_CONFIG, type MeshConfigSource } from '../../mesh/mesh-config.js';
+import type { ChangeTrigger } from '../../model/change.js';
 import type { ServiceDiscovery } from '../../model/discovery.js';
 import type { Logger } from '../../log/logger.js';
 import type { GeneratorLookup } from '../generators/generator.js';
@@ -103,7 +104,7 @@ export class AdsServer {
         observer.modelChanged?.(e);
         this.loop.add(e);
       }),
-      meshConfig.onConfigChange(() => this.requestFullPush()),
+      meshConfig.onConfigChange((trigger) => this.requestFullPush(trigger)),
     ];
     this.gauges = {
       streams: () => this.streams.counts(),
@@ -124,8 +125,8 @@ export class AdsServer {
   }
 
   /** A push for reasons outside the service model (traffic config changed): everything is re-evaluated. */
-  requestFullPush(): void {
-    this.loop.add({ hostnames: new Set(), endpointsOnly: false });
+  requestFullPush(trigger?: ChangeTrigger): void {
+    this.loop.add({ hostnames: new Set(), endpointsOnly: false, ...(trigger && { trigger }) });
   }
 
   stop(): void {

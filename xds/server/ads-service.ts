@@ -109,7 +109,7 @@ export class AdsService {
       } catch (err) {
         const code = err instanceof StreamError ? err.code : grpc.status.INVALID_ARGUMENT;
         const details = err instanceof Error ? err.message : String(err);
-        log.warn({ conn: id, peer, code, details }, 'refusing ADS stream');
+        log.warn({ conn: id, peer, node: stream.proxy?.id, code, details }, 'refusing ADS stream');
         close('refused');
         call.emit('error', { code, details });
       }
