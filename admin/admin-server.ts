@@ -17,6 +17,7 @@ import { edsz } from './edsz.js';
 import { handleMockRequest } from './mock-api.js';
 import { adsz, registryz } from './debug-views.js';
 import { overviewz, readiness } from './overviewz.js';
+import { proxyConfigz } from './proxy-configz.js';
 import type { PushHistory } from './push-history.js';
 import { servicez } from './servicez.js';
 import { syncz } from './syncz.js';
@@ -127,6 +128,13 @@ export class AdminServer {
         const stream = this.deps.ads.findStream(proxyId);
         if (!stream) throw new HttpError(404, `no connected proxy with node id ${proxyId}`);
         return sendJson(res, 200, edsz(stream, proxyId));
+      }
+      case '/debug/proxy_configz': {
+        const proxyId = url.searchParams.get('proxyID');
+        if (!proxyId) throw new HttpError(400, 'proxyID query parameter is required');
+        const stream = this.deps.ads.findStream(proxyId);
+        if (!stream) throw new HttpError(404, `no connected proxy with node id ${proxyId}`);
+        return sendJson(res, 200, proxyConfigz(stream, proxyId));
       }
       case '/debug/overviewz':
         return sendJson(

@@ -3,7 +3,7 @@
 export function formatTable(
   header: readonly string[],
   rows: readonly (readonly string[])[],
-  { indent = '', maxCell = 80 }: { indent?: string; maxCell?: number } = {},
+  { indent = '', maxCell = 120 }: { indent?: string; maxCell?: number } = {},
 ): string {
   const clip = (s: string): string => (s.length > maxCell ? `${s.slice(0, maxCell - 1)}…` : s);
   const all = [header, ...rows.map((r) => r.map(clip))];
