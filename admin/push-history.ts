@@ -151,10 +151,17 @@ export class PushHistory implements AdsObserver {
     return [...this.nackRecords].reverse();
   }
 
-  /** Push rate and convergence per interval, oldest first, ending with the current interval. */
+  /** Push rate and convergence per interval over the whole window, oldest first, ending now. */
   series(): { bucketSeconds: number; buckets: readonly PushBucket[] } {
-    this.bucket();
-    return { bucketSeconds: this.bucketMs / 1000, buckets: this.bucketList.map((b) => ({ ...b })) };
+    const current = Date.parse(this.bucket().at);
+    const kept = new Map(this.bucketList.map((b) => [b.at, b]));
+    const buckets: PushBucket[] = [];
+    for (let i = this.maxBuckets - 1; i >= 0; i--) {
+      const at = new Date(current - i * this.bucketMs).toISOString();
+      const b = kept.get(at);
+      buckets.push(b ? { ...b } : { at, pushes: 0, converged: 0, convergenceMaxMs: 0, convergenceSumMs: 0 });
+    }
+    return { bucketSeconds: this.bucketMs / 1000, buckets };
   }
 
   // The bucket of now, adding empty ones for the intervals that had nothing.

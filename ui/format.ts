@@ -8,7 +8,9 @@ export function duration(ms: number): string {
   if (m < 60) return `${m}m ${String(Math.floor(s % 60)).padStart(2, '0')}s`;
   const h = Math.floor(m / 60);
   if (h < 24) return `${h}h ${String(m % 60).padStart(2, '0')}m`;
-  return `${Math.floor(h / 24)}d ${h % 24}h`;
+  const d = Math.floor(h / 24);
+  if (d < 365) return `${d}d ${h % 24}h`;
+  return `${(d / 365.25).toFixed(1)} years`;
 }
 
 /** `3m 12s ago`, or `in 2d 4h` for a time ahead. */

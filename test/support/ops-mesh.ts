@@ -71,6 +71,8 @@ kind: DestinationRule
 metadata: { name: echo, namespace: default }
 spec:
   host: ${ECHO_HOST}
+  trafficPolicy:
+    connectionPool: { tcp: { maxConnections: 100 } }
   subsets:
     - { name: v1, labels: { version: v1 } }
     - { name: v2, labels: { version: v2 } }

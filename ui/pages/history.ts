@@ -62,7 +62,7 @@ function toEvents(hz: Historyz): Event[] {
     kind: c.source === 'config' ? 'config' : 'registry',
     subject: c.subject,
     what: c.event,
-    detail: c.detail,
+    detail: readable(c.detail),
     tone: tone[c.event] ?? 'info',
   }));
   for (const p of hz.proxies) {
@@ -80,4 +80,15 @@ function toEvents(hz: Historyz): Event[] {
     }
   }
   return out.sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0));
+}
+
+// The store keeps an accepted file's resources as a JSON list: shown as a plain list.
+function readable(detail: string): string {
+  if (!detail.startsWith('[')) return detail;
+  try {
+    const list = JSON.parse(detail) as unknown;
+    return Array.isArray(list) ? list.map(String).join(', ') : detail;
+  } catch {
+    return detail;
+  }
 }

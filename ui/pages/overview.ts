@@ -23,7 +23,7 @@ export function overviewPage(): Page {
           'Recent errors',
           table(
             ['when', 'source', 'subject', 'message'],
-            o.recentErrors.slice(0, 15).map((e) => [h('span', { title: e.at }, ago(e.at)), e.source, mono(e.subject), e.message]),
+            o.recentErrors.slice(0, 15).map((e) => [h('span', { title: e.at, class: 'nowrap' }, ago(e.at)), e.source, mono(e.subject), e.message]),
             { empty: 'no errors' },
           ),
         ),
@@ -76,8 +76,8 @@ function registries(o: Overviewz): HTMLElement {
         pill(registryState(r.status)),
         r.status.services,
         r.status.endpoints,
-        r.status.restoredFrom ? `stored snapshot of ${clock(r.status.restoredFrom)}` : ago(r.status.lastSyncAt),
-        r.status.lastError ? h('span', { class: 'err' }, r.status.lastError) : '-',
+        h('span', { class: 'nowrap' }, r.status.restoredFrom ? `stored snapshot of ${clock(r.status.restoredFrom)}` : ago(r.status.lastSyncAt)),
+        r.status.lastError ? h('span', { class: 'err clip', title: r.status.lastError }, r.status.lastError) : '-',
       ]),
     ),
   );

@@ -1,0 +1,74 @@
+// `npm run screenshots`: the dashboard's pages in headless Chromium over the operations test mesh
+// (test/support/ops-mesh.ts), with an edit pushed and one broken file to show, into docs/ui/*.png.
+// Also prints the dashboard's page weight (every asset under /ui/).
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { launchChromium } from '../test/support/chromium.js';
+import { startOpsMesh } from '../test/support/ops-mesh.js';
+
+const OUT = 'docs/ui';
+const PAGES = [
+  ['overview', '#/overview'],
+  ['services', '#/services'],
+  ['proxies', '#/proxies'],
+  ['proxy', '#/proxies/echo-client-1'],
+  ['config', '#/config'],
+  ['history', '#/history'],
+  ['ca', '#/ca'],
+] as const;
+
+const BROKEN = `apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: { name: cart-split, namespace: default }
+spec:
+  hosts: [cart.mock.internal]
+  http:
+    - route:
+        - { destination: { host: cart.mock.internal, subset: v3 }, weight: 70 }
+        - { destination: { host: cart.mock.internal, subset: v4 }, weight: 20 }
+`;
+
+const mesh = await startOpsMesh();
+const browser = await launchChromium();
+try {
+  mkdirSync(OUT, { recursive: true });
+  // Some history: an edit pushed to the clients, a few more pushes, a file that does not load.
+  const rules = join(mesh.dir, 'traffic', 'echo-rules.yaml');
+  for (const [a, b] of [[70, 30], [50, 50]] as const) {
+    writeFileSync(rules, readFileSync(rules, 'utf8').replace(/weight: \d+ }\n(.*)weight: \d+ }/s, `weight: ${a} }\n$1weight: ${b} }`));
+    await sleep(1500);
+  }
+  writeFileSync(join(mesh.dir, 'traffic', 'cart-split.yaml'), BROKEN);
+  await sleep(2500);
+  const page = await browser.context.newPage();
+  for (const [name, hash] of PAGES) {
+    await page.goto(`${mesh.portolan.httpBase}/ui/${hash}`);
+    await page.waitForSelector('main table, main .services details', { timeout: 10_000 });
+    await sleep(500);
+    await page.screenshot({ path: join(OUT, `${name}.png`), fullPage: true });
+    process.stdout.write(`${OUT}/${name}.png\n`);
+  }
+  await page.goto(`${mesh.portolan.httpBase}/ui/#/services`);
+  await page.click('details.service summary');
+  await sleep(300);
+  await page.screenshot({ path: join(OUT, 'services.png'), fullPage: true });
+  // Page weight: every asset the admin server serves under /ui/.
+  const html = await (await fetch(`${mesh.portolan.httpBase}/ui/`)).text();
+  let total = Buffer.byteLength(html);
+  const seen = new Set<string>();
+  const queue = [...html.matchAll(/(?:src|href)="([^"#]+)"/g)].map((m) => m[1] ?? '');
+  while (queue.length) {
+    const name = queue.shift() ?? '';
+    if (seen.has(name)) continue;
+    seen.add(name);
+    const body = await (await fetch(new URL(name, `${mesh.portolan.httpBase}/ui/`))).text();
+    total += Buffer.byteLength(body);
+    for (const m of body.matchAll(/from '(\.[^']+)'/g)) queue.push(new URL(m[1] ?? '', new URL(name, 'http://x/ui/')).pathname.replace('/ui/', ''));
+  }
+  process.stdout.write(`page weight: ${total} bytes in ${seen.size + 1} files (uncompressed)\n`);
+  writeFileSync(join(OUT, 'page-weight.txt'), `${total} bytes in ${seen.size + 1} files\n`);
+} finally {
+  await browser.close();
+  await mesh.stop();
+}
