@@ -87,7 +87,7 @@ export function fromDump(dump: unknown): Record<Section, Resource[]> {
   const out: Record<Section, Resource[]> = { clusters: [], listeners: [], routes: [], endpoints: [] };
   const entries = (v: unknown): Resource[] => (Array.isArray(v) ? (v as Resource[]) : []);
   for (const c of configs) {
-    const type = String(c['@type'] ?? c.type ?? '');
+    const type = [c['@type'], c.type].find((v): v is string => typeof v === 'string') ?? '';
     if (Array.isArray(c.resources)) {
       const kind = ({ CDS: 'clusters', LDS: 'listeners', RDS: 'routes', EDS: 'endpoints' } as const)[type];
       if (kind) out[kind].push(...(c.resources as Resource[]));

@@ -54,19 +54,28 @@ const HEAD_KEYS = new Set([
 export const formatLine: pretty.MessageFormatFunc = (log, messageKey, _levelLabel, { colors }) => {
   const parts: string[] = [];
   if (typeof log.component === 'string') parts.push(colors.cyan(log.component.padEnd(10)));
+  let message = fieldText(log[messageKey]);
   if (typeof log.file === 'string') {
     const line = typeof log.line === 'number' && log.line > 0 ? `:${log.line}` : '';
-    parts.push(colors.bold(`${log.file}${line}`));
+    const where = `${log.file}${line}`;
+    parts.push(colors.bold(where));
+    // Config issues are worded "file:line path: message" for the JSON log; the head says it already.
+    if (message.startsWith(`${where} `)) message = message.slice(where.length + 1);
   }
   if (typeof log.node === 'string') parts.push(colors.bold(`node=${log.node}`));
-  parts.push(String(log[messageKey] ?? ''));
+  parts.push(message);
   const fields = Object.entries(log)
     .filter(([k, v]) => !HEAD_KEYS.has(k) && k !== messageKey && v !== undefined)
     .map(([k, v]) => colors.gray(`${k}=${fieldValue(v)}`));
   if (log.err && typeof log.err === 'object' && 'message' in log.err)
-    fields.unshift(colors.red(`err=${fieldValue((log.err as { message: unknown }).message)}`));
+    fields.unshift(colors.red(`err=${fieldValue(log.err.message)}`));
   return [...parts, ...fields].join('  ');
 };
+
+function fieldText(v: unknown): string {
+  if (v === undefined || v === null) return '';
+  return typeof v === 'string' ? v : JSON.stringify(v);
+}
 
 function fieldValue(v: unknown): string {
   if (typeof v === 'string') return /[\s"=]/.test(v) || v === '' ? JSON.stringify(v) : v;

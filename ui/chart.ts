@@ -31,18 +31,42 @@ export function pushChart(series: PushStatus['series']): SVGSVGElement {
   const yPushes = (v: number): number => PAD.top + plotH - (v / maxPushes) * plotH;
   const yConv = (v: number): number => PAD.top + plotH - (v / maxConv) * plotH;
   const svg = el('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img' });
-  svg.append(el('title', {}, `Pushes per ${series.bucketSeconds} s and slowest convergence, last ${Math.round((n * series.bucketSeconds) / 60)} minutes`));
+  svg.append(
+    el(
+      'title',
+      {},
+      `Pushes per ${series.bucketSeconds} s and slowest convergence, last ${Math.round((n * series.bucketSeconds) / 60)} minutes`,
+    ),
+  );
   for (const f of [0, 0.5, 1]) {
     const y = PAD.top + plotH * (1 - f);
     svg.append(el('line', { x1: PAD.left, x2: W - PAD.right, y1: y, y2: y, class: 'gridline' }));
-    svg.append(el('text', { x: PAD.left - 6, y: y + 4, class: 'axis', 'text-anchor': 'end' }, String(Math.round(maxPushes * f))));
+    svg.append(
+      el(
+        'text',
+        { x: PAD.left - 6, y: y + 4, class: 'axis', 'text-anchor': 'end' },
+        String(Math.round(maxPushes * f)),
+      ),
+    );
     svg.append(el('text', { x: W - PAD.right + 6, y: y + 4, class: 'axis conv' }, ms(maxConv * f)));
   }
   buckets.forEach((b, i) => {
     if (b.pushes === 0) return;
     const y = yPushes(b.pushes);
-    const bar = el('rect', { x: x(i) + 1, y, width: Math.max(1, step - 2), height: PAD.top + plotH - y, class: 'bar' });
-    bar.append(el('title', {}, `${new Date(b.at).toLocaleTimeString(undefined, { hour12: false })}: ${b.pushes} push(es), slowest convergence ${ms(b.convergenceMaxMs)}`));
+    const bar = el('rect', {
+      x: x(i) + 1,
+      y,
+      width: Math.max(1, step - 2),
+      height: PAD.top + plotH - y,
+      class: 'bar',
+    });
+    bar.append(
+      el(
+        'title',
+        {},
+        `${new Date(b.at).toLocaleTimeString(undefined, { hour12: false })}: ${b.pushes} push(es), slowest convergence ${ms(b.convergenceMaxMs)}`,
+      ),
+    );
     svg.append(bar);
   });
   const points = buckets
@@ -54,7 +78,18 @@ export function pushChart(series: PushStatus['series']): SVGSVGElement {
     svg.append(el('circle', { cx, cy, r: 2.5, class: 'conv-dot' }));
   }
   const first = buckets[0];
-  if (first) svg.append(el('text', { x: PAD.left, y: H - 6, class: 'axis' }, new Date(first.at).toLocaleTimeString(undefined, { hour12: false, hour: '2-digit', minute: '2-digit' })));
+  if (first)
+    svg.append(
+      el(
+        'text',
+        { x: PAD.left, y: H - 6, class: 'axis' },
+        new Date(first.at).toLocaleTimeString(undefined, {
+          hour12: false,
+          hour: '2-digit',
+          minute: '2-digit',
+        }),
+      ),
+    );
   svg.append(el('text', { x: W - PAD.right, y: H - 6, class: 'axis', 'text-anchor': 'end' }, 'now'));
   return svg;
 }

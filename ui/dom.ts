@@ -25,7 +25,8 @@ function append(el: Node, children: readonly Child[]): void {
     if (c === null || c === undefined || c === false) continue;
     if (Array.isArray(c)) append(el, c as readonly Child[]);
     else if (c instanceof Node) el.appendChild(c);
-    else el.appendChild(document.createTextNode(String(c)));
+    else if (typeof c === 'string' || typeof c === 'number')
+      el.appendChild(document.createTextNode(String(c)));
   }
 }
 
@@ -38,13 +39,27 @@ export function table(
   return h(
     'table',
     { class: `grid ${className}`.trim() },
-    h('thead', null, h('tr', null, headers.map((t) => h('th', null, t)))),
+    h(
+      'thead',
+      null,
+      h(
+        'tr',
+        null,
+        headers.map((t) => h('th', null, t)),
+      ),
+    ),
     h(
       'tbody',
       null,
       rows.length === 0
         ? h('tr', null, h('td', { class: 'empty', colspan: headers.length }, empty))
-        : rows.map((r) => h('tr', null, r.map((c) => h('td', null, c)))),
+        : rows.map((r) =>
+            h(
+              'tr',
+              null,
+              r.map((c) => h('td', null, c)),
+            ),
+          ),
     ),
   );
 }

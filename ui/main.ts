@@ -12,7 +12,11 @@ import type { Page } from './page.js';
 
 const REFRESH_MS = 2000;
 
-const TABS: readonly { readonly route: string; readonly title: string; readonly page: (arg: string) => Page }[] = [
+const TABS: readonly {
+  readonly route: string;
+  readonly title: string;
+  readonly page: (arg: string) => Page;
+}[] = [
   { route: 'overview', title: 'Overview', page: overviewPage },
   { route: 'services', title: 'Services', page: servicesPage },
   { route: 'proxies', title: 'Proxies', page: (arg) => (arg ? proxyPage(arg) : proxiesPage()) },

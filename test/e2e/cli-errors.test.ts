@@ -57,7 +57,17 @@ test('an admin port in use is one line naming the flag and address', async (t) =
 test('a missing --config-dir is one clear line', (t) => {
   const dir = tempDir(t);
   const missing = join(dir, 'no-such-dir');
-  const r = serve([...base(dir), '--registries', 'config', '--config-dir', missing, '--xds-addr', '127.0.0.1:0', '--http-addr', '127.0.0.1:0']);
+  const r = serve([
+    ...base(dir),
+    '--registries',
+    'config',
+    '--config-dir',
+    missing,
+    '--xds-addr',
+    '127.0.0.1:0',
+    '--http-addr',
+    '127.0.0.1:0',
+  ]);
   assert.equal(r.status, 2);
   assert.equal(
     r.stderr,
@@ -76,7 +86,11 @@ test("a bad flag value prints the reason and serve's own help, not the top-level
 });
 
 /** Starts serve with `args` and `env`, returns its stderr up to the "portolan serving" line, then stops it. */
-async function firstLines(t: TestContext, args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
+async function firstLines(
+  t: TestContext,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<string> {
   const child = spawn(process.execPath, [MAIN, 'serve', ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, ...env },

@@ -48,7 +48,10 @@ async function open(hash: string): Promise<Watched> {
 }
 
 async function notReloaded(page: Page): Promise<void> {
-  assert.equal(await page.evaluate(() => (globalThis as { portolanTestMarker?: boolean }).portolanTestMarker), true);
+  assert.equal(
+    await page.evaluate(() => (globalThis as { portolanTestMarker?: boolean }).portolanTestMarker),
+    true,
+  );
 }
 
 const PAGES: readonly (readonly [string, readonly string[]])[] = [
@@ -66,7 +69,8 @@ test('every page loads and shows its content, with no console error and nothing 
   for (const [hash, texts] of PAGES) {
     const { page, problems } = await open(hash);
     try {
-      for (const text of texts) await page.getByText(text, { exact: false }).first().waitFor({ timeout: 10_000 });
+      for (const text of texts)
+        await page.getByText(text, { exact: false }).first().waitFor({ timeout: 10_000 });
       assert.deepEqual(problems, [], `${hash}: ${problems.join('; ')}`);
     } finally {
       await page.close();
@@ -78,11 +82,14 @@ test('the proxy table is live: SYNCED, NACK and STALE rows, and a new proxy appe
   const { page, problems } = await open('#/proxies');
   const late = new RawAdsClient(mesh.portolan.xdsAddress);
   try {
-    const row = (node: string) => page.locator('table.proxies tr', { has: page.locator(`a:text-is("${node}")`) });
+    const row = (node: string) =>
+      page.locator('table.proxies tr', { has: page.locator(`a:text-is("${node}")`) });
     await row('echo-client-1').getByText('SYNCED').first().waitFor({ timeout: 10_000 });
     assert.equal(await row('echo-client-1').getByText('SYNCED').count(), 4);
     await row('nacker').getByText('NACK', { exact: true }).waitFor({ timeout: 10_000 });
-    await row('silent').getByText(/^STALE/).waitFor({ timeout: 10_000 });
+    await row('silent')
+      .getByText(/^STALE/)
+      .waitFor({ timeout: 10_000 });
     late.send({ node: grpcNode('late-joiner'), type_url: CLUSTER });
     await row('late-joiner').waitFor({ timeout: 10_000 });
     await notReloaded(page);
@@ -112,7 +119,10 @@ spec:
     );
     await page.getByText('traffic/bad-split.yaml:7').waitFor({ timeout: 10_000 });
     await page.getByText('spec.http[0].route', { exact: true }).waitFor({ timeout: 10_000 });
-    await page.getByText(/weights must sum to 100/).first().waitFor({ timeout: 10_000 });
+    await page
+      .getByText(/weights must sum to 100/)
+      .first()
+      .waitFor({ timeout: 10_000 });
     await notReloaded(page);
     assert.deepEqual(problems, []);
   } finally {
@@ -125,7 +135,8 @@ test('the dashboard is served by Portolan alone: every asset from /ui/, with a c
   assert.equal(res.status, 200);
   assert.match(res.headers.get('content-security-policy') ?? '', /default-src 'none'; script-src 'self'/);
   const html = await res.text();
-  for (const [, ref] of html.matchAll(/(?:src|href)="([^"]+)"/g)) assert.doesNotMatch(ref ?? '', /^(https?:)?\/\//);
+  for (const [, ref] of html.matchAll(/(?:src|href)="([^"]+)"/g))
+    assert.doesNotMatch(ref ?? '', /^(https?:)?\/\//);
   assert.equal((await fetch(`${mesh.portolan.httpBase}/ui/../cli/main.js`)).status, 404);
   assert.equal((await fetch(`${mesh.portolan.httpBase}/ui/%2e%2e/package.json`)).status, 404);
 });

@@ -103,13 +103,28 @@ test('portolan proxy-config: tables of what a proxy was sent, and the full resou
   assert.equal(clusters.status, 0, clusters.stderr);
   const port = mesh.echoPort;
   assert.match(clusters.stdout, /^NAME +SERVICE +PORT +SUBSET +DIRECTION +TYPE +LB$/m);
-  assert.match(clusters.stdout, new RegExp(`^outbound\\|${port}\\|v1\\|${ECHO_HOST} +${ECHO_HOST} +${port} +v1 +outbound +EDS +ROUND_ROBIN$`, 'm'));
+  assert.match(
+    clusters.stdout,
+    new RegExp(
+      `^outbound\\|${port}\\|v1\\|${ECHO_HOST} +${ECHO_HOST} +${port} +v1 +outbound +EDS +ROUND_ROBIN$`,
+      'm',
+    ),
+  );
   const routes = mesh.cli(['proxy-config', 'routes', 'echo-client-1', '--http-addr', mesh.httpAddr]);
-  assert.match(routes.stdout, new RegExp(`outbound\\|${port}\\|v1\\|${ECHO_HOST} 80%, outbound\\|${port}\\|v2\\|${ECHO_HOST} 20%`));
+  assert.match(
+    routes.stdout,
+    new RegExp(`outbound\\|${port}\\|v1\\|${ECHO_HOST} 80%, outbound\\|${port}\\|v2\\|${ECHO_HOST} 20%`),
+  );
   const endpoints = mesh.cli(['proxy-config', 'endpoints', SIDECAR, '--http-addr', mesh.httpAddr]);
-  assert.match(endpoints.stdout, /^127\.0\.0\.8:7070 +UNHEALTHY +1 +us-west\/us-west-2a +0 +outbound\|7070\|\|cart\.mock\.internal$/m);
+  assert.match(
+    endpoints.stdout,
+    /^127\.0\.0\.8:7070 +UNHEALTHY +1 +us-west\/us-west-2a +0 +outbound\|7070\|\|cart\.mock\.internal$/m,
+  );
   const listeners = mesh.cli(['proxy-config', 'listeners', 'echo-client-1', '--http-addr', mesh.httpAddr]);
-  assert.match(listeners.stdout, new RegExp(`^${ECHO_HOST}:${port} +\\(api listener\\) +- +route ${ECHO_HOST}:${port}$`, 'm'));
+  assert.match(
+    listeners.stdout,
+    new RegExp(`^${ECHO_HOST}:${port} +\\(api listener\\) +- +route ${ECHO_HOST}:${port}$`, 'm'),
+  );
 
   const json = mesh.cli(['proxy-config', 'all', 'echo-client-1', '--http-addr', mesh.httpAddr, '-o', 'json']);
   const body = JSON.parse(json.stdout) as Record<string, { '@type': string }[]>;
@@ -141,7 +156,10 @@ test('/debug/edsz: the load assignments as sent, by locality with health and wei
 
 test('/debug/push_status: an edit is pushed with its trigger (registry, file, hostnames), proxies, responses and convergence', async () => {
   const file = join(mesh.dir, 'traffic', 'echo-rules.yaml');
-  writeFileSync(file, readFileSync(file, 'utf8').replace('weight: 80', 'weight: 50').replace('weight: 20', 'weight: 50'));
+  writeFileSync(
+    file,
+    readFileSync(file, 'utf8').replace('weight: 80', 'weight: 50').replace('weight: 20', 'weight: 50'),
+  );
   // The split follows the edit (the call lands on the new routes), then the push record is complete.
   await eventually(async () => {
     const routes = mesh.cli(['proxy-config', 'routes', 'echo-client-1', '--http-addr', mesh.httpAddr]);
@@ -177,8 +195,14 @@ test('portolan token list: a header row, and a spent token shows as used up', ()
   assert.equal(r.status, 0, r.stderr);
   const [header, ...rows] = r.stdout.trimEnd().split('\n');
   assert.match(header ?? '', /^ID +STATE +USES LEFT +EXPIRES +IDENTITY$/);
-  assert.ok(rows.some((l) => /^\w+ +used up +0 +\S+ +spiffe:\/\/cluster\.local\/ns\/default\/sa\/echo$/.test(l)), r.stdout);
-  assert.ok(rows.some((l) => /^\w+ +live +3 +\S+ +spiffe:\/\/cluster\.local\/ns\/default\/sa\/web$/.test(l)), r.stdout);
+  assert.ok(
+    rows.some((l) => /^\w+ +used up +0 +\S+ +spiffe:\/\/cluster\.local\/ns\/default\/sa\/echo$/.test(l)),
+    r.stdout,
+  );
+  assert.ok(
+    rows.some((l) => /^\w+ +live +3 +\S+ +spiffe:\/\/cluster\.local\/ns\/default\/sa\/web$/.test(l)),
+    r.stdout,
+  );
 });
 
 test('process metrics are named portolan_process_* and portolan_nodejs_*, the prefix no longer doubled', async () => {

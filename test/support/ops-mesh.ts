@@ -22,7 +22,8 @@ import { RawDeltaClient } from './raw-delta-client.js';
 import { xdsEchoClient } from './xds-client.js';
 
 export const ECHO_HOST = 'echo.mesh.internal';
-export const NACK_MESSAGE = 'cluster outbound|7070||cart.mock.internal: unsupported load balancing policy (test)';
+export const NACK_MESSAGE =
+  'cluster outbound|7070||cart.mock.internal: unsupported load balancing policy (test)';
 const MAIN = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 
 export interface OpsMesh {
@@ -113,12 +114,20 @@ export async function startOpsMesh(): Promise<OpsMesh> {
   try {
     const first = await startEchoBackend('v1@127.0.0.1', '127.0.0.1');
     backends.push(first, await startEchoBackend('v2@127.0.0.2', '127.0.0.2', first.port));
-    cleanups.push(() => backends.forEach((b) => b.stop()));
+    cleanups.push(async () => {
+      await Promise.all(backends.map((b) => b.stop()));
+    });
     const port = first.port;
     writeFileSync(join(configDir, 'services', 'echo.yaml'), echoService(port));
     writeFileSync(join(configDir, 'services', 'web.yaml'), WEB);
-    writeFileSync(join(configDir, 'workloads', 'echo-1.yaml'), workload('echo-1', '127.0.0.1', port, 'v1', 'us-east-1a'));
-    writeFileSync(join(configDir, 'workloads', 'echo-2.yaml'), workload('echo-2', '127.0.0.2', port, 'v2', 'us-east-1b'));
+    writeFileSync(
+      join(configDir, 'workloads', 'echo-1.yaml'),
+      workload('echo-1', '127.0.0.1', port, 'v1', 'us-east-1a'),
+    );
+    writeFileSync(
+      join(configDir, 'workloads', 'echo-2.yaml'),
+      workload('echo-2', '127.0.0.2', port, 'v2', 'us-east-1b'),
+    );
     writeFileSync(join(configDir, 'traffic', 'echo-rules.yaml'), RULES);
     const portolan = await startPortolanProcess([
       '--registries',
@@ -136,7 +145,9 @@ export async function startOpsMesh(): Promise<OpsMesh> {
     const httpAddr = portolan.httpBase.replace(/^http:\/\//, '');
     const getJson = async <T>(path: string): Promise<T> => {
       // fetch may reuse a keep-alive socket the server is closing just then: one retry for that.
-      const res = await fetch(`${portolan.httpBase}${path}`).catch(() => fetch(`${portolan.httpBase}${path}`));
+      const res = await fetch(`${portolan.httpBase}${path}`).catch(() =>
+        fetch(`${portolan.httpBase}${path}`),
+      );
       if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
       return (await res.json()) as T;
     };
@@ -150,18 +161,32 @@ export async function startOpsMesh(): Promise<OpsMesh> {
       const res = await fetch(`${portolan.httpBase}${path}`, { method, body: JSON.stringify(body) });
       if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
     };
-    await put('/mock/services/cart.mock.internal', 'PUT', { ports: [{ name: 'grpc', number: 7070, protocol: 'GRPC' }] });
+    await put('/mock/services/cart.mock.internal', 'PUT', {
+      ports: [{ name: 'grpc', number: 7070, protocol: 'GRPC' }],
+    });
     await put('/mock/services/cart.mock.internal/endpoints', 'PUT', [
       { address: '127.0.0.7', locality: 'us-west/us-west-2a', labels: { version: 'v3' } },
-      { address: '127.0.0.8', locality: 'us-west/us-west-2a', labels: { version: 'v3' }, health: 'UNHEALTHY' },
+      {
+        address: '127.0.0.8',
+        locality: 'us-west/us-west-2a',
+        labels: { version: 'v3' },
+        health: 'UNHEALTHY',
+      },
     ]);
-    await put('/mock/services/web.mesh.internal', 'PUT', { ports: [{ name: 'http', number: 8080, protocol: 'HTTP' }] });
-    await put('/mock/services/web.mesh.internal/endpoints', 'PUT', [{ address: '127.0.0.4', locality: 'us-east/us-east-1b' }]);
+    await put('/mock/services/web.mesh.internal', 'PUT', {
+      ports: [{ name: 'http', number: 8080, protocol: 'HTTP' }],
+    });
+    await put('/mock/services/web.mesh.internal/endpoints', 'PUT', [
+      { address: '127.0.0.4', locality: 'us-east/us-east-1b' },
+    ]);
 
     // The real gRPC client, until its calls land.
     const client = xdsEchoClient(`xds:///${ECHO_HOST}:${port}`, portolan.xdsAddress, 'echo-client-1');
     cleanups.push(() => client.close());
-    await eventually(() => callEcho(client, 2000), { timeoutMs: 20_000, what: 'a call of echo-client-1 landing' });
+    await eventually(() => callEcho(client, 2000), {
+      timeoutMs: 20_000,
+      what: 'a call of echo-client-1 landing',
+    });
 
     const delta = new RawDeltaClient(portolan.xdsAddress);
     cleanups.push(() => delta.close());
@@ -198,17 +223,61 @@ export async function startOpsMesh(): Promise<OpsMesh> {
 
     // The CA: a token spent on a certificate, and a spare one.
     const secure = portolan.logs.find((l) => l.msg === 'portolan serving')?.secureXdsAddress;
-    const token = cli(['token', 'create', '--namespace', 'default', '--service-account', 'echo', '--data-dir', dataDir]);
-    cli(['token', 'create', '--namespace', 'default', '--service-account', 'web', '--uses', '3', '--data-dir', dataDir]);
+    const token = cli([
+      'token',
+      'create',
+      '--namespace',
+      'default',
+      '--service-account',
+      'echo',
+      '--data-dir',
+      dataDir,
+    ]);
+    cli([
+      'token',
+      'create',
+      '--namespace',
+      'default',
+      '--service-account',
+      'web',
+      '--uses',
+      '3',
+      '--data-dir',
+      dataDir,
+    ]);
     const root = cli(['ca', 'root', '--data-dir', dataDir]);
     if (typeof secure === 'string' && token.status === 0 && root.status === 0) {
       writeFileSync(join(dir, 'root.pem'), root.stdout);
-      cli(['cert', '--once', '--ca-addr', secure, '--root-cert', join(dir, 'root.pem'), '--token', token.stdout.trim(), '--out', join(dir, 'certs'), '--log-level', 'warn']);
+      cli([
+        'cert',
+        '--once',
+        '--ca-addr',
+        secure,
+        '--root-cert',
+        join(dir, 'root.pem'),
+        '--token',
+        token.stdout.trim(),
+        '--out',
+        join(dir, 'certs'),
+        '--log-level',
+        'warn',
+      ]);
     }
 
     const streams = { nacker, silent, 'delta-client-1': delta, 'web-sidecar': sidecar };
     const disconnect = (name: keyof typeof streams): void => streams[name].close();
-    return { dir: configDir, dataDir, portolan, httpAddr, echoPort: port, client, disconnect, cli, getJson, stop };
+    return {
+      dir: configDir,
+      dataDir,
+      portolan,
+      httpAddr,
+      echoPort: port,
+      client,
+      disconnect,
+      cli,
+      getJson,
+      stop,
+    };
   } catch (err) {
     await stop();
     throw err;

@@ -26,23 +26,53 @@ export function caPage(): Page {
       }
       const now = Date.now();
       body.replaceChildren(
-        h('p', { class: 'lead' }, 'Trust domain ', mono(c.trustDomain), c.plugin ? ' — a plug-in CA (cacerts directory).' : ' — roots kept in the store.'),
+        h(
+          'p',
+          { class: 'lead' },
+          'Trust domain ',
+          mono(c.trustDomain),
+          c.plugin ? ' — a plug-in CA (cacerts directory).' : ' — roots kept in the store.',
+        ),
         card(
           'Roots',
           table(
             ['subject', 'valid from', 'expires', 'sha-256'],
             c.roots.map((r) => {
               const left = Date.parse(r.notAfter) - now;
-              return [mono(r.subject), clock(r.notBefore), h('span', null, clock(r.notAfter), ' ', pill(ago(r.notAfter), left < 30 * DAY ? 'bad' : left < 180 * DAY ? 'warn' : 'ok')), mono(`${r.sha256.slice(0, 16)}…`)];
+              return [
+                mono(r.subject),
+                clock(r.notBefore),
+                h(
+                  'span',
+                  null,
+                  clock(r.notAfter),
+                  ' ',
+                  pill(ago(r.notAfter), left < 30 * DAY ? 'bad' : left < 180 * DAY ? 'warn' : 'ok'),
+                ),
+                mono(`${r.sha256.slice(0, 16)}…`),
+              ];
             }),
           ),
         ),
         card(
           'Join tokens',
-          h('p', { class: 'muted' }, 'Ids and identities only; the tokens themselves are never stored. Create and revoke with ', mono('portolan token'), '.'),
+          h(
+            'p',
+            { class: 'muted' },
+            'Ids and identities only; the tokens themselves are never stored. Create and revoke with ',
+            mono('portolan token'),
+            '.',
+          ),
           table(
             ['id', 'identity', 'state', 'uses left', 'expires', 'created'],
-            c.joinTokens.map((t) => [mono(t.id), mono(t.identity), pill(t.state), t.usesLeft, ago(t.expiresAt), ago(t.createdAt)]),
+            c.joinTokens.map((t) => [
+              mono(t.id),
+              mono(t.identity),
+              pill(t.state),
+              t.usesLeft,
+              ago(t.expiresAt),
+              ago(t.createdAt),
+            ]),
             { empty: 'no join tokens' },
           ),
         ),
@@ -50,7 +80,13 @@ export function caPage(): Page {
           'Certificates issued',
           table(
             ['identity', 'node', 'issued', 'expires', 'serial'],
-            c.issued.map((i) => [mono(i.identity), i.nodeId ?? '-', ago(i.issuedAt), ago(i.notAfter), mono(i.serial.slice(0, 16))]),
+            c.issued.map((i) => [
+              mono(i.identity),
+              i.nodeId ?? '-',
+              ago(i.issuedAt),
+              ago(i.notAfter),
+              mono(i.serial.slice(0, 16)),
+            ]),
             { empty: 'none yet' },
           ),
         ),

@@ -29,25 +29,52 @@ export function historyPage(): Page {
         else filters.delete(k);
         if (last) draw(last);
       });
-      return h('label', { class: `toggle ${k}` }, box, k === 'config' ? 'config files' : k === 'registry' ? 'registries' : 'proxies');
+      return h(
+        'label',
+        { class: `toggle ${k}` },
+        box,
+        k === 'config' ? 'config files' : k === 'registry' ? 'registries' : 'proxies',
+      );
     }),
   );
   const draw = (hz: Historyz): void => {
     const events = toEvents(hz).filter((e) => filters.has(e.kind));
     timeline.replaceChildren(
       ...(events.length === 0 ? [h('li', { class: 'muted' }, 'nothing recorded yet')] : []),
-      ...events.slice(0, 200).map((e) =>
-        h('li', { class: `event ${e.kind}` }, h('span', { class: 'when', title: e.at }, clock(e.at)), h('span', { class: 'dot' }), h('div', { class: 'what' }, pill(e.what, e.tone), ' ', mono(e.subject), e.detail ? h('div', { class: 'detail' }, e.detail) : '')),
-      ),
+      ...events
+        .slice(0, 200)
+        .map((e) =>
+          h(
+            'li',
+            { class: `event ${e.kind}` },
+            h('span', { class: 'when', title: e.at }, clock(e.at)),
+            h('span', { class: 'dot' }),
+            h(
+              'div',
+              { class: 'what' },
+              pill(e.what, e.tone),
+              ' ',
+              mono(e.subject),
+              e.detail ? h('div', { class: 'detail' }, e.detail) : '',
+            ),
+          ),
+        ),
     );
   };
   return {
     title: 'History',
     mount(root) {
-      root.append(h('h1', null, 'History'), card('Recent pushes', pushes), card('Timeline', toggles, timeline));
+      root.append(
+        h('h1', null, 'History'),
+        card('Recent pushes', pushes),
+        card('Timeline', toggles, timeline),
+      );
     },
     async update() {
-      const [hz, p] = await Promise.all([getJson<Historyz>('/debug/historyz?limit=200'), getJson<PushStatus>('/debug/push_status')]);
+      const [hz, p] = await Promise.all([
+        getJson<Historyz>('/debug/historyz?limit=200'),
+        getJson<PushStatus>('/debug/push_status'),
+      ]);
       last = hz;
       pushes.replaceChildren(pushTable(p.recent.slice(0, 15)));
       draw(hz);
@@ -56,7 +83,14 @@ export function historyPage(): Page {
 }
 
 function toEvents(hz: Historyz): Event[] {
-  const tone: Readonly<Record<string, string>> = { accepted: 'ok', synced: 'ok', rejected: 'bad', failed: 'bad', removed: 'muted', restored: 'warn' };
+  const tone: Readonly<Record<string, string>> = {
+    accepted: 'ok',
+    synced: 'ok',
+    rejected: 'bad',
+    failed: 'bad',
+    removed: 'muted',
+    restored: 'warn',
+  };
   const out: Event[] = hz.changes.map((c) => ({
     at: c.at,
     kind: c.source === 'config' ? 'config' : 'registry',
@@ -66,7 +100,14 @@ function toEvents(hz: Historyz): Event[] {
     tone: tone[c.event] ?? 'info',
   }));
   for (const p of hz.proxies) {
-    out.push({ at: p.connectedAt, kind: 'proxy', subject: p.nodeId, what: 'connected', detail: `${p.kind} from ${p.peer}`, tone: 'ok' });
+    out.push({
+      at: p.connectedAt,
+      kind: 'proxy',
+      subject: p.nodeId,
+      what: 'connected',
+      detail: `${p.kind} from ${p.peer}`,
+      tone: 'ok',
+    });
     if (p.disconnectedAt) {
       const nacked = Object.keys(p.lastNacks);
       out.push({

@@ -14,7 +14,10 @@ export function overviewPage(): Page {
       root.append(h('h1', null, 'Overview'), body);
     },
     async update() {
-      const [o, p] = await Promise.all([getJson<Overviewz>('/debug/overviewz'), getJson<PushStatus>('/debug/push_status')]);
+      const [o, p] = await Promise.all([
+        getJson<Overviewz>('/debug/overviewz'),
+        getJson<PushStatus>('/debug/push_status'),
+      ]);
       body.replaceChildren(
         h('div', { class: 'tiles' }, tiles(o)),
         h('div', { class: 'cols' }, registries(o), chartCard(p)),
@@ -23,7 +26,14 @@ export function overviewPage(): Page {
           'Recent errors',
           table(
             ['when', 'source', 'subject', 'message'],
-            o.recentErrors.slice(0, 15).map((e) => [h('span', { title: e.at, class: 'nowrap' }, ago(e.at)), e.source, mono(e.subject), e.message]),
+            o.recentErrors
+              .slice(0, 15)
+              .map((e) => [
+                h('span', { title: e.at, class: 'nowrap' }, ago(e.at)),
+                e.source,
+                mono(e.subject),
+                e.message,
+              ]),
             { empty: 'no errors' },
           ),
         ),
@@ -34,8 +44,20 @@ export function overviewPage(): Page {
 
 function tiles(o: Overviewz): HTMLElement[] {
   const s = o.proxiesByState;
-  const tile = (label: string, value: number, sub: string | HTMLElement, href: string, bad = false): HTMLElement =>
-    h('a', { class: `tile${bad ? ' bad' : ''}`, href }, h('div', { class: 'value' }, String(value)), h('div', { class: 'label' }, label), h('div', { class: 'sub' }, sub));
+  const tile = (
+    label: string,
+    value: number,
+    sub: string | HTMLElement,
+    href: string,
+    bad = false,
+  ): HTMLElement =>
+    h(
+      'a',
+      { class: `tile${bad ? ' bad' : ''}`, href },
+      h('div', { class: 'value' }, String(value)),
+      h('div', { class: 'label' }, label),
+      h('div', { class: 'sub' }, sub),
+    );
   const proxySub = h(
     'span',
     null,
@@ -45,7 +67,12 @@ function tiles(o: Overviewz): HTMLElement[] {
     s.NACK ? h('strong', { class: 'nack' }, ` · ${s.NACK} NACK`) : '',
   );
   return [
-    tile('services', o.counts.services, `${o.registries.length} registr${o.registries.length === 1 ? 'y' : 'ies'}`, '#/services'),
+    tile(
+      'services',
+      o.counts.services,
+      `${o.registries.length} registr${o.registries.length === 1 ? 'y' : 'ies'}`,
+      '#/services',
+    ),
     tile('endpoints', o.counts.endpoints, 'across all services', '#/services'),
     tile('proxies', o.counts.proxies, proxySub, '#/proxies', s.NACK > 0),
     tile(
@@ -76,8 +103,16 @@ function registries(o: Overviewz): HTMLElement {
         pill(registryState(r.status)),
         r.status.services,
         r.status.endpoints,
-        h('span', { class: 'nowrap' }, r.status.restoredFrom ? `stored snapshot of ${clock(r.status.restoredFrom)}` : ago(r.status.lastSyncAt)),
-        r.status.lastError ? h('span', { class: 'err clip', title: r.status.lastError }, r.status.lastError) : '-',
+        h(
+          'span',
+          { class: 'nowrap' },
+          r.status.restoredFrom
+            ? `stored snapshot of ${clock(r.status.restoredFrom)}`
+            : ago(r.status.lastSyncAt),
+        ),
+        r.status.lastError
+          ? h('span', { class: 'err clip', title: r.status.lastError }, r.status.lastError)
+          : '-',
       ]),
     ),
   );

@@ -8,7 +8,12 @@ export function servicesPage(): Page {
   const open = new Set<string>();
   const count = h('span', { class: 'muted' });
   const list = h('div', { class: 'services' });
-  const search = h('input', { type: 'search', placeholder: 'Search hostnames…', 'aria-label': 'search services', class: 'search' });
+  const search = h('input', {
+    type: 'search',
+    placeholder: 'Search hostnames…',
+    'aria-label': 'search services',
+    class: 'search',
+  });
   let query = '';
   let pending: number | undefined;
   let update = async (): Promise<void> => {};
@@ -32,10 +37,18 @@ export function servicesPage(): Page {
             'summary',
             null,
             h('span', { class: 'host' }, s.hostname),
-            h('span', { class: 'ports' }, s.ports.map((p) => h('span', { class: 'port' }, `${p.number}/${p.protocol}`))),
+            h(
+              'span',
+              { class: 'ports' },
+              s.ports.map((p) => h('span', { class: 'port' }, `${p.number}/${p.protocol}`)),
+            ),
             pill(s.registry, 'info'),
             s.shadowed.length ? pill(`also in ${s.shadowed.join(', ')}`, 'warn') : '',
-            h('span', { class: `health ${s.healthyCount < s.endpointCount ? 'partial' : ''}` }, `${s.healthyCount}/${s.endpointCount} healthy`),
+            h(
+              'span',
+              { class: `health ${s.healthyCount < s.endpointCount ? 'partial' : ''}` },
+              `${s.healthyCount}/${s.endpointCount} healthy`,
+            ),
           ),
           h(
             'div',
@@ -45,7 +58,9 @@ export function servicesPage(): Page {
               { class: 'muted' },
               `namespace ${s.namespace} · ${s.resolution} · ${s.location} · owned by `,
               mono(s.registry),
-              s.shadowed.length ? ` · its Service shadows the definitions in ${s.shadowed.join(', ')} (their endpoints are merged)` : '',
+              s.shadowed.length
+                ? ` · its Service shadows the definitions in ${s.shadowed.join(', ')} (their endpoints are merged)`
+                : '',
             ),
             table(
               ['port', 'name', 'protocol'],
@@ -60,7 +75,9 @@ export function servicesPage(): Page {
                   ['address', 'ports', 'health', 'weight', 'labels', 'registry'],
                   endpoints.map((e) => [
                     mono(e.address),
-                    Object.entries(e.ports).map(([n, p]) => `${n}:${p}`).join(' '),
+                    Object.entries(e.ports)
+                      .map(([n, p]) => `${n}:${p}`)
+                      .join(' '),
                     pill(e.health),
                     e.weight,
                     Object.entries(e.labels).map(([k, v]) => h('span', { class: 'label-chip' }, `${k}=${v}`)),
@@ -72,7 +89,9 @@ export function servicesPage(): Page {
             Object.keys(s.localities).length === 0 ? h('p', { class: 'muted' }, 'no endpoints') : '',
           ),
         );
-        details.addEventListener('toggle', () => (details.open ? open.add(s.hostname) : open.delete(s.hostname)));
+        details.addEventListener('toggle', () =>
+          details.open ? open.add(s.hostname) : open.delete(s.hostname),
+        );
         return details;
       }),
     );
@@ -80,7 +99,10 @@ export function servicesPage(): Page {
   return {
     title: 'Services',
     mount(root) {
-      root.append(h('h1', null, 'Services'), card('Services', h('div', { class: 'toolbar' }, search, count), list));
+      root.append(
+        h('h1', null, 'Services'),
+        card('Services', h('div', { class: 'toolbar' }, search, count), list),
+      );
     },
     update: () => update(),
   };

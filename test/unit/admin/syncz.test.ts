@@ -10,11 +10,26 @@ const nack = { version: 'v2', nonce: '2', code: 3, message: 'bad cluster', at: '
 
 const cases: readonly [string, TypeStatus, string, number | null][] = [
   ['nothing sent yet', { typeUrl: 't', sentVersion: '', sentNonce: '' }, 'NOT SENT', null],
-  ['the last response ACKed', { ...sent, acked: { version: 'v2', nonce: '2', at: sent.sentAt } }, 'SYNCED', null],
+  [
+    'the last response ACKed',
+    { ...sent, acked: { version: 'v2', nonce: '2', at: sent.sentAt } },
+    'SYNCED',
+    null,
+  ],
   ['sent, unanswered', sent, 'STALE', 60_000],
-  ['an older response ACKed, the last unanswered', { ...sent, acked: { version: 'v1', nonce: '1', at: sent.sentAt } }, 'STALE', 60_000],
+  [
+    'an older response ACKed, the last unanswered',
+    { ...sent, acked: { version: 'v1', nonce: '1', at: sent.sentAt } },
+    'STALE',
+    60_000,
+  ],
   // A re-send of the same version on a new nonce is not ACKed until its nonce is.
-  ['the same version re-sent, not yet ACKed', { ...sent, acked: { version: 'v2', nonce: '1', at: sent.sentAt } }, 'STALE', 60_000],
+  [
+    'the same version re-sent, not yet ACKed',
+    { ...sent, acked: { version: 'v2', nonce: '1', at: sent.sentAt } },
+    'STALE',
+    60_000,
+  ],
   ['the last response rejected', { ...sent, nack }, 'NACK', null],
   ['rejected, then a newer one sent', { ...sent, sentNonce: '3', sentVersion: 'v3', nack }, 'STALE', 60_000],
 ];

@@ -4,8 +4,8 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { launchChromium } from '../test/support/chromium.js';
-import { startOpsMesh } from '../test/support/ops-mesh.js';
+import { launchChromium } from './support/chromium.js';
+import { startOpsMesh } from './support/ops-mesh.js';
 
 const OUT = 'docs/ui';
 const PAGES = [
@@ -33,10 +33,32 @@ const mesh = await startOpsMesh();
 const browser = await launchChromium();
 try {
   mkdirSync(OUT, { recursive: true });
-  // Some history: an edit pushed to the clients, a few more pushes, a file that does not load.
+  // Some history: endpoint churn for the chart, edits pushed to the clients, a file that does not load.
+  for (let i = 0; i < 12; i++) {
+    const health = i % 2 === 0 ? 'HEALTHY' : 'UNHEALTHY';
+    await fetch(`${mesh.portolan.httpBase}/mock/services/cart.mock.internal/endpoints`, {
+      method: 'POST',
+      body: JSON.stringify({
+        address: '127.0.0.8',
+        locality: 'us-west/us-west-2a',
+        labels: { version: 'v3' },
+        health,
+      }),
+    });
+    await sleep(1000 + (i % 3) * 1500);
+  }
   const rules = join(mesh.dir, 'traffic', 'echo-rules.yaml');
-  for (const [a, b] of [[70, 30], [50, 50]] as const) {
-    writeFileSync(rules, readFileSync(rules, 'utf8').replace(/weight: \d+ }\n(.*)weight: \d+ }/s, `weight: ${a} }\n$1weight: ${b} }`));
+  for (const [a, b] of [
+    [70, 30],
+    [50, 50],
+  ] as const) {
+    writeFileSync(
+      rules,
+      readFileSync(rules, 'utf8').replace(
+        /weight: \d+ }\n(.*)weight: \d+ }/s,
+        `weight: ${a} }\n$1weight: ${b} }`,
+      ),
+    );
     await sleep(1500);
   }
   writeFileSync(join(mesh.dir, 'traffic', 'cart-split.yaml'), BROKEN);
@@ -64,10 +86,10 @@ try {
     seen.add(name);
     const body = await (await fetch(new URL(name, `${mesh.portolan.httpBase}/ui/`))).text();
     total += Buffer.byteLength(body);
-    for (const m of body.matchAll(/from '(\.[^']+)'/g)) queue.push(new URL(m[1] ?? '', new URL(name, 'http://x/ui/')).pathname.replace('/ui/', ''));
+    for (const m of body.matchAll(/from '(\.[^']+)'/g))
+      queue.push(new URL(m[1] ?? '', new URL(name, 'http://x/ui/')).pathname.replace('/ui/', ''));
   }
   process.stdout.write(`page weight: ${total} bytes in ${seen.size + 1} files (uncompressed)\n`);
-  writeFileSync(join(OUT, 'page-weight.txt'), `${total} bytes in ${seen.size + 1} files\n`);
 } finally {
   await browser.close();
   await mesh.stop();
