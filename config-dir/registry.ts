@@ -201,7 +201,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     }
     for (const e of load.errors) this.logger.warn({ file: path, line: e.line }, formatIssue(path, e));
     this.logger.warn(
-      { file: path, errors: load.errors.length },
+      { file: path, line: load.errors[0]?.line, errors: load.errors.length },
       previous?.good ? 'config file rejected; keeping its last good version' : 'config file rejected',
     );
     this.options.history?.recordConfig(path, 'rejected', {
@@ -235,14 +235,17 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     const conversion = buildSnapshot(merged.serviceEntries, merged.workloadEntries);
     const conflicts = [...merged.conflicts, ...conversion.conflicts];
     this.logNew(conflicts, this.conflicts, (c) => [
-      { kept: c.kept, ignored: c.ignored },
+      { file: c.ignored.file, line: c.ignored.line, kept: c.kept, ignored: c.ignored },
       `${c.type === 'duplicate-host' ? 'host' : 'resource'} ${c.subject} defined twice; ignoring ${c.ignored.file}:${c.ignored.line}, keeping ${c.kept.file}:${c.kept.line}`,
     ]);
     const warnings = [
       ...conversion.warnings,
       ...unknownSubsetWarnings(merged.virtualServices, merged.destinationRules, resolveHost),
     ];
-    this.logNew(warnings, this.crossWarnings, (w) => [{ resource: w.resource }, w.message]);
+    this.logNew(warnings, this.crossWarnings, (w) => [
+      { file: w.resource.file, line: w.resource.line, resource: w.resource },
+      w.message,
+    ]);
 
     const previousMesh = this.mesh;
     // Everything readable is updated before any listener runs.
