@@ -269,10 +269,13 @@ test('every log line about a config file carries its path and line: errors, thei
   });
   await registry.start();
   const about = (file: string) =>
-    eventually(() => records.filter((r) => r.file === file && (r.level as number) >= 40).length >= 1 && records, {
-      timeoutMs: 5000,
-      what: `a warning about ${file}`,
-    });
+    eventually(
+      () => records.filter((r) => r.file === file && (r.level as number) >= 40).length >= 1 && records,
+      {
+        timeoutMs: 5000,
+        what: `a warning about ${file}`,
+      },
+    );
   await about('echo.yaml');
   await about('b.yaml');
   const warnings = records.filter((r) => (r.level as number) >= 40);
