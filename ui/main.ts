@@ -72,7 +72,8 @@ async function refresh(): Promise<void> {
     }
     live?.classList.add('stalled');
   }
-  timer = window.setTimeout(() => void refresh(), REFRESH_MS);
+  // A tab hidden while this refresh was in flight stays quiet until it is shown again.
+  if (!document.hidden) timer = window.setTimeout(() => void refresh(), REFRESH_MS);
 }
 
 function header(o: Overviewz): void {
