@@ -25,10 +25,12 @@ export class RegistryState {
   /**
    * Publishes a new snapshot, marks the registry synced, and emits the difference. With `failure`,
    * the source answered only in part (some watches fail): the snapshot is published but the
-   * registry stays stale with that reason, and no recovery is recorded.
+   * registry stays stale with that reason, and no recovery is recorded. `files` names the source
+   * files whose edit caused it (the config directory), for the push history.
    */
-  replace(next: RegistrySnapshot, failure?: unknown): void {
-    const change = diffSnapshots(this.current, next);
+  replace(next: RegistrySnapshot, failure?: unknown, files?: readonly string[]): void {
+    const diff = diffSnapshots(this.current, next);
+    const change = diff && files?.length ? { ...diff, trigger: { registries: [], files } } : diff;
     const recovered = failure === undefined && (this.error !== undefined || this.restoredFrom !== undefined);
     const notable = !this.synced || change !== undefined || recovered;
     this.current = next;

@@ -1,5 +1,5 @@
-// The admin HTTP server (--http-addr): readiness, debug views of every layer, and the mock
-// registry's write API. JSON in, JSON out.
+// The admin HTTP server (--http-addr): readiness, debug views of every layer, the mock registry's
+// write API, and the read-only dashboard at /ui/ (static assets built into dist/ui/). JSON in, JSON out.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { AggregateDiscovery } from '../aggregate/aggregate-discovery.js';
@@ -10,9 +10,18 @@ import type { Store } from '../store/store.js';
 import type { AdsServer } from '../xds/server/ads-server.js';
 import type { ConfigDebugState } from '../config-dir/debug-state.js';
 import type { MeshConfig } from '../mesh/mesh-config.js';
+import type { CertificateAuthority } from '../ca/authority.js';
+import { caz } from './caz.js';
 import { configz } from './configz.js';
+import { edsz } from './edsz.js';
 import { handleMockRequest } from './mock-api.js';
 import { adsz, registryz } from './debug-views.js';
+import { overviewz, readiness } from './overviewz.js';
+import { proxyConfigz } from './proxy-configz.js';
+import type { PushHistory } from './push-history.js';
+import { servicez } from './servicez.js';
+import { syncz } from './syncz.js';
+import { UiAssets } from './ui-assets.js';
 import { configDump } from '../xds/server/config-dump.js';
 import { envoyConfigDump } from '../xds/server/envoy-config-dump.js';
 
@@ -24,6 +33,12 @@ export interface AdminDeps {
   readonly mock?: MockRegistry;
   readonly metrics?: PortolanMetrics;
   readonly store?: Store;
+  /** Recent pushes and NACKs (/debug/push_status), when the ADS server reports to it. */
+  readonly pushHistory?: PushHistory;
+  /** The built-in CA (/debug/caz). */
+  readonly ca?: CertificateAuthority;
+  /** Where the dashboard's files are (default: dist/ui beside this module). */
+  readonly uiDir?: URL;
   readonly logger: Logger;
 }
 
@@ -40,8 +55,11 @@ export class AdminServer {
   private server: Server | undefined;
   /** The listen host, as given: the mock API accepts requests that name it (same-origin.ts). */
   private host = '127.0.0.1';
+  private readonly ui: UiAssets;
 
-  constructor(private readonly deps: AdminDeps) {}
+  constructor(private readonly deps: AdminDeps) {
+    this.ui = new UiAssets(deps.uiDir ?? new URL('../ui/', import.meta.url));
+  }
 
   async listen(host: string, port: number): Promise<AddressInfo> {
     this.host = host;
@@ -76,10 +94,71 @@ export class AdminServer {
       const result = await handleMockRequest(api, req, path);
       return sendJson(res, result.status, result.body);
     }
-    if (req.method !== 'GET') throw new HttpError(405, `${req.method ?? ''} not allowed on ${path}`);
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      throw new HttpError(405, `${req.method ?? ''} not allowed on ${path}`);
+    if (path === '/' || path === '/ui') {
+      res.writeHead(302, { location: '/ui/' });
+      res.end();
+      return;
+    }
+    if (path.startsWith('/ui/')) {
+      if (!this.ui.serve(path.slice('/ui/'.length), req, res))
+        throw new HttpError(404, this.ui.available ? `no such path: ${path}` : this.ui.missing);
+      return;
+    }
     switch (path) {
       case '/ready':
         return this.ready(res);
+      case '/debug/syncz': {
+        const proxyId = url.searchParams.get('proxyID') ?? undefined;
+        const view = syncz(this.deps.ads.streamList(), proxyId);
+        if (proxyId !== undefined && view.proxies.length === 0)
+          throw new HttpError(404, `no connected proxy with node id ${proxyId}`);
+        return sendJson(res, 200, view);
+      }
+      case '/debug/push_status': {
+        const history = this.deps.pushHistory;
+        if (!history) throw new HttpError(404, 'push history is not enabled');
+        return sendJson(res, 200, {
+          pushes: this.deps.ads.pushes,
+          recent: history.pushes(),
+          series: history.series(),
+          nacks: history.nacks(),
+        });
+      }
+      case '/debug/edsz': {
+        const proxyId = url.searchParams.get('proxyID');
+        if (!proxyId) throw new HttpError(400, 'proxyID query parameter is required');
+        const stream = this.deps.ads.findStream(proxyId);
+        if (!stream) throw new HttpError(404, `no connected proxy with node id ${proxyId}`);
+        return sendJson(res, 200, edsz(stream, proxyId));
+      }
+      case '/debug/proxy_configz': {
+        const proxyId = url.searchParams.get('proxyID');
+        if (!proxyId) throw new HttpError(400, 'proxyID query parameter is required');
+        const stream = this.deps.ads.findStream(proxyId);
+        if (!stream) throw new HttpError(404, `no connected proxy with node id ${proxyId}`);
+        return sendJson(res, 200, proxyConfigz(stream, proxyId));
+      }
+      case '/debug/overviewz':
+        return sendJson(
+          res,
+          200,
+          overviewz(
+            this.deps.discovery,
+            this.deps.ads,
+            this.deps.config?.debugState(),
+            this.deps.pushHistory,
+          ),
+        );
+      case '/debug/servicez': {
+        const limit = Math.min(5000, Number(url.searchParams.get('limit') ?? 500) || 500);
+        return sendJson(res, 200, servicez(this.deps.discovery, url.searchParams.get('q') ?? '', limit));
+      }
+      case '/debug/caz': {
+        if (!this.deps.ca || !this.deps.store) throw new HttpError(404, 'the built-in CA is not enabled');
+        return sendJson(res, 200, caz(this.deps.ca, this.deps.store));
+      }
       case '/debug/registryz':
         return sendJson(res, 200, registryz(this.deps.discovery));
       case '/debug/configz':
@@ -118,27 +197,9 @@ export class AdminServer {
   }
 
   private ready(res: ServerResponse): void {
-    const waiting = this.deps.discovery.registries.filter((r) => !r.hasSynced()).map((r) => r.name);
-    if (waiting.length > 0) {
-      res.writeHead(503, { 'content-type': 'text/plain' });
-      res.end(`not ready: waiting for registries to sync: ${waiting.join(', ')}\n`);
-      return;
-    }
-    const stored = this.deps.discovery.registries.flatMap((r) => {
-      const from = r.status().restoredFrom;
-      return from ? [`${r.name} (synced at ${from})`] : [];
-    });
-    // Ready, but without part of a source (a Consul service whose query kept failing at start).
-    const incomplete = this.deps.discovery.registries.flatMap((r) => {
-      const parts = r.status().incomplete ?? [];
-      return parts.length ? [`${r.name} without ${parts.join(', ')}`] : [];
-    });
-    const notes = [
-      ...(stored.length ? [`serving stored snapshots until live sync: ${stored.join(', ')}`] : []),
-      ...(incomplete.length ? [`synced in part: ${incomplete.join('; ')}`] : []),
-    ];
-    res.writeHead(200, { 'content-type': 'text/plain' });
-    res.end(notes.length ? `ready; ${notes.join('; ')}\n` : 'ready\n');
+    const { ready, detail } = readiness(this.deps.discovery);
+    res.writeHead(ready ? 200 : 503, { 'content-type': 'text/plain' });
+    res.end(`${detail}\n`);
   }
 }
 

@@ -31,7 +31,11 @@ export class AggregateDiscovery implements ServiceDiscovery {
       this.unsubscribes.push(
         registry.onChange((event) => {
           this.merged = undefined;
-          this.listeners.emit(event);
+          // Named for the push history: which registry published it (and which files, if it says).
+          this.listeners.emit({
+            ...event,
+            trigger: { registries: [registry.name], files: event.trigger?.files ?? [] },
+          });
         }),
       );
     }

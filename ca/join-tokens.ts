@@ -64,3 +64,16 @@ export function tokenIdentity(token: string): string {
   if (!part) throw new TokenError('malformed join token: expected ID.SECRET.IDENTITY');
   return Buffer.from(part, 'base64url').toString('utf8');
 }
+
+export type JoinTokenState = 'live' | 'used up' | 'expired' | 'revoked';
+
+/** What a stored token is now: revoked wins, then expired, then used up (no uses left), else live. */
+export function joinTokenState(
+  row: { readonly revokedAt: string | null; readonly expiresAt: string; readonly usesLeft: number },
+  now = new Date(),
+): JoinTokenState {
+  if (row.revokedAt) return 'revoked';
+  if (new Date(row.expiresAt) <= now) return 'expired';
+  if (row.usesLeft <= 0) return 'used up';
+  return 'live';
+}

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // The `portolan` command line.
 import { readFileSync } from 'node:fs';
-import { Command, Option } from 'commander';
-import { createLogger } from '../log/logger.js';
+import { Argument, Command, Option } from 'commander';
+import { createLogger, LOG_FORMATS, type LogFormat } from '../log/logger.js';
 import { StoreError } from '../store/store.js';
 import { addCaCommand } from './ca.js';
 import { addCaServeFlags } from './ca-options.js';
@@ -22,7 +22,10 @@ import {
 import { REGISTRY_FACTORIES, knownRegistries } from './registries.js';
 import { startPortolan } from './serve.js';
 import { parseShutdownTimeout, SHUTDOWN_TIMEOUT_DEFAULT, stopWithDeadline } from './shutdown.js';
-import { addTokenCommand } from './token.js';
+import { addTokenCommand, cliErrors } from './token.js';
+import { AdminError } from './admin-client.js';
+import { CONFIG_KINDS, proxyConfig, type ConfigFormat, type ConfigKind } from './proxy-config.js';
+import { proxyStatus } from './proxy-status.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
@@ -60,6 +63,14 @@ const serve = program
       .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
       .default(SERVE_DEFAULTS.logLevel),
   )
+  .addOption(
+    new Option(
+      '--log-format <format>',
+      'log lines: json (for machines), pretty (one readable line per event, level colours), auto (pretty on a terminal)',
+    )
+      .choices(LOG_FORMATS)
+      .default('auto'),
+  )
   .option(
     '--push-window <duration>',
     'quiet period: changes are merged and pushed once none arrived for this long (a batch stays open at most twice this)',
@@ -92,22 +103,27 @@ for (const factory of REGISTRY_FACTORIES) factory.addFlags(serve);
 addCaServeFlags(serve);
 addLimitFlags(serve);
 
-serve.action(async (raw: RawServeOptions) => {
+serve.action(async (raw: RawServeOptions, cmd: Command) => {
   let options;
   let shutdownTimeoutMs;
   try {
     options = compileServeOptions(raw);
     shutdownTimeoutMs = parseShutdownTimeout(raw.shutdownTimeout);
   } catch (err) {
-    if (err instanceof OptionError) program.error(`error: ${err.message}`, { exitCode: 2 });
+    // A bad flag value: the reason, then serve's own help (showHelpAfterError is inherited).
+    if (err instanceof OptionError) cmd.error(`error: ${err.message}`, { exitCode: 2 });
     throw err;
   }
-  const logger = createLogger(options.logLevel);
+  const logger = createLogger(options.logLevel, raw.logFormat as LogFormat);
   let running;
   try {
     running = await startPortolan(options, logger);
   } catch (err) {
-    if (err instanceof OptionError) program.error(`error: ${err.message}`, { exitCode: 2 });
+    // A problem the user can fix (an address in use, a missing directory): one line, no help, no stack.
+    if (err instanceof OptionError) {
+      process.stderr.write(`error: ${err.message}\n`);
+      process.exit(2);
+    }
     logger.fatal({ err }, 'portolan failed to start');
     process.exit(1);
   }
@@ -133,15 +149,69 @@ program
   .option('--data-dir <dir>', 'the data directory of the Portolan to read', SERVE_DEFAULTS.dataDir)
   .option('--limit <n>', 'how many entries of each kind', '50')
   .option('--json', 'print JSON instead of tables')
-  .action((opts: { dataDir: string; limit: string; json?: boolean }) => {
+  .action((opts: { dataDir: string; limit: string; json?: boolean }, cmd: Command) => {
     try {
       printHistory(opts.dataDir, parsePositiveInt(opts.limit, '--limit'), opts.json ?? false);
     } catch (err) {
       if (err instanceof OptionError || err instanceof StoreError)
-        program.error(`error: ${err.message}`, { exitCode: 2 });
+        cmd.error(`error: ${err.message}`, { exitCode: 2 });
       throw err;
     }
   });
+
+program
+  .command('proxy-status')
+  .description(
+    'Is every proxy in sync? One line per connected proxy: kind, SotW or delta, per type SYNCED, NOT SENT, STALE (sent, not yet ACKed, for how long) or NACK, connected since. With an id, that proxy in detail with every NACK. Exits 1 when a proxy is NACKing.',
+  )
+  .argument('[proxy-id]', 'one proxy (its node id)')
+  .option('--http-addr <host:port>', 'the admin address portolan serve listens on', SERVE_DEFAULTS.httpAddr)
+  .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'))
+  .action((proxyId: string | undefined, opts: { httpAddr: string; output: 'table' | 'json' }, cmd: Command) =>
+    cliErrors(cmd, async () => {
+      try {
+        const result = await proxyStatus(opts.httpAddr, proxyId, opts.output);
+        process.stdout.write(result.output);
+        process.exitCode = result.exitCode;
+      } catch (err) {
+        if (err instanceof AdminError) {
+          process.stderr.write(`error: ${err.message}\n`);
+          process.exitCode = 2;
+          return;
+        }
+        throw err;
+      }
+    }),
+  );
+
+program
+  .command('proxy-config')
+  .description(
+    'What one proxy was sent: tables of clusters, listeners, routes, endpoints (or all), or the full resources.',
+  )
+  .addArgument(new Argument('<kind>', 'what to show').choices(CONFIG_KINDS))
+  .argument('<proxy-id>', 'the proxy (its node id)')
+  .option('--http-addr <host:port>', 'the admin address portolan serve listens on', SERVE_DEFAULTS.httpAddr)
+  .addOption(
+    new Option('-o, --output <format>', 'table, or the full resources as json or yaml')
+      .choices(['table', 'json', 'yaml'])
+      .default('table'),
+  )
+  .action(
+    (kind: ConfigKind, proxyId: string, opts: { httpAddr: string; output: ConfigFormat }, cmd: Command) =>
+      cliErrors(cmd, async () => {
+        try {
+          process.stdout.write(await proxyConfig(opts.httpAddr, kind, proxyId, opts.output));
+        } catch (err) {
+          if (err instanceof AdminError) {
+            process.stderr.write(`error: ${err.message}\n`);
+            process.exitCode = 2;
+            return;
+          }
+          throw err;
+        }
+      }),
+  );
 
 addBootstrapCommand(program);
 

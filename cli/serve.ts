@@ -8,6 +8,7 @@ import { builtBy } from '../adapters/registry-factory.js';
 import type { Registry } from '../model/registry.js';
 import { AdminServer } from '../admin/admin-server.js';
 import { mockExposureWarning } from '../admin/mock-api.js';
+import { PushHistory } from '../admin/push-history.js';
 import { AggregateDiscovery } from '../aggregate/aggregate-discovery.js';
 import { configDirFactory } from '../config-dir/factory.js';
 import type { Logger } from '../log/logger.js';
@@ -27,6 +28,7 @@ import { startCa, type RunningCa } from './ca-serve.js';
 import { OptionError, type HostAndPort, type ServeOptions } from './options.js';
 import { REGISTRY_FACTORIES } from './registries.js';
 import { ShutdownSteps } from './shutdown.js';
+import { isLoopback, listenFailure } from './listen-errors.js';
 
 export interface RunningPortolan {
   readonly xdsAddress: HostAndPort;
@@ -115,13 +117,22 @@ async function startLocked(
     validate,
     logger.child({ component: 'validate-pushes' }),
   );
+  // grpc-js logs its own errors to the console (a bind failure as "E No address added…"): they go
+  // to our log instead, at debug, and a failure the CLI explains is said once, in its words.
+  const grpcLog = logger.child({ component: 'grpc' });
+  grpc.setLogger({ error: (...args: unknown[]) => grpcLog.debug(args.map(String).join(' ')) });
+  const pushHistory = new PushHistory();
   const ads = new AdsServer({
     discovery,
     logger: adsLogger,
     ...(config && { meshConfig: config }),
     generators,
     ...(validate && { checkPush: (contexts) => checkPushConsistency(generators, contexts, adsLogger) }),
-    observer: composeObservers(new AdsMetrics(metrics), new ConnectionLogObserver(store.proxies)),
+    observer: composeObservers(
+      new AdsMetrics(metrics),
+      new ConnectionLogObserver(store.proxies),
+      pushHistory,
+    ),
     pushWindowMs: options.pushWindowMs,
     maxPushDelayMs: options.pushMaxDelayMs,
     flowControl: {
@@ -143,10 +154,16 @@ async function startLocked(
       grpc.ServerCredentials.createInsecure(),
       (err, bound) => (err ? reject(err) : resolve(bound)),
     );
+  }).catch(async (err: unknown) => {
+    throw await listenFailure('--xds-addr', options.xdsAddr, err);
   });
 
+  const secureAddr = options.ca?.secureXdsAddr;
   const ca: RunningCa | undefined = options.ca
-    ? await startCa(options.ca, store, ads, logger.child({ component: 'ca' }))
+    ? await startCa(options.ca, store, ads, logger.child({ component: 'ca' })).catch(async (err: unknown) => {
+        grpcServer.forceShutdown();
+        throw secureAddr ? await listenFailure('--secure-xds-addr', secureAddr, err) : err;
+      })
     : undefined;
 
   const admin = new AdminServer({
@@ -156,9 +173,22 @@ async function startLocked(
     ...(mock && { mock }),
     metrics,
     store,
+    pushHistory,
+    ...(ca && { ca: ca.ca }),
     logger: logger.child({ component: 'admin' }),
   });
-  const httpInfo = await admin.listen(options.httpAddr.host, options.httpAddr.port);
+  const httpInfo = await admin
+    .listen(options.httpAddr.host, options.httpAddr.port)
+    .catch(async (err: unknown) => {
+      await ca?.stop();
+      grpcServer.forceShutdown();
+      throw await listenFailure('--http-addr', options.httpAddr, err);
+    });
+  if (!isLoopback(options.httpAddr.host))
+    logger.warn(
+      { httpAddress: `${options.httpAddr.host}:${httpInfo.port}` },
+      'the admin port (debug views, the dashboard at /ui/, the mock API) is not on loopback: anyone who can reach it can read the mesh; it has no authentication',
+    );
   const exposure = mockExposureWarning(options.registries, options.httpAddr.host);
   if (exposure) logger.warn({ httpAddress: options.httpAddr.host }, exposure);
 

@@ -3,11 +3,12 @@
 import type { Command } from 'commander';
 import { DurationError, parseDuration } from '../ca/duration.js';
 import { IdentityError, workloadIdentity } from '../ca/identity.js';
-import { createJoinToken, tokenId, TokenError } from '../ca/join-tokens.js';
+import { createJoinToken, joinTokenState, tokenId, TokenError } from '../ca/join-tokens.js';
 import { createLogger } from '../log/logger.js';
 import { Store, StoreError } from '../store/store.js';
 import { CA_DEFAULTS } from './ca-options.js';
 import { OptionError, parsePositiveInt, SERVE_DEFAULTS } from './options.js';
+import { formatTable } from './table.js';
 
 function openStore(dataDir: string): Store {
   return Store.open({ dataDir, logger: createLogger('warn') });
@@ -102,10 +103,15 @@ export function addTokenCommand(program: Command): void {
       cliErrors(cmd, () => {
         const store = openStore(opts.dataDir);
         try {
-          for (const t of store.joinTokens.list()) {
-            const state = t.revokedAt ? 'revoked' : new Date(t.expiresAt) <= new Date() ? 'expired' : 'live';
-            process.stdout.write(`${t.id}\t${state}\t${t.usesLeft}\t${t.expiresAt}\t${t.identity}\n`);
-          }
+          const now = new Date();
+          const rows = store.joinTokens
+            .list()
+            .map((t) => [t.id, joinTokenState(t, now), String(t.usesLeft), t.expiresAt, t.identity]);
+          if (rows.length === 0) process.stderr.write('no join tokens\n');
+          else
+            process.stdout.write(
+              formatTable(['ID', 'STATE', 'USES LEFT', 'EXPIRES', 'IDENTITY'], rows, { maxCell: 200 }),
+            );
         } finally {
           store.close();
         }

@@ -2,6 +2,7 @@
 // `--config-dir`, is declared with serve's own flags (cli/main.ts), where --help lists it; like any
 // registry flag it reaches the factory in `flags`. The store's history lets a file broken at start
 // fall back to its last accepted version.
+import { statSync } from 'node:fs';
 import { OptionError } from '../adapters/option-values.js';
 import type { RegistryFactory } from '../adapters/registry-factory.js';
 import { ConfigDirRegistry } from './registry.js';
@@ -15,6 +16,23 @@ export const configDirFactory: RegistryFactory<ConfigDirRegistry> = {
     const dir = flags.configDir;
     if (typeof dir !== 'string' || dir === '')
       throw new OptionError(`--config-dir: expected a directory, got ${JSON.stringify(dir)}`);
+    checkDirectory(dir);
     return new ConfigDirRegistry({ dir, logger, ...(configHistory && { history: configHistory }) });
   },
 };
+
+// A missing directory is a mistake in the command line, said in one line before anything starts.
+function checkDirectory(dir: string): void {
+  let isDir: boolean;
+  try {
+    isDir = statSync(dir).isDirectory();
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT')
+      throw new OptionError(
+        `--config-dir ${dir} does not exist (create it, or point --config-dir at your config directory)`,
+      );
+    throw new OptionError(`--config-dir ${dir}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  if (!isDir) throw new OptionError(`--config-dir ${dir} is not a directory`);
+}

@@ -3,6 +3,7 @@
 // one is broken, so a bad edit is reported (log + /debug/configz) but never takes services away.
 import { join, relative, resolve, sep } from 'node:path';
 import type { ConfigHistory } from '../model/config-history.js';
+import { MAX_TRIGGER_NAMES, type ChangeTrigger } from '../model/change.js';
 import { Listeners } from '../model/listeners.js';
 import { silentLogger, type Logger } from '../log/logger.js';
 import { StateBackedRegistry } from '../adapters/registry-state.js';
@@ -87,7 +88,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   private readonly logger: Logger;
   private readonly watcher: DirWatcher;
   private readonly files = new Map<string, FileRecord>();
-  private readonly configListeners = new Listeners<void>();
+  private readonly configListeners = new Listeners<ChangeTrigger>();
   private merged: MergedConfig = EMPTY_MERGED;
   private mesh: MeshConfig = EMPTY_MESH_CONFIG;
   private conflicts: readonly ConfigConflict[] = [];
@@ -137,8 +138,8 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     return this.mesh;
   }
 
-  /** Fires when the mesh config changes (after meshConfig() returns the new one). */
-  onConfigChange(listener: () => void): () => void {
+  /** Fires when the mesh config changes (after meshConfig() returns the new one), naming the files edited. */
+  onConfigChange(listener: (trigger?: ChangeTrigger) => void): () => void {
     return this.configListeners.add(listener);
   }
 
@@ -175,7 +176,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     for (const path of [...paths].sort(comparePaths)) {
       if (await this.reloadFile(path)) changed = true;
     }
-    if (changed) this.publish();
+    if (changed) this.publish([...paths].sort(comparePaths).slice(0, MAX_TRIGGER_NAMES));
     return changed;
   }
 
@@ -227,7 +228,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     }
     for (const e of load.errors) this.logger.warn({ file: path, line: e.line }, formatIssue(path, e));
     this.logger.warn(
-      { file: path, errors: load.errors.length },
+      { file: path, line: load.errors[0]?.line, errors: load.errors.length },
       base.good ? 'config file rejected; keeping its last good version' : 'config file rejected',
     );
     if (base.good && base.fromStore)
@@ -301,22 +302,25 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     }
   }
 
-  /** Recomputes everything from the in-force file versions and publishes what changed. */
-  private publish(): void {
+  /** Recomputes everything from the in-force file versions and publishes what changed (`files`: the edit). */
+  private publish(files: readonly string[] = []): void {
     this.settleCandidates();
     const goods = [...this.files.values()].flatMap((f) => (f.good ? [f.good] : []));
     const merged = mergeFiles(goods);
     const conversion = buildSnapshot(merged.serviceEntries, merged.workloadEntries);
     const conflicts = [...this.claimConflicts, ...merged.conflicts, ...conversion.conflicts];
     this.logNew(conflicts, this.conflicts, (c) => [
-      { kept: c.kept, ignored: c.ignored },
+      { file: c.ignored.file, line: c.ignored.line, kept: c.kept, ignored: c.ignored },
       `${c.type === 'duplicate-host' ? 'host' : 'resource'} ${c.subject} defined twice; ignoring ${c.ignored.file}:${c.ignored.line}, keeping ${c.kept.file}:${c.kept.line}`,
     ]);
     const warnings = [
       ...conversion.warnings,
       ...unknownSubsetWarnings(merged.virtualServices, merged.destinationRules, resolveHost),
     ];
-    this.logNew(warnings, this.crossWarnings, (w) => [{ resource: w.resource }, w.message]);
+    this.logNew(warnings, this.crossWarnings, (w) => [
+      { file: w.resource.file, line: w.resource.line, resource: w.resource },
+      w.message,
+    ]);
 
     const previousMesh = this.mesh;
     // Everything readable is updated before any listener runs.
@@ -334,9 +338,10 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       new Error(
         `${broken.length} config file(s) with errors${issue ? `, e.g. ${formatIssue(first[0], issue)}` : ''}`,
       );
-    this.state.replace(conversion.snapshot, failure);
+    this.state.replace(conversion.snapshot, failure, files);
     this.published = true;
-    if (this.mesh.generation !== previousMesh.generation) this.configListeners.emit();
+    if (this.mesh.generation !== previousMesh.generation)
+      this.configListeners.emit({ registries: [this.name], files });
   }
 
   private logNew<T>(

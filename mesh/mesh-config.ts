@@ -2,6 +2,7 @@
 // change of the config directory's VirtualServices, DestinationRules, Gateways, Sidecars and
 // PeerAuthentications. Its generation tells caches that something changed without comparing the
 // contents.
+import type { ChangeTrigger } from '../model/change.js';
 import type {
   DestinationRuleResource,
   GatewayResource,
@@ -30,10 +31,10 @@ export const EMPTY_MESH_CONFIG: MeshConfig = Object.freeze({
   peerAuthentications: [],
 });
 
-/** Where the ADS server reads the mesh config, and learns that it changed. */
+/** Where the ADS server reads the mesh config, and learns that it changed (and, if known, why). */
 export interface MeshConfigSource {
   meshConfig(): MeshConfig;
-  onConfigChange(listener: () => void): () => void;
+  onConfigChange(listener: (trigger?: ChangeTrigger) => void): () => void;
 }
 
 /** The source for a plane without a config directory: no traffic config, ever. */

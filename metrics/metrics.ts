@@ -20,7 +20,8 @@ export class PortolanMetrics {
   readonly modelChanges: Counter<'kind'>;
 
   constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: 'portolan_process_' });
+    // prom-client's default metrics already start with process_ or nodejs_: the prefix is just ours.
+    collectDefaultMetrics({ register: this.registry, prefix: 'portolan_' });
     this.pushes = new Counter({
       name: 'portolan_xds_pushes_total',
       help: 'Pushes (debounced batches of changes), by kind: eds (endpoints only), services, config',

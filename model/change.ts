@@ -6,7 +6,18 @@ import type { Service } from './service.js';
 export interface ChangeEvent {
   readonly hostnames: ReadonlySet<string>;
   readonly endpointsOnly: boolean;
+  /** Where the change came from, for the push history (/debug/push_status); absent when unknown. */
+  readonly trigger?: ChangeTrigger;
 }
+
+/** The sources of a change: the registries that published it and the config files whose edit caused it. */
+export interface ChangeTrigger {
+  readonly registries: readonly string[];
+  readonly files: readonly string[];
+}
+
+/** Names kept per trigger list when changes merge; a storm of edits must not grow a push's record. */
+export const MAX_TRIGGER_NAMES = 20;
 
 /** Everything one registry currently knows, keyed by hostname. Immutable once published. */
 export interface RegistrySnapshot {
@@ -35,10 +46,33 @@ export function diffSnapshots(prev: RegistrySnapshot, next: RegistrySnapshot): C
 
 /** Merges events: the union of hostnames; endpoints-only only if every part was. */
 export function mergeChanges(a: ChangeEvent, b: ChangeEvent): ChangeEvent {
+  const trigger = mergeTriggers(a.trigger, b.trigger);
   return {
     hostnames: new Set([...a.hostnames, ...b.hostnames]),
     endpointsOnly: a.endpointsOnly && b.endpointsOnly,
+    ...(trigger && { trigger }),
   };
+}
+
+/** The union of two triggers, each list capped at MAX_TRIGGER_NAMES. */
+export function mergeTriggers(
+  a: ChangeTrigger | undefined,
+  b: ChangeTrigger | undefined,
+): ChangeTrigger | undefined {
+  if (!a || !b) return a ?? b;
+  return {
+    registries: capUnion(a.registries, b.registries),
+    files: capUnion(a.files, b.files),
+  };
+}
+
+function capUnion(a: readonly string[], b: readonly string[]): string[] {
+  const out = new Set(a);
+  for (const x of b) {
+    if (out.size >= MAX_TRIGGER_NAMES) break;
+    out.add(x);
+  }
+  return [...out];
 }
 
 function union(a: Iterable<string>, b: Iterable<string>): Set<string> {

@@ -35,12 +35,12 @@ export class ProxyHistoryTable {
     this.retention = new Retention(db, ['proxy_connections'], limit);
   }
 
-  /** Records a new connection; returns its row id for the disconnect. */
-  connected(nodeId: string, peer: string, kind: string): number | undefined {
+  /** Records a new connection that started `at` (default now); returns its row id for the disconnect. */
+  connected(nodeId: string, peer: string, kind: string, at = new Date().toISOString()): number | undefined {
     return this.guard(`proxy connection of ${nodeId}`, () => {
       const info = this.db
         .prepare('INSERT INTO proxy_connections (node_id, peer, kind, connected_at) VALUES (?, ?, ?, ?)')
-        .run(nodeId, peer, kind, new Date().toISOString());
+        .run(nodeId, peer, kind, at);
       this.retention.inserted();
       return Number(info.lastInsertRowid);
     });
@@ -51,13 +51,18 @@ export class ProxyHistoryTable {
     this.guard('proxy connection batch', () => this.db.transaction(fn)());
   }
 
-  disconnected(id: number, lastAcks: Record<string, unknown>, lastNacks: Record<string, unknown>): void {
+  disconnected(
+    id: number,
+    lastAcks: Record<string, unknown>,
+    lastNacks: Record<string, unknown>,
+    at = new Date().toISOString(),
+  ): void {
     this.guard('proxy disconnect', () =>
       this.db
         .prepare(
           'UPDATE proxy_connections SET disconnected_at = ?, last_acks = ?, last_nacks = ? WHERE id = ?',
         )
-        .run(new Date().toISOString(), JSON.stringify(lastAcks), JSON.stringify(lastNacks), id),
+        .run(at, JSON.stringify(lastAcks), JSON.stringify(lastNacks), id),
     );
   }
 

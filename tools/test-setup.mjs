@@ -1,5 +1,5 @@
 // Run by `npm test` before anything else: the system packages some suites use (a second xDS client
-// in gRPC C-core, a real ZooKeeper, kubectl). Each is checked the way its tests use it. As root,
+// in gRPC C-core, a real ZooKeeper, kubectl, headless Chromium). Each is checked the way its tests use it. As root,
 // missing ones are installed with apt-get; otherwise they are named with the command to install
 // them, and npm test stops here, before any test runs. One line per package below.
 import { spawnSync } from 'node:child_process';
@@ -19,6 +19,11 @@ const NEEDED = [
     deb: 'zookeeper',
     why: 'a real ZooKeeper server for the zookeeper registry',
     present: () => existsSync('/usr/share/java/zookeeper.jar'),
+  },
+  {
+    deb: 'chromium',
+    why: 'headless Chromium for the dashboard tests (driven by playwright-core)',
+    present: () => existsSync('/usr/bin/chromium'),
   },
   {
     deb: 'kubernetes-client',

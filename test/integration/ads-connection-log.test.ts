@@ -113,3 +113,25 @@ for (const [api, open] of Object.entries(variants)) {
     assert.equal(log.rows.length, 1, 'one connection, one row');
   });
 }
+
+test('a stream is recorded with the time it started, not the time its record was written', async (t) => {
+  const times: { connectedAt?: string; disconnectedAt?: string } = {};
+  const log: ConnectionLog = {
+    connected: (_node, _peer, _kind, at) => {
+      times.connectedAt = at;
+      return 1;
+    },
+    disconnected: (_id, _acks, _nacks, at) => {
+      times.disconnectedAt = at;
+    },
+  };
+  const plane = await startPlane(t, log);
+  const client = new RawAdsClient(plane.address);
+  client.send({ node: grpcNode('short-lived'), type_url: CLUSTER });
+  await client.next();
+  const started = plane.ads.findStream('short-lived')?.connectedAt;
+  client.close(); // before the batched write (every 500 ms): start and end are written together
+  const ended = await eventually(() => times.disconnectedAt ?? false);
+  assert.equal(times.connectedAt, started);
+  assert.ok(ended >= (started ?? ''), `ended ${ended} before it started ${started}`);
+});

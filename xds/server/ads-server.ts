@@ -6,6 +6,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { Http2Session } from 'node:http2';
 import { NO_MESH_CONFIG, type MeshConfigSource } from '../../mesh/mesh-config.js';
+import type { ChangeTrigger } from '../../model/change.js';
 import type { ServiceDiscovery } from '../../model/discovery.js';
 import type { Logger } from '../../log/logger.js';
 import type { GeneratorLookup } from '../generators/generator.js';
@@ -136,7 +137,7 @@ export class AdsServer {
         observer.modelChanged?.(e);
         this.loop.add(e);
       }),
-      meshConfig.onConfigChange(() => this.requestFullPush()),
+      meshConfig.onConfigChange((trigger) => this.requestFullPush(trigger)),
     ];
     this.gauges = {
       streams: () => this.streams.counts(),
@@ -174,8 +175,8 @@ export class AdsServer {
   }
 
   /** A push for reasons outside the service model (traffic config changed): everything is re-evaluated. */
-  requestFullPush(): void {
-    this.loop.add({ hostnames: new Set(), endpointsOnly: false });
+  requestFullPush(trigger?: ChangeTrigger): void {
+    this.loop.add({ hostnames: new Set(), endpointsOnly: false, ...(trigger && { trigger }) });
   }
 
   stop(): void {

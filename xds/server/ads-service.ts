@@ -214,7 +214,7 @@ export class AdsService {
         const code = err instanceof StreamError ? err.code : grpc.status.INVALID_ARGUMENT;
         const details = err instanceof Error ? err.message : String(err);
         if (err instanceof StreamError && err.refusal) observer.streamRefused?.(err.refusal);
-        log.warn({ conn: id, peer, code, details }, 'refusing ADS stream');
+        log.warn({ conn: id, peer, node: stream.proxy?.id, code, details }, 'refusing ADS stream');
         close('refused');
         call.emit('error', { code, details });
       }

@@ -44,9 +44,11 @@ export interface TypeStatus {
   readonly typeUrl: string;
   /** What identifies the last response: its version (SotW) or nonce (delta); '' before any. */
   readonly sentVersion: string;
+  /** The nonce of the last response; '' before any. */
+  readonly sentNonce: string;
   readonly sentAt?: string;
-  /** The last response the client accepted, by the same identifier, and when. */
-  readonly acked?: { readonly version: string; readonly at: string };
+  /** The last response the client accepted, by the same identifier, its nonce, and when. */
+  readonly acked?: { readonly version: string; readonly nonce: string; readonly at: string };
   /** The last rejection, until the next ACK. */
   readonly nack?: Nack;
 }

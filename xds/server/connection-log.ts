@@ -3,15 +3,21 @@
 // each type, whichever protocol variant it spoke. Written in batches: a connect storm of thousands
 // of streams would otherwise cost one synchronous, fsynced database write per stream on the event
 // loop. Events queue here and go to the log once per interval, inside one transaction when the log
-// offers one.
+// offers one; each carries the time it happened (the stream's start, its end), not the time written.
 import { shortTypeName } from '../proto/type-urls.js';
 import type { AdsStream } from './ads-stream.js';
 import type { AdsObserver } from './observer.js';
 
 export interface ConnectionLog {
-  /** Returns an id to pass to `disconnected`. */
-  connected(nodeId: string, peer: string, kind: string): number | undefined;
-  disconnected(id: number, lastAcks: Record<string, unknown>, lastNacks: Record<string, unknown>): void;
+  /** Returns an id to pass to `disconnected`. `at`: when the stream started (ISO time). */
+  connected(nodeId: string, peer: string, kind: string, at: string): number | undefined;
+  /** `at`: when the stream ended (ISO time). */
+  disconnected(
+    id: number,
+    lastAcks: Record<string, unknown>,
+    lastNacks: Record<string, unknown>,
+    at: string,
+  ): void;
   /** Runs `fn` as one transaction (one commit for many records). */
   batch?(fn: () => void): void;
 }
@@ -23,12 +29,14 @@ type Pending =
       readonly nodeId: string;
       readonly peer: string;
       readonly proxyKind: string;
+      readonly at: string;
     }
   | {
       readonly kind: 'disconnect';
       readonly token: object;
       readonly acks: Record<string, unknown>;
       readonly nacks: Record<string, unknown>;
+      readonly at: string;
     };
 
 export class BatchedConnectionLog {
@@ -41,15 +49,20 @@ export class BatchedConnectionLog {
     private readonly intervalMs = 500,
   ) {}
 
-  /** Queues a connect; the returned token identifies the connection for `disconnected`. */
-  connected(nodeId: string, peer: string, proxyKind: string): object {
+  /** Queues a connect that happened `at`; the returned token identifies the connection for `disconnected`. */
+  connected(nodeId: string, peer: string, proxyKind: string, at: string): object {
     const token = {};
-    this.push({ kind: 'connect', token, nodeId, peer, proxyKind });
+    this.push({ kind: 'connect', token, nodeId, peer, proxyKind, at });
     return token;
   }
 
-  disconnected(token: object, acks: Record<string, unknown>, nacks: Record<string, unknown>): void {
-    this.push({ kind: 'disconnect', token, acks, nacks });
+  disconnected(
+    token: object,
+    acks: Record<string, unknown>,
+    nacks: Record<string, unknown>,
+    at = new Date().toISOString(),
+  ): void {
+    this.push({ kind: 'disconnect', token, acks, nacks, at });
   }
 
   /** Writes everything queued now. */
@@ -62,11 +75,11 @@ export class BatchedConnectionLog {
     const write = (): void => {
       for (const e of queue) {
         if (e.kind === 'connect') {
-          const id = this.log.connected(e.nodeId, e.peer, e.proxyKind);
+          const id = this.log.connected(e.nodeId, e.peer, e.proxyKind, e.at);
           if (id !== undefined) this.ids.set(e.token, id);
         } else {
           const id = this.ids.get(e.token);
-          if (id !== undefined) this.log.disconnected(id, e.acks, e.nacks);
+          if (id !== undefined) this.log.disconnected(id, e.acks, e.nacks, e.at);
         }
       }
     };
@@ -91,7 +104,9 @@ export class ConnectionLogObserver implements AdsObserver {
 
   streamIdentified(stream: AdsStream): void {
     const proxy = stream.proxy;
-    if (proxy) this.tokens.set(stream, this.batched.connected(proxy.id, stream.peer, proxy.kind));
+    // The stream's own start: identification comes with its first request, and the write later still.
+    if (proxy)
+      this.tokens.set(stream, this.batched.connected(proxy.id, stream.peer, proxy.kind, stream.connectedAt));
   }
 
   streamClosed(stream: AdsStream): void {

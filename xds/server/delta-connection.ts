@@ -69,6 +69,7 @@ export class DeltaConnection implements AdsStream {
       this.deps.logger.warn(
         {
           conn: this.id,
+          node: this.proxyInfo.id,
           type: shortTypeName(req.typeUrl),
           nonce: outcome.nonce,
           error: req.errorDetail?.message,
@@ -152,8 +153,10 @@ export class DeltaConnection implements AdsStream {
       return {
         typeUrl,
         sentVersion: t?.lastNonce ?? '',
+        sentNonce: t?.lastNonce ?? '',
         ...(t?.lastSentAt && { sentAt: t.lastSentAt }),
-        ...(t?.ackedNonce && t.ackedAt && { acked: { version: t.ackedNonce, at: t.ackedAt } }),
+        ...(t?.ackedNonce &&
+          t.ackedAt && { acked: { version: t.ackedNonce, nonce: t.ackedNonce, at: t.ackedAt } }),
         ...(t?.nack && { nack: t.nack }),
       };
     });

@@ -4,7 +4,7 @@
 // metrics (metrics/ads-metrics.ts) and the proxy history (connection-log.ts) implement it, and
 // cli/ composes them. Every method is optional; observers must not throw and must be cheap, since
 // responses are reported per stream per push.
-import type { ChangeEvent } from '../../model/change.js';
+import type { ChangeEvent, ChangeTrigger } from '../../model/change.js';
 import type { AdsStream } from './ads-stream.js';
 
 /** One response written to a stream. */
@@ -43,6 +43,15 @@ export interface PushInfo {
   readonly changesMerged: number;
   /** From its first change being seen to the push starting. */
   readonly debounceMs: number;
+  /** What caused it: registries and files (when the change said), and the hostnames that changed. */
+  readonly trigger: PushTrigger;
+}
+
+export interface PushTrigger extends ChangeTrigger {
+  /** The changed hostnames, at most MAX_TRIGGER_NAMES of them; empty for a config change. */
+  readonly hostnames: readonly string[];
+  /** How many hostnames changed in all. */
+  readonly hostnameCount: number;
 }
 
 /** Why a stream was refused by a limit: at open (unauthenticated, peer-limit), or later. */
@@ -65,8 +74,8 @@ export interface AdsObserver {
   modelChanged?(event: ChangeEvent): void;
   /** A push started: the new serving view is about to be applied. */
   pushStarted?(push: PushInfo): void;
-  /** Every affected stream was handed its work, `pushMs` after the push started. */
-  pushHandedOut?(push: PushInfo, pushMs: number): void;
+  /** Every affected stream (`streams` of them) was handed its work, `pushMs` after the push started. */
+  pushHandedOut?(push: PushInfo, pushMs: number, streams: number): void;
   /** The last stream the push touched has sent it, `convergenceMs` after its first change was seen. */
   pushConverged?(push: PushInfo, convergenceMs: number): void;
   /** The server stopped: write out anything buffered. */
@@ -87,7 +96,7 @@ export function composeObservers(...observers: readonly AdsObserver[]): AdsObser
     nack: (s, n) => observers.forEach((o) => o.nack?.(s, n)),
     modelChanged: (e) => observers.forEach((o) => o.modelChanged?.(e)),
     pushStarted: (p) => observers.forEach((o) => o.pushStarted?.(p)),
-    pushHandedOut: (p, ms) => observers.forEach((o) => o.pushHandedOut?.(p, ms)),
+    pushHandedOut: (p, ms, n) => observers.forEach((o) => o.pushHandedOut?.(p, ms, n)),
     pushConverged: (p, ms) => observers.forEach((o) => o.pushConverged?.(p, ms)),
     serverStopped: () => observers.forEach((o) => o.serverStopped?.()),
   };

@@ -4,13 +4,13 @@
 // (the registry's subscription index), and follows the push until every stream it touched has sent
 // it (convergence). It reports each step to the observer.
 import type { MeshConfigSource } from '../../mesh/mesh-config.js';
-import type { ChangeEvent } from '../../model/change.js';
+import { MAX_TRIGGER_NAMES, type ChangeEvent } from '../../model/change.js';
 import type { ServiceDiscovery } from '../../model/discovery.js';
 import type { GenerateContext, ServingView } from '../generators/generator.js';
 import { servingView } from '../generators/view-memo.js';
 import type { Proxy } from '../proxy/proxy.js';
 import type { PushLimiter } from './flow-control.js';
-import type { AdsObserver, PushInfo, PushKind } from './observer.js';
+import type { AdsObserver, PushInfo, PushKind, PushTrigger } from './observer.js';
 import { PushDebouncer, type DebounceOptions, type MergedChange } from './push-debouncer.js';
 import { ResourceCache } from './resource-cache.js';
 import type { PushRound } from './stream-pump.js';
@@ -82,18 +82,21 @@ export class PushLoop {
       kind: pushKind(change.event),
       changesMerged: change.merged,
       debounceMs: started - change.firstSeen,
+      trigger: pushTrigger(change.event),
     };
     observer.pushStarted?.(push);
     this.view = this.nextView(this.view);
     const changes = this.cache.apply(change.event);
     const round = this.round(push, change.firstSeen);
+    let touched = 0;
     // Only the streams that subscribe to something that changed (every stream on a config change).
     for (const stream of streams.affected(changes)) {
       // Counted before the stream may finish (synchronously, when it has nothing to send).
       round.add();
-      if (!stream.onChange(changes, round.member)) round.member.done();
+      if (stream.onChange(changes, round.member)) touched += 1;
+      else round.member.done();
     }
-    observer.pushHandedOut?.(push, performance.now() - started);
+    observer.pushHandedOut?.(push, performance.now() - started, touched);
     round.sealed();
     const check = this.options.checkPush;
     if (check) check(streams.list().flatMap((s) => (s.proxy ? [this.context(s.proxy)] : [])));
@@ -114,6 +117,20 @@ export class PushLoop {
       sealed: finish,
     };
   }
+}
+
+function pushTrigger(event: ChangeEvent): PushTrigger {
+  const hostnames: string[] = [];
+  for (const h of event.hostnames) {
+    if (hostnames.length >= MAX_TRIGGER_NAMES) break;
+    hostnames.push(h);
+  }
+  return {
+    registries: event.trigger?.registries ?? [],
+    files: event.trigger?.files ?? [],
+    hostnames,
+    hostnameCount: event.hostnames.size,
+  };
 }
 
 function pushKind(event: ChangeEvent): PushKind {

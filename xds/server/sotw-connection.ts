@@ -85,7 +85,12 @@ export class SotwConnection implements AdsStream {
     this.proxyInfo ??= firstProxy(req.node);
     this.deps.observer.request?.(this, req.typeUrl);
     const outcome = this.state.onRequest(req);
-    const log = { conn: this.id, type: shortTypeName(req.typeUrl), nonce: req.responseNonce };
+    const log = {
+      conn: this.id,
+      node: this.proxyInfo.id,
+      type: shortTypeName(req.typeUrl),
+      nonce: req.responseNonce,
+    };
     if (outcome.action === 'ignore') {
       this.deps.logger.debug(log, 'ignoring request with stale nonce');
       return;
@@ -168,8 +173,10 @@ export class SotwConnection implements AdsStream {
       return {
         typeUrl,
         sentVersion: t?.sent?.version ?? '',
+        sentNonce: t?.sent?.nonce ?? '',
         ...(t?.sent && { sentAt: t.sent.at }),
-        ...(t?.ackedVersion && t.ackedAt && { acked: { version: t.ackedVersion, at: t.ackedAt } }),
+        ...(t?.ackedVersion &&
+          t.ackedAt && { acked: { version: t.ackedVersion, nonce: t.ackedNonce ?? '', at: t.ackedAt } }),
         ...(t?.nack && { nack: t.nack }),
       };
     });

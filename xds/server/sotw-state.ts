@@ -31,6 +31,8 @@ export interface TypeState {
   names: Set<string>;
   sent?: SentResponse;
   ackedVersion?: string;
+  /** The nonce of the response the client last ACKed. */
+  ackedNonce?: string;
   ackedAt?: string;
   nack?: Nack;
   nackCount: number;
@@ -69,6 +71,7 @@ export class StreamState {
       return { action: 'nack', respond: subscriptionChanged };
     }
     state.ackedVersion = state.sent.version;
+    state.ackedNonce = req.responseNonce;
     state.ackedAt = now;
     state.nack = undefined;
     return { action: 'ack', respond: subscriptionChanged };

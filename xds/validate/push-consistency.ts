@@ -27,7 +27,7 @@ export function checkPushConsistency(
     if (violations.length === 0) continue;
     failed += 1;
     logger.error(
-      { proxy: ctx.proxy.id, violations: violations.slice(0, 20) },
+      { node: ctx.proxy.id, proxy: ctx.proxy.id, violations: violations.slice(0, 20) },
       'pushed Envoy config references resources it does not define',
     );
   }

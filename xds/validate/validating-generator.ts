@@ -27,7 +27,13 @@ export function validatingGenerator(inner: ResourceGenerator, logger?: Logger): 
       if (violations.length === 0) return built;
       const log = logger ?? (defaultLogger ??= createLogger('warn').child({ component: 'validate-pushes' }));
       log.error(
-        { type: inner.typeUrl, name, proxy: ctx.proxy.id, violations: violations.slice(0, 20) },
+        {
+          type: inner.typeUrl,
+          name,
+          node: ctx.proxy.id,
+          proxy: ctx.proxy.id,
+          violations: violations.slice(0, 20),
+        },
         'generated resource fails Envoy validation rules: not sent',
       );
       return undefined;

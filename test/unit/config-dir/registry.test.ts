@@ -3,7 +3,9 @@ import { trafficLimitations } from '../../../xds/traffic/limitations.js';
 import assert from 'node:assert/strict';
 import { open, rm, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { test, type TestContext } from 'node:test';
+import { pino } from 'pino';
 import { ConfigDirRegistry } from '../../../config-dir/registry.js';
 import type { ChangeEvent } from '../../../model/change.js';
 import { eventually } from '../../support/eventually.js';
@@ -241,6 +243,51 @@ test('resource identity conflicts are listed in the debug state', async (t) => {
       ignored: { resource: 'WorkloadEntry/default/vm-1', file: 'b.yaml', line: 1 },
     },
   ]);
+});
+
+test('every log line about a config file carries its path and line: errors, their summary, conflicts', async (t) => {
+  const records: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString('utf8').split('\n').filter(Boolean))
+        records.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  const tmp = await makeTempDir();
+  await tmp.write('a.yaml', vm('vm-1', '10.0.0.1'));
+  await tmp.write('b.yaml', vm('vm-1', '10.0.0.2'));
+  await tmp.write('echo.yaml', ECHO_SE.replace('number: 50051', 'number: 99999'));
+  const registry = new ConfigDirRegistry({
+    dir: tmp.dir,
+    debounceMs: 30,
+    logger: pino({ level: 'info' }, sink),
+  });
+  t.after(async () => {
+    await registry.stop();
+    await tmp.cleanup();
+  });
+  await registry.start();
+  const about = (file: string) =>
+    eventually(
+      () => records.filter((r) => r.file === file && (r.level as number) >= 40).length >= 1 && records,
+      {
+        timeoutMs: 5000,
+        what: `a warning about ${file}`,
+      },
+    );
+  await about('echo.yaml');
+  await about('b.yaml');
+  const warnings = records.filter((r) => (r.level as number) >= 40);
+  assert.ok(warnings.length >= 3, JSON.stringify(warnings));
+  for (const w of warnings) {
+    assert.equal(typeof w.file, 'string', JSON.stringify(w));
+    assert.equal(typeof w.line, 'number', JSON.stringify(w));
+  }
+  const summary = warnings.find((w) => w.msg === 'config file rejected');
+  assert.deepEqual([summary?.file, summary?.line], ['echo.yaml', 10]);
+  const conflict = warnings.find((w) => String(w.msg).includes('defined twice'));
+  assert.deepEqual([conflict?.file, conflict?.line], ['b.yaml', 1]);
 });
 
 test('VirtualServices and DestinationRules are exposed, and onConfigChange fires when they change', async (t) => {

@@ -164,6 +164,8 @@ test('with PORTOLAN_VALIDATE_PUSHES an invalid generated resource is logged and 
   assert.equal(g.build(ctx, 'good')?.name, 'good');
   assert.equal(g.build(ctx, ''), undefined);
   assert.equal(logged.length, 1);
+  // A line about a proxy carries its id as `node`, the field the readable log format leads with.
+  assert.equal((logged[0] as { node?: string }).node, ctx.proxy.id);
   assert.equal(validatePushesEnabled({ PORTOLAN_VALIDATE_PUSHES: '1' }), true);
   assert.equal(validatePushesEnabled({}), false);
 });
@@ -173,9 +175,9 @@ test('the per-push check logs each Envoy view whose set dangles, once per view, 
   const transparent = proxies.transparent ?? assert.fail();
   const good = new GeneratorTable(envoyGenerators(), false);
   const ctx = (proxy: typeof transparent) => generateContext({ proxy, catalog, config: fixtureMeshConfig() });
-  const logged: { proxy: string; violations: string[] }[] = [];
+  const logged: { node: string; proxy: string; violations: string[] }[] = [];
   const logger = {
-    error: (fields: { proxy: string; violations: string[] }) => logged.push(fields),
+    error: (fields: { node: string; proxy: string; violations: string[] }) => logged.push(fields),
   } as unknown as Logger;
   const views = Object.values(proxies).map(ctx);
   assert.equal(checkPushConsistency(good, views, logger), 0);
@@ -194,4 +196,8 @@ test('the per-push check logs each Envoy view whose set dangles, once per view, 
   assert.ok(failed >= 1);
   assert.equal(logged.length, failed); // the repeated transparent view is checked once
   assert.ok(logged.some((l) => l.proxy === transparent.id && l.violations.some((v) => v.includes('8080'))));
+  assert.ok(
+    logged.every((l) => l.node === l.proxy),
+    'each line names its node',
+  );
 });

@@ -6,7 +6,13 @@ import type { AdsStream } from '../../../xds/server/ads-stream.js';
 import { composeObservers, type AdsObserver, type PushInfo } from '../../../xds/server/observer.js';
 
 const stream = { id: 'conn-1', peer: 'ipv4:127.0.0.1:1', api: 'sotw' } as unknown as AdsStream;
-const push: PushInfo = { round: 1, kind: 'eds', changesMerged: 2, debounceMs: 5 };
+const push: PushInfo = {
+  round: 1,
+  kind: 'eds',
+  changesMerged: 2,
+  debounceMs: 5,
+  trigger: { registries: ['mock'], files: [], hostnames: ['a.internal'], hostnameCount: 1 },
+};
 
 test('a composed observer reports each event to every observer in order, skipping absent methods', () => {
   const heard: string[] = [];

@@ -1,0 +1,115 @@
+// Config files: each file's status, its errors and warnings at file:line with the field path,
+// conflicts between files, and what the clients cannot be given (per kind of client).
+import { ApiError, getJson, type Configz, type ConfigIssue } from '../api.js';
+import { card, h, mono, pill, table } from '../dom.js';
+import { ago } from '../format.js';
+import type { Page } from '../page.js';
+
+export function configPage(): Page {
+  const body = h('div', { class: 'stack' });
+  return {
+    title: 'Config files',
+    mount(root) {
+      root.append(h('h1', null, 'Config files'), body);
+    },
+    async update() {
+      let c: Configz;
+      try {
+        c = await getJson<Configz>('/debug/configz');
+      } catch (err) {
+        if (err instanceof ApiError && err.status === 404) {
+          body.replaceChildren(
+            h('p', { class: 'muted' }, 'The config registry is not enabled (--registries config).'),
+          );
+          return;
+        }
+        throw err;
+      }
+      const broken = c.files.filter((f) => f.status === 'error');
+      const issue = (f: string, i: ConfigIssue, kind: string): unknown[] => [
+        mono(`${f}:${i.line}`),
+        i.path ? mono(i.path) : '-',
+        h('span', { class: kind === 'error' ? 'err' : 'warn-text' }, i.message),
+      ];
+      body.replaceChildren(
+        h(
+          'p',
+          { class: 'lead' },
+          'Watching ',
+          mono(c.dir),
+          ` — ${c.files.length} files, `,
+          broken.length ? h('strong', { class: 'nack' }, `${broken.length} with errors`) : 'all valid',
+          '. A file with errors keeps its last good version in force.',
+        ),
+        broken.length
+          ? card(
+              'Errors',
+              table(
+                ['file:line', 'field', 'message'],
+                broken.flatMap((f) => f.errors.map((e) => issue(f.path, e, 'error') as never[])),
+              ),
+            )
+          : '',
+        card(
+          'Files',
+          table(
+            ['file', 'status', 'resources', 'loaded', 'checked', 'warnings'],
+            c.files.map((f) => [
+              mono(f.path),
+              pill(f.status),
+              f.resources.length
+                ? h('span', { class: 'resources' }, f.resources.join(', '))
+                : h('span', { class: 'muted' }, 'none in force'),
+              f.loadedAt ? ago(f.loadedAt) : h('span', { class: 'err' }, 'never'),
+              ago(f.checkedAt),
+              f.warnings.length || '-',
+            ]),
+            { empty: 'no files' },
+          ),
+        ),
+        warnings(c),
+        card(
+          'What the clients cannot be given',
+          h(
+            'p',
+            { class: 'muted' },
+            'Config that is valid but that a kind of client cannot be sent; it is left out for those clients.',
+          ),
+          table(
+            ['resource', 'field', 'clients', 'why'],
+            c.limitations.map((l) => [
+              mono(l.resource),
+              mono(l.field),
+              l.clients.map((k) => pill(k, 'info')),
+              l.reason,
+            ]),
+            { empty: 'nothing: every client gets all of it' },
+          ),
+        ),
+      );
+    },
+  };
+}
+
+function warnings(c: Configz): HTMLElement | string {
+  const fileWarnings = c.files.flatMap((f) =>
+    f.warnings.map((w) => [
+      mono(`${f.path}:${w.line}`),
+      w.path ? mono(w.path) : '-',
+      h('span', { class: 'warn-text' }, w.message),
+    ]),
+  );
+  const cross = c.warnings.map((w) => [
+    mono(`${w.resource.file}:${w.resource.line}`),
+    mono(w.resource.resource),
+    h('span', { class: 'warn-text' }, w.message),
+  ]);
+  const conflicts = c.conflicts.map((k) => [
+    mono(`${k.ignored.file}:${k.ignored.line}`),
+    mono(k.subject),
+    h('span', { class: 'warn-text' }, `defined twice: ignored here, kept at ${k.kept.file}:${k.kept.line}`),
+  ]);
+  const rows = [...conflicts, ...cross, ...fileWarnings];
+  if (rows.length === 0) return '';
+  return card('Warnings and conflicts', table(['file:line', 'subject', 'message'], rows));
+}
