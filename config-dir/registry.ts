@@ -289,7 +289,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       if (candidate.heldFor !== reason) {
         for (const e of issues) this.logger.warn({ file: path, line: e.line }, formatIssue(path, e));
         this.logger.warn(
-          { file: path },
+          { file: path, line: issues[0]?.line },
           f.good
             ? 'config file held back: it claims what another file holds; keeping its last good version'
             : 'config file held back: it claims what another file holds',

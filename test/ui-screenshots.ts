@@ -40,6 +40,7 @@ try {
     const health = i % 2 === 0 ? 'HEALTHY' : 'UNHEALTHY';
     await fetch(`${mesh.portolan.httpBase}/mock/services/cart.mock.internal/endpoints`, {
       method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
         address: '127.0.0.8',
         locality: 'us-west/us-west-2a',

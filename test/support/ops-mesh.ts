@@ -158,7 +158,11 @@ export async function startOpsMesh(): Promise<OpsMesh> {
 
     // The mock registry: a service with an unhealthy endpoint, and web.mesh.internal again (a conflict).
     const put = async (path: string, method: string, body: unknown): Promise<void> => {
-      const res = await fetch(`${portolan.httpBase}${path}`, { method, body: JSON.stringify(body) });
+      const res = await fetch(`${portolan.httpBase}${path}`, {
+        method,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
     };
     await put('/mock/services/cart.mock.internal', 'PUT', {
