@@ -119,7 +119,6 @@ export async function startOpsMesh(): Promise<OpsMesh> {
     });
     const port = first.port;
     writeFileSync(join(configDir, 'services', 'echo.yaml'), echoService(port));
-    writeFileSync(join(configDir, 'services', 'web.yaml'), WEB);
     writeFileSync(
       join(configDir, 'workloads', 'echo-1.yaml'),
       workload('echo-1', '127.0.0.1', port, 'v1', 'us-east-1a'),
@@ -156,7 +155,9 @@ export async function startOpsMesh(): Promise<OpsMesh> {
       return { status: r.status, stdout: r.stdout, stderr: r.stderr };
     };
 
-    // The mock registry: a service with an unhealthy endpoint, and web.mesh.internal again (a conflict).
+    // The mock registry: a service with an unhealthy endpoint, and web.mesh.internal, which the config
+    // directory then defines too: the config (first in --registries) owns it and shadows the mock's.
+    // (In this order only: the mock API refuses a hostname another registry already serves.)
     const put = async (path: string, method: string, body: unknown): Promise<void> => {
       const res = await fetch(`${portolan.httpBase}${path}`, {
         method,
@@ -177,12 +178,21 @@ export async function startOpsMesh(): Promise<OpsMesh> {
         health: 'UNHEALTHY',
       },
     ]);
+
     await put('/mock/services/web.mesh.internal', 'PUT', {
       ports: [{ name: 'http', number: 8080, protocol: 'HTTP' }],
     });
     await put('/mock/services/web.mesh.internal/endpoints', 'PUT', [
       { address: '127.0.0.4', locality: 'us-east/us-east-1b' },
     ]);
+    writeFileSync(join(configDir, 'services', 'web.yaml'), WEB);
+    await eventually(
+      async () => {
+        const res = await fetch(`${portolan.httpBase}/debug/registryz`);
+        return (await res.text()).includes('127.0.0.3');
+      },
+      { timeoutMs: 10_000, what: 'the config directory serving web.mesh.internal' },
+    );
 
     // The real gRPC client, until its calls land.
     const client = xdsEchoClient(`xds:///${ECHO_HOST}:${port}`, portolan.xdsAddress, 'echo-client-1');
