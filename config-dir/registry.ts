@@ -55,6 +55,8 @@ const EMPTY_MERGED: MergedConfig = {
   gateways: [],
   sidecars: [],
   peerAuthentications: [],
+  authorizationPolicies: [],
+  requestAuthentications: [],
   conflicts: [],
 };
 

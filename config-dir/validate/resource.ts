@@ -3,15 +3,18 @@
 import type { FieldPath } from '../parse.js';
 import {
   SECURITY_API_VERSIONS,
+  SECURITY_KINDS,
   SUPPORTED_API_VERSIONS,
   type AnyConfigResource,
   type ConfigKind,
 } from '../../mesh/types.js';
+import { authorizationPolicySpec } from './authorization-policy.js';
 import { stringMap } from './common.js';
 import { destinationRuleSpec } from './destination-rule.js';
 import { gatewaySpec } from './gateway.js';
 import { peerAuthenticationSpec } from './peer-authentication.js';
-import { isRecord, obj, str, type Check, type Problems } from './schema.js';
+import { requestAuthenticationSpec } from './request-authentication.js';
+import { isRecord, obj, str, unknownFieldMessage, type Check, type Problems } from './schema.js';
 import { serviceEntrySpec } from './service-entry.js';
 import { sidecarSpec } from './sidecar.js';
 import { virtualServiceSpec } from './virtual-service.js';
@@ -25,11 +28,15 @@ const SPECS: Record<ConfigKind, Check<unknown>> = {
   Gateway: gatewaySpec,
   Sidecar: sidecarSpec,
   PeerAuthentication: peerAuthenticationSpec,
+  AuthorizationPolicy: authorizationPolicySpec,
+  RequestAuthentication: requestAuthenticationSpec,
 };
 
 /** The API groups a kind is read from. */
 function apiVersionsOf(kind: string): readonly string[] {
-  return kind === 'PeerAuthentication' ? SECURITY_API_VERSIONS : SUPPORTED_API_VERSIONS;
+  return (SECURITY_KINDS as readonly string[]).includes(kind)
+    ? SECURITY_API_VERSIONS
+    : SUPPORTED_API_VERSIONS;
 }
 
 // Fields `kubectl get -o yaml` adds; accepted silently so exported manifests load as they are.
@@ -95,7 +102,10 @@ export function validateResource(
   }
   const configKind = kind as ConfigKind;
   for (const key of Object.keys(value)) {
-    if (!ENVELOPE.includes(key)) problems.warn([...path, key], 'unknown field, ignored');
+    if (ENVELOPE.includes(key)) continue;
+    // Authorization kinds refuse what they do not know: an ignored field could widen a policy.
+    if (STRICT_KINDS.includes(configKind)) problems.error([...path, key], unknownFieldMessage(key, ENVELOPE));
+    else problems.warn([...path, key], 'unknown field, ignored');
   }
 
   const errorsBefore = problems.errors.length;
@@ -122,6 +132,7 @@ export function validateResource(
 }
 
 const ENVELOPE = ['apiVersion', 'kind', 'metadata', 'spec', 'status'];
+const STRICT_KINDS: readonly ConfigKind[] = ['AuthorizationPolicy', 'RequestAuthentication'];
 
 function requiredField<T>(
   record: Record<string, unknown>,

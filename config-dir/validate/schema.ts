@@ -154,13 +154,20 @@ export type ObjectOf<S extends Shape, R extends keyof S> = { [K in R]: Checked<S
 
 export interface ObjectOptions<S extends Shape, R extends keyof S> {
   required?: readonly R[];
+  /**
+   * `error` refuses a field the shape does not know (with a did-you-mean), for kinds where an
+   * ignored field changes what the resource means — a misspelled `notPrincipals` in an
+   * authorization rule would otherwise widen it silently. Default `warn`.
+   */
+  unknownFields?: 'warn' | 'error';
   /** Cross-field rules; fields that failed their own check are absent here. */
   refine?: (value: Partial<ObjectOf<S, R>>, path: FieldPath, problems: Problems) => void;
 }
 
 /**
- * An object with known fields. Unknown fields are a warning, not an error: Istio would reject them,
- * but a newer Istio field we do not know yet should not take a whole file out of service.
+ * An object with known fields. Unknown fields are a warning unless `unknownFields: 'error'`: Istio
+ * would reject them, but a newer Istio field we do not know yet should not take a whole file out of
+ * service — except where ignoring it would change what the resource allows (authorization).
  */
 export function obj<S extends Shape, R extends keyof S & string = never>(
   shape: S,
@@ -173,7 +180,10 @@ export function obj<S extends Shape, R extends keyof S & string = never>(
       return undefined;
     }
     for (const key of Object.keys(value)) {
-      if (!Object.hasOwn(shape, key)) problems.warn([...path, key], 'unknown field, ignored');
+      if (Object.hasOwn(shape, key)) continue;
+      if (options.unknownFields === 'error')
+        problems.error([...path, key], unknownFieldMessage(key, Object.keys(shape)));
+      else problems.warn([...path, key], 'unknown field, ignored');
     }
     const out: Record<string, unknown> = {};
     for (const [key, check] of Object.entries(shape)) {
@@ -190,6 +200,31 @@ export function obj<S extends Shape, R extends keyof S & string = never>(
     // Partial when errors were recorded; see the convention at the top of this file.
     return result as ObjectOf<S, R>;
   };
+}
+
+/** `unknown field`, naming the known field it is closest to when one is near (a typo). */
+export function unknownFieldMessage(key: string, known: readonly string[]): string {
+  let best: { field: string; distance: number } | undefined;
+  for (const field of known) {
+    const distance = editDistance(key.toLowerCase(), field.toLowerCase());
+    if (!best || distance < best.distance) best = { field, distance };
+  }
+  const near = best && best.distance <= Math.max(1, Math.floor(best.field.length / 4));
+  return near ? `unknown field (did you mean ${best?.field ?? ''}?)` : 'unknown field';
+}
+
+/** Levenshtein distance; the names compared are short field names. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      next.push(Math.min((row[j] ?? 0) + 1, (next[j - 1] ?? 0) + 1, (row[j - 1] ?? 0) + cost));
+    }
+    row = next;
+  }
+  return row[b.length] ?? 0;
 }
 
 /** Reports when more than one of `keys` is set (Istio's oneof fields). */

@@ -71,6 +71,8 @@ function meshConfig(parts: Partial<Omit<MeshConfig, 'generation'>> = {}): MeshCo
     gateways: [],
     sidecars: [],
     peerAuthentications: [],
+    authorizationPolicies: [],
+    requestAuthentications: [],
     ...parts,
     generation,
   };
