@@ -65,7 +65,7 @@ function info(call: CallInfo): UnifiedInfo {
     headers,
     tls: call.peer !== undefined,
     peerCertificate:
-      call.peer === undefined ? null : { subjectaltname: `URI:${call.peer}`, subject: {} as never },
+      call.peer === undefined ? null : { subjectaltname: `URI:${call.peer}`, subject: {} },
     urlPath: call.path,
   };
 }
