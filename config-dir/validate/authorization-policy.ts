@@ -46,39 +46,51 @@ const SOURCE_SHAPE = {
   notRemoteIpBlocks: values(cidr),
 };
 
-const source = obj(SOURCE_SHAPE, {
-  ...STRICT,
-  refine: (s, path, problems) => {
-    if (Object.keys(s).length === 0)
-      problems.error(path, 'must set at least one field (Istio refuses an empty source)');
-    // Istio: service accounts name the identity already; mixing them with principals or namespaces is refused.
-    const sa = s.serviceAccounts ?? s.notServiceAccounts;
-    const other = ['principals', 'notPrincipals', 'namespaces', 'notNamespaces'].filter(
-      (k) => (s as Record<string, unknown>)[k] !== undefined,
-    );
-    if (sa && other.length > 0)
-      problems.error(path, `serviceAccounts cannot be combined with ${other.join(', ')}`);
-  },
-});
+/**
+ * Istio refuses an empty `source` or `operation`. Checked on the raw value: the checked one lacks
+ * the fields that failed their own check, which would add a misleading second error.
+ */
+function nonEmpty<T>(check: Check<T>, what: string): Check<T> {
+  return (value, path, problems) => {
+    if (isRecord(value) && Object.keys(value).length === 0) {
+      problems.error(path, `must set at least one field (Istio refuses an empty ${what})`);
+      return undefined;
+    }
+    return check(value, path, problems);
+  };
+}
 
-const operation = obj(
-  {
-    hosts: values(hostPattern),
-    notHosts: values(hostPattern),
-    ports: values(portString),
-    notPorts: values(portString),
-    methods: values(methodPattern),
-    notMethods: values(methodPattern),
-    paths: values(pathPattern),
-    notPaths: values(pathPattern),
-  },
-  {
+const source = nonEmpty(
+  obj(SOURCE_SHAPE, {
     ...STRICT,
-    refine: (o, path, problems) => {
-      if (Object.keys(o).length === 0)
-        problems.error(path, 'must set at least one field (Istio refuses an empty operation)');
+    refine: (s, path, problems) => {
+      // Istio: service accounts name the identity already; mixing them with principals or namespaces is refused.
+      const sa = s.serviceAccounts ?? s.notServiceAccounts;
+      const other = ['principals', 'notPrincipals', 'namespaces', 'notNamespaces'].filter(
+        (k) => (s as Record<string, unknown>)[k] !== undefined,
+      );
+      if (sa && other.length > 0)
+        problems.error(path, `serviceAccounts cannot be combined with ${other.join(', ')}`);
     },
-  },
+  }),
+  'source',
+);
+
+const operation = nonEmpty(
+  obj(
+    {
+      hosts: values(hostPattern),
+      notHosts: values(hostPattern),
+      ports: values(portString),
+      notPorts: values(portString),
+      methods: values(methodPattern),
+      notMethods: values(methodPattern),
+      paths: values(pathPattern),
+      notPaths: values(pathPattern),
+    },
+    STRICT,
+  ),
+  'operation',
 );
 
 /** The `when` keys Istio defines and Portolan renders, with the check for their values. */

@@ -113,13 +113,19 @@ export const methodPattern = patternValue('method', (literal) =>
 );
 
 /** A path pattern; for gRPC `/package.Service/Method`. Path templates (`{*}`) are not rendered. */
-export const pathPattern = patternValue('path', (literal, kind) => {
-  if (/[{}]/.test(literal))
-    return `path templates ({*}, {**}) are not supported, got ${JSON.stringify(literal)}`;
+const pathValue = patternValue('path', (literal, kind) => {
   if (kind !== 'suffix' && !literal.startsWith('/'))
     return `path ${JSON.stringify(literal)}: must start with /`;
   return /[\s?#]/.test(literal) ? `path ${JSON.stringify(literal)}: no spaces, query or fragment` : undefined;
 });
+
+export const pathPattern: Check<string> = (value, path, problems) => {
+  if (typeof value === 'string' && /[{}]/.test(value)) {
+    problems.error(path, `path templates ({*}, {**}) are not supported, got ${JSON.stringify(value)}`);
+    return undefined;
+  }
+  return pathValue(value, path, problems);
+};
 
 /** An IP or CIDR (`ipBlocks`, `source.ip`, …). */
 export const cidr: Check<string> = str({

@@ -64,8 +64,7 @@ function info(call: CallInfo): UnifiedInfo {
     sourceIp: call.sourceIp ?? '10.9.0.1',
     headers,
     tls: call.peer !== undefined,
-    peerCertificate:
-      call.peer === undefined ? null : { subjectaltname: `URI:${call.peer}`, subject: {} },
+    peerCertificate: call.peer === undefined ? null : { subjectaltname: `URI:${call.peer}`, subject: {} },
     urlPath: call.path,
   };
 }
