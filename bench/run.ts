@@ -1,5 +1,6 @@
 // `npm run bench`: every benchmark in turn, each printing a table with its setup.
 // `npm run bench -- push-scale consul` runs only the named scenarios (see docs/benchmarks.md).
+import { authzBench } from './authz.js';
 import { editLatency } from './edit-latency.js';
 import { kubernetesBench } from './kubernetes.js';
 import { pushFanout } from './push-fanout.js';
@@ -16,6 +17,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   kubernetes: kubernetesBench,
   consul: consulBench,
   zookeeper: zookeeperLatency,
+  authz: authzBench,
 };
 
 const chosen = process.argv.slice(2);
