@@ -2,6 +2,7 @@
 // `npm run bench -- push-scale consul` runs only the named scenarios (see docs/benchmarks.md).
 import { authzBench } from './authz.js';
 import { editLatency } from './edit-latency.js';
+import { floodBench } from './flood.js';
 import { kubernetesBench } from './kubernetes.js';
 import { pushFanout } from './push-fanout.js';
 import { pushScale } from './push-scale.js';
@@ -17,6 +18,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   kubernetes: kubernetesBench,
   consul: consulBench,
   zookeeper: zookeeperLatency,
+  flood: floodBench,
   authz: authzBench,
 };
 

@@ -81,7 +81,13 @@ export async function ccoreEchoCalls(
         scriptArgs(target, calls, options),
         { env: { ...process.env, GRPC_XDS_BOOTSTRAP: bootstrap.path }, timeout: 60_000 },
         (err, out, stderr) =>
-          err ? reject(new Error(`C-core client failed: ${err.message}\n${stderr}`)) : resolve(out),
+          err
+            ? reject(
+                new Error(
+                  `C-core client failed (${err.signal ?? `exit ${err.code}`}): ${err.message}\n${stderr}`,
+                ),
+              )
+            : resolve(out),
       );
     });
     return parseLines(stdout);

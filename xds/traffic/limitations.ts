@@ -1,8 +1,10 @@
 // What the clients cannot be given of the mesh config, as one list for /debug/configz: routes
-// (VirtualService), clusters (DestinationRule, Sidecar), TLS, then authorization — each mirroring
-// its renderer.
+// (VirtualService), clusters (DestinationRule, Sidecar), TLS — each mirroring its renderer — then
+// authorization (authz-limitations.ts) and what some client versions are given differently
+// (client-limitations.ts).
 import type { MeshConfig } from '../../mesh/mesh-config.js';
 import { authzLimitations } from './authz-limitations.js';
+import { clientLimitations } from './client-limitations.js';
 import { clusterLimitations, type TrafficLimitation } from './cluster-limitations.js';
 import { routeLimitations } from './route-limitations.js';
 import { tlsLimitations } from './tls-limitations.js';
@@ -15,5 +17,6 @@ export function trafficLimitations(config: MeshConfig): TrafficLimitation[] {
     ...clusterLimitations(config),
     ...tlsLimitations(config),
     ...authzLimitations(config),
+    ...clientLimitations(config),
   ];
 }
