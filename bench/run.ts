@@ -2,6 +2,7 @@
 // `npm run bench -- push-scale consul` runs only the named scenarios (see docs/benchmarks.md).
 import { caBench } from './ca.js';
 import { agentBench } from './agent.js';
+import { authzBench } from './authz.js';
 import { editLatency } from './edit-latency.js';
 import { floodBench } from './flood.js';
 import { kubernetesBench } from './kubernetes.js';
@@ -22,6 +23,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   flood: floodBench,
   ca: caBench,
   agent: () => agentBench(),
+  authz: authzBench,
 };
 
 const chosen = process.argv.slice(2);

@@ -4,9 +4,11 @@ import type { FileLoad } from './load-file.js';
 import {
   resourceKey,
   type AnyConfigResource,
+  type AuthorizationPolicyResource,
   type DestinationRuleResource,
   type GatewayResource,
   type PeerAuthenticationResource,
+  type RequestAuthenticationResource,
   type ServiceEntryResource,
   type SidecarResource,
   type VirtualServiceResource,
@@ -36,6 +38,8 @@ export interface MergedConfig {
   readonly gateways: readonly GatewayResource[];
   readonly sidecars: readonly SidecarResource[];
   readonly peerAuthentications: readonly PeerAuthenticationResource[];
+  readonly authorizationPolicies: readonly AuthorizationPolicyResource[];
+  readonly requestAuthentications: readonly RequestAuthenticationResource[];
   readonly conflicts: readonly ConfigConflict[];
 }
 
@@ -74,6 +78,12 @@ export function mergeFiles(files: Iterable<FileLoad>): MergedConfig {
     gateways: all.filter((r): r is GatewayResource => r.kind === 'Gateway'),
     sidecars: all.filter((r): r is SidecarResource => r.kind === 'Sidecar'),
     peerAuthentications: all.filter((r): r is PeerAuthenticationResource => r.kind === 'PeerAuthentication'),
+    authorizationPolicies: all.filter(
+      (r): r is AuthorizationPolicyResource => r.kind === 'AuthorizationPolicy',
+    ),
+    requestAuthentications: all.filter(
+      (r): r is RequestAuthenticationResource => r.kind === 'RequestAuthentication',
+    ),
     conflicts,
   };
 }

@@ -79,6 +79,8 @@ const EMPTY_MERGED: MergedConfig = {
   gateways: [],
   sidecars: [],
   peerAuthentications: [],
+  authorizationPolicies: [],
+  requestAuthentications: [],
   conflicts: [],
 };
 

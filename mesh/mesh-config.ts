@@ -1,13 +1,15 @@
 // The traffic config the xDS generators read besides the service catalog: one frozen value per
-// change of the config directory's VirtualServices, DestinationRules, Gateways, Sidecars and
-// PeerAuthentications. Its generation tells caches that something changed without comparing the
+// change of the config directory's VirtualServices, DestinationRules, Gateways, Sidecars,
+// PeerAuthentications, AuthorizationPolicies and RequestAuthentications. Its generation tells caches that something changed without comparing the
 // contents.
 import type { ChangeTrigger } from '../model/change.js';
 import type {
+  AuthorizationPolicyResource,
   DestinationRuleResource,
   GatewayResource,
   SidecarResource,
   PeerAuthenticationResource,
+  RequestAuthenticationResource,
   VirtualServiceResource,
 } from './types.js';
 
@@ -20,6 +22,10 @@ export interface MeshConfig {
   readonly sidecars: readonly SidecarResource[];
   /** Inbound mTLS modes (xds/traffic/peer-authentication.ts). */
   readonly peerAuthentications: readonly PeerAuthenticationResource[];
+  /** Who may call each workload (xds/traffic/authz-rbac.ts). */
+  readonly authorizationPolicies: readonly AuthorizationPolicyResource[];
+  /** Which JWTs requests to each workload may carry (xds/traffic/jwt-authn.ts). */
+  readonly requestAuthentications: readonly RequestAuthenticationResource[];
 }
 
 export const EMPTY_MESH_CONFIG: MeshConfig = Object.freeze({
@@ -29,6 +35,8 @@ export const EMPTY_MESH_CONFIG: MeshConfig = Object.freeze({
   gateways: [],
   sidecars: [],
   peerAuthentications: [],
+  authorizationPolicies: [],
+  requestAuthentications: [],
 });
 
 /** Where the ADS server reads the mesh config, and learns that it changed (and, if known, why). */
@@ -54,6 +62,8 @@ export function nextMeshConfig(previous: MeshConfig, merged: Omit<MeshConfig, 'g
     gateways: merged.gateways,
     sidecars: merged.sidecars,
     peerAuthentications: merged.peerAuthentications,
+    authorizationPolicies: merged.authorizationPolicies,
+    requestAuthentications: merged.requestAuthentications,
   };
   const changed = contentKey(next) !== contentKey(previous);
   return Object.freeze({ generation: previous.generation + (changed ? 1 : 0), ...next });
@@ -68,6 +78,8 @@ function contentKey(config: Omit<MeshConfig, 'generation'>): string {
       config.gateways,
       config.sidecars,
       config.peerAuthentications,
+      config.authorizationPolicies,
+      config.requestAuthentications,
     ].map((list) =>
       list.map((r) => [r.kind, r.apiVersion, r.namespace, r.name, r.labels, r.annotations, r.spec]),
     ),

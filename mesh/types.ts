@@ -2,6 +2,7 @@
 // Field names follow Istio's API so existing manifests load unchanged; durations stay strings
 // (`1.5s`, `100ms`) as written and are parsed with `parseDuration` where they are used.
 import type { Protocol } from '../model/service.js';
+import type { AuthorizationPolicySpec, RequestAuthenticationSpec } from './security-types.js';
 
 export const SUPPORTED_API_VERSIONS = [
   'networking.istio.io/v1',
@@ -9,7 +10,7 @@ export const SUPPORTED_API_VERSIONS = [
   'networking.istio.io/v1alpha3',
 ] as const;
 
-/** security.istio.io versions, for PeerAuthentication. */
+/** security.istio.io versions, for PeerAuthentication, AuthorizationPolicy and RequestAuthentication. */
 export const SECURITY_API_VERSIONS = ['security.istio.io/v1', 'security.istio.io/v1beta1'] as const;
 
 export type ConfigKind =
@@ -19,7 +20,16 @@ export type ConfigKind =
   | 'DestinationRule'
   | 'Gateway'
   | 'Sidecar'
-  | 'PeerAuthentication';
+  | 'PeerAuthentication'
+  | 'AuthorizationPolicy'
+  | 'RequestAuthentication';
+
+/** The kinds read from security.istio.io; the others are networking.istio.io. */
+export const SECURITY_KINDS: readonly ConfigKind[] = [
+  'PeerAuthentication',
+  'AuthorizationPolicy',
+  'RequestAuthentication',
+];
 
 /** One validated resource, with where it came from (path relative to the watched directory, 1-based line). */
 export interface ConfigResource<T, K extends ConfigKind = ConfigKind> {
@@ -41,6 +51,11 @@ export type DestinationRuleResource = ConfigResource<DestinationRuleSpec, 'Desti
 export type GatewayResource = ConfigResource<GatewaySpec, 'Gateway'>;
 export type SidecarResource = ConfigResource<SidecarSpec, 'Sidecar'>;
 export type PeerAuthenticationResource = ConfigResource<PeerAuthenticationSpec, 'PeerAuthentication'>;
+export type AuthorizationPolicyResource = ConfigResource<AuthorizationPolicySpec, 'AuthorizationPolicy'>;
+export type RequestAuthenticationResource = ConfigResource<
+  RequestAuthenticationSpec,
+  'RequestAuthentication'
+>;
 export type AnyConfigResource =
   | ServiceEntryResource
   | WorkloadEntryResource
@@ -48,7 +63,9 @@ export type AnyConfigResource =
   | DestinationRuleResource
   | GatewayResource
   | SidecarResource
-  | PeerAuthenticationResource;
+  | PeerAuthenticationResource
+  | AuthorizationPolicyResource
+  | RequestAuthenticationResource;
 
 /** `Kind/namespace/name`: the identity of a resource across files. */
 export function resourceKey(r: { kind: string; namespace: string; name: string }): string {

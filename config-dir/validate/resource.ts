@@ -3,14 +3,17 @@
 import type { FieldPath } from '../parse.js';
 import {
   SECURITY_API_VERSIONS,
+  SECURITY_KINDS,
   SUPPORTED_API_VERSIONS,
   type AnyConfigResource,
   type ConfigKind,
 } from '../../mesh/types.js';
+import { authorizationPolicySpec } from './authorization-policy.js';
 import { stringMap } from './common.js';
 import { destinationRuleSpec } from './destination-rule.js';
 import { gatewaySpec } from './gateway.js';
 import { peerAuthenticationSpec } from './peer-authentication.js';
+import { requestAuthenticationSpec } from './request-authentication.js';
 import { isRecord, obj, str, unknownField, type Check, type Problems } from './schema.js';
 import { serviceEntrySpec } from './service-entry.js';
 import { sidecarSpec } from './sidecar.js';
@@ -25,11 +28,15 @@ const SPECS: Record<ConfigKind, Check<unknown>> = {
   Gateway: gatewaySpec,
   Sidecar: sidecarSpec,
   PeerAuthentication: peerAuthenticationSpec,
+  AuthorizationPolicy: authorizationPolicySpec,
+  RequestAuthentication: requestAuthenticationSpec,
 };
 
 /** The API groups a kind is read from. */
 function apiVersionsOf(kind: string): readonly string[] {
-  return kind === 'PeerAuthentication' ? SECURITY_API_VERSIONS : SUPPORTED_API_VERSIONS;
+  return (SECURITY_KINDS as readonly string[]).includes(kind)
+    ? SECURITY_API_VERSIONS
+    : SUPPORTED_API_VERSIONS;
 }
 
 // Kubernetes ObjectMeta fields (`kubectl get -o yaml` adds most); accepted silently so exported

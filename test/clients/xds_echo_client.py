@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Echo client on gRPC C-core (Debian python3-grpcio), for checking Portolan's xDS output.
 
-Makes N unary calls to /portolan.echo.Echo/Echo and prints one JSON line per call:
+Makes N unary calls to /portolan.echo.Echo/Echo (or --method PATH, same messages) and prints one
+JSON line per call:
   {"ok": true, "backend": "..."}
   {"ok": false, "code": "UNAVAILABLE", "details": "..."}
 then exits 0. It exits non-zero only on a usage error (2) or when grpc cannot be imported (3).
@@ -9,7 +10,8 @@ then exits 0. It exits non-zero only on a usage error (2) or when grpc cannot be
 With an xds:/// target, C-core reads the bootstrap from GRPC_XDS_BOOTSTRAP (a file path) or
 GRPC_XDS_BOOTSTRAP_CONFIG (the JSON itself); --bootstrap PATH sets GRPC_XDS_BOOTSTRAP. Any
 other target (e.g. 127.0.0.1:50051) is dialled directly, which checks the message encoding
-without an xDS server.
+without an xDS server. --xds-creds makes the channel with xDS credentials (gRFC A29): the TLS the
+control plane's clusters ask for, with the bootstrap's certificate providers (workload mTLS).
 
 Run it with /usr/bin/python3: python3-grpcio installs into Debian's Python only, not into a
 pyenv or venv Python that may come first on PATH.
@@ -115,6 +117,12 @@ def parse_args(argv):
         help="queue each call until the channel is ready (still bounded by --timeout-s)",
     )
     p.add_argument("--bootstrap", help="sets GRPC_XDS_BOOTSTRAP before the channel is made")
+    p.add_argument("--method", default=METHOD, help="full method path (default %s)" % METHOD)
+    p.add_argument(
+        "--xds-creds",
+        action="store_true",
+        help="xDS channel credentials (TLS from the clusters, plaintext fallback)",
+    )
     args = p.parse_args(argv)
     if args.calls < 0:
         p.error("--calls must be >= 0")
@@ -138,16 +146,21 @@ def main(argv):
 
     try:
         import grpc
+        import grpc.experimental
     except ImportError as e:
         sys.stderr.write(
             "cannot import grpc (%s): apt-get install python3-grpcio and run with /usr/bin/python3\n" % e
         )
         return 3
 
-    channel = grpc.insecure_channel(args.target)
+    if args.xds_creds:
+        creds = grpc.xds_channel_credentials(grpc.experimental.insecure_channel_credentials())
+        channel = grpc.secure_channel(args.target, creds)
+    else:
+        channel = grpc.insecure_channel(args.target)
     try:
         echo = channel.unary_unary(
-            METHOD,
+            args.method,
             request_serializer=encode_echo_request,
             response_deserializer=decode_echo_reply,
         )

@@ -11,6 +11,14 @@ import type {
 import { GRPC_SERVER_LISTENER_TEMPLATE } from '../../xds/generators/grpc/server-listener.js';
 import type { NodeInfo } from '../../xds/proxy/proxy.js';
 import { LISTENER } from '../../xds/proto/type-urls.js';
+import {
+  CATALOG_IP,
+  INGRESS_LABELS as AUTHZ_INGRESS_LABELS,
+  LEDGER_IP,
+  PAYMENTS_IP,
+  authzFixtureCatalog,
+  authzFixtureConfig,
+} from '../support/authz-fixture-mesh.js';
 import { ONE, grpcFixtureCatalog } from '../support/grpc-fixture-mesh.js';
 import {
   ECHO,
@@ -71,6 +79,8 @@ function meshConfig(parts: Partial<Omit<MeshConfig, 'generation'>> = {}): MeshCo
     gateways: [],
     sidecars: [],
     peerAuthentications: [],
+    authorizationPolicies: [],
+    requestAuthentications: [],
     ...parts,
     generation,
   };
@@ -261,6 +271,66 @@ export function goldenCases(): GoldenCase[] {
       }),
       trustDomain: 'example.org',
       named: { [LISTENER]: [serverListener('10.0.0.1:7070'), serverListener('[::]:8080')] },
+      wildcard: false,
+    },
+    ...authorizationCases(),
+  ];
+}
+
+/**
+ * Every policy of examples/authorization/ (the cookbook, docs/authorization.md) on the workload it
+ * selects, in namespace shop under STRICT mTLS: the RBAC and jwt_authn filters each one renders.
+ */
+function authorizationCases(): GoldenCase[] {
+  const config = (): MeshConfig => authzFixtureConfig(++generation);
+  const envoy = (name: string, about: string, node: NodeInfo): GoldenCase => ({
+    name,
+    about,
+    node,
+    catalog: authzFixtureCatalog(),
+    config: config(),
+    named: {},
+    wildcard: true,
+  });
+  const sidecar = (ip: string, app: string) =>
+    envoyNode(`sidecar~${ip}~${app}-1~shop.svc`, {
+      NAMESPACE: 'shop',
+      LABELS: { app },
+      INTERCEPTION_MODE: 'REDIRECT',
+      PORTOLAN_CERT_DIR: CERT_DIR,
+    });
+  return [
+    envoy(
+      'envoy-authz-payments',
+      'An Envoy sidecar for payments (gRPC) under examples/authorization/: deny-all, allow-principal, per-method (ALLOW), deny-method (DENY) and audit (shadow rules).',
+      sidecar(PAYMENTS_IP, 'payments'),
+    ),
+    envoy(
+      'envoy-authz-ledger',
+      'An Envoy sidecar for ledger (gRPC and a TCP port) under examples/authorization/: deny-all and allow-namespace as HTTP and as network RBAC.',
+      sidecar(LEDGER_IP, 'ledger'),
+    ),
+    envoy(
+      'envoy-authz-catalog',
+      'An Envoy sidecar for catalog (HTTP) under examples/authorization/: allow-all (one empty rule) next to deny-all.',
+      sidecar(CATALOG_IP, 'catalog'),
+    ),
+    envoy(
+      'envoy-authz-gateway',
+      'The ingress gateway under examples/authorization/jwt-gateway.yaml: jwt_authn ahead of RBAC, and the JWKS cluster.',
+      envoyNode('router~10.1.9.9~ingress-1~istio-system.svc', {
+        NAMESPACE: 'istio-system',
+        LABELS: AUTHZ_INGRESS_LABELS,
+      }),
+    ),
+    {
+      name: 'grpc-server-authz',
+      about:
+        'A proxyless gRPC server for payments (gRFC A36 + A41) under examples/authorization/: RBAC HTTP filters on its server listener, never optional.',
+      node: grpcNode('payments-server-1', { NAMESPACE: 'shop', LABELS: { app: 'payments' } }),
+      catalog: authzFixtureCatalog(),
+      config: config(),
+      named: { [LISTENER]: [serverListener(`${PAYMENTS_IP}:7070`)] },
       wildcard: false,
     },
   ];

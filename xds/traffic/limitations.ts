@@ -1,7 +1,9 @@
 // What the clients cannot be given of the mesh config, as one list for /debug/configz: routes
 // (VirtualService), clusters (DestinationRule, Sidecar), TLS — each mirroring its renderer — then
-// what some client versions are given differently (client-limitations.ts).
+// authorization (authz-limitations.ts) and what some client versions are given differently
+// (client-limitations.ts).
 import type { MeshConfig } from '../../mesh/mesh-config.js';
+import { authzLimitations } from './authz-limitations.js';
 import { clientLimitations } from './client-limitations.js';
 import { clusterLimitations, type TrafficLimitation } from './cluster-limitations.js';
 import { routeLimitations } from './route-limitations.js';
@@ -14,6 +16,7 @@ export function trafficLimitations(config: MeshConfig): TrafficLimitation[] {
     ...routeLimitations(config),
     ...clusterLimitations(config),
     ...tlsLimitations(config),
+    ...authzLimitations(config),
     ...clientLimitations(config),
   ];
 }

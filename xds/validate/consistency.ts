@@ -1,5 +1,6 @@
 // The cross-resource check of one proxy's config (after go-control-plane's snapshot consistency
-// check): every RDS name a listener uses is served, every cluster a route or tcp_proxy names exists,
+// check): every RDS name a listener uses is served, every cluster a route, tcp_proxy or jwt_authn
+// JWKS fetch names exists,
 // every EDS cluster has a ClusterLoadAssignment — plus two rules Envoy enforces at load: no two
 // bound listeners on one address, no domain claimed by two virtual hosts of one route configuration.
 import { decodeAny } from '../proto/protos.js';
@@ -11,6 +12,7 @@ type Obj = Record<string, unknown>;
 const HCM_TYPE =
   'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
 const TCP_PROXY_TYPE = 'type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy';
+const JWT_AUTHN_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication';
 
 /** The resources one proxy holds, per type URL. */
 export type ProxyResources = ReadonlyMap<string, readonly EncodedResource[]>;
@@ -52,6 +54,14 @@ export function checkConsistency(resources: ProxyResources): string[] {
       }
       if (node['@type'] === TCP_PROXY_TYPE && typeof node.cluster === 'string')
         needCluster(node.cluster, `listener ${name} (tcp_proxy)`);
+      if (node['@type'] === JWT_AUTHN_TYPE)
+        for (const [provider, p] of Object.entries(
+          (node.providers as Record<string, Obj> | undefined) ?? {},
+        )) {
+          const uri = (p.remote_jwks as Obj | undefined)?.http_uri as Obj | undefined;
+          if (typeof uri?.cluster === 'string')
+            needCluster(uri.cluster, `listener ${name} (jwt_authn ${provider})`);
+        }
     });
   }
   for (const r of routes) checkRoute(r, `route configuration ${str(r.name)}`, needCluster, problems);

@@ -104,6 +104,8 @@ export function fixtureMeshConfig(): MeshConfig {
   return {
     generation: 1,
     peerAuthentications: [],
+    authorizationPolicies: [],
+    requestAuthentications: [],
     destinationRules: [
       ...fixtureDestinationRules(),
       resource<'DestinationRule', DestinationRuleSpec>('DestinationRule', 'reviews', {

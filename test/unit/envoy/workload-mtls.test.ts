@@ -91,6 +91,8 @@ function config(
     sidecars: [],
     destinationRules,
     peerAuthentications,
+    authorizationPolicies: [],
+    requestAuthentications: [],
   };
 }
 

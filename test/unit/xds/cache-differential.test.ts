@@ -88,6 +88,8 @@ function meshConfig(enabled: ReadonlySet<number>, generation: number): MeshConfi
     gateways: on.flatMap((e) => (e.kind === 'gw' ? [e.value] : [])),
     sidecars: on.flatMap((e) => (e.kind === 'sidecar' ? [e.value] : [])),
     peerAuthentications: [],
+    authorizationPolicies: [],
+    requestAuthentications: [],
   });
 }
 

@@ -45,6 +45,8 @@ function meshWith(tls: ClientTLSSettings | undefined, generation: number): MeshC
     gateways: [],
     sidecars: [],
     peerAuthentications: [],
+    authorizationPolicies: [],
+    requestAuthentications: [],
     destinationRules: tls
       ? [
           {

@@ -54,6 +54,8 @@ function build(mode: MtlsMode | undefined, name = NAME) {
           },
         ]
       : [],
+    authorizationPolicies: [],
+    requestAuthentications: [],
   };
   const ctx: GenerateContext = generateContext({ proxy, catalog: buildCatalog([], new Map()), config });
   return grpcListenerGenerator.build(ctx, name);

@@ -5,6 +5,7 @@ import type { Filter } from '../../generated/envoy/config/listener/v3/Filter.js'
 import type { ListenerFilter } from '../../generated/envoy/config/listener/v3/ListenerFilter.js';
 import type { RouteConfiguration } from '../../generated/envoy/config/route/v3/RouteConfiguration.js';
 import type { HttpConnectionManager } from '../../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
+import type { HttpFilter } from '../../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpFilter.js';
 import type { TcpProxy } from '../../generated/envoy/extensions/filters/network/tcp_proxy/v3/TcpProxy.js';
 import { toAny } from '../../proto/resource.js';
 import { faultHttpFilter } from '../../traffic/fault.js';
@@ -38,6 +39,8 @@ export interface HcmOptions {
   readonly absoluteUrls?: boolean;
   /** Outbound and gateway HCMs carry the fault filter (inert until a route configures it), as Istio's do. */
   readonly fault?: boolean;
+  /** Filters that go first: authentication and authorization of inbound and gateway traffic. */
+  readonly filters?: readonly HttpFilter[];
 }
 
 export function httpConnectionManager(
@@ -52,6 +55,7 @@ export function httpConnectionManager(
       ? { rds: { route_config_name: routes.rds, config_source: ADS_CONFIG_SOURCE } }
       : { route_config: routes.inline }),
     http_filters: [
+      ...(opts.filters ?? []),
       ...(opts.fault ? [faultHttpFilter()] : []),
       { name: 'envoy.filters.http.router', typed_config: toAny(ROUTER_TYPE, {}) },
     ],

@@ -3,7 +3,8 @@
 // (HTTP, HTTPS/TLS terminated from cert files, TCP by the bound VirtualService's tcp routes, TLS
 // passthrough to the first tls route),
 // hosts, and per VirtualService host its http routes, rendered by the shared translator
-// (xds/traffic/http-routes.ts) for this gateway (`namespace/name`) and port.
+// (xds/traffic/http-routes.ts) for this gateway (`namespace/name`) and port. The AuthorizationPolicies
+// and RequestAuthentications selecting the gateway (its namespace and LABELS) go on every chain.
 import type { FilterChain } from '../../generated/envoy/config/listener/v3/FilterChain.js';
 import type { Listener } from '../../generated/envoy/config/listener/v3/Listener.js';
 import type { RouteConfiguration } from '../../generated/envoy/config/route/v3/RouteConfiguration.js';
@@ -25,6 +26,7 @@ import { hostMatches } from '../../../mesh/hosts.js';
 import { virtualServiceRoutes } from '../../traffic/http-routes.js';
 import { routeContext } from '../../traffic/route-context.js';
 import { tcpRouteTarget, tcpTargetName } from '../../traffic/tcp-routes.js';
+import { NO_AUTHZ, type InboundAuthz } from './authz-filters.js';
 import {
   DOWNSTREAM_TLS_TYPE,
   httpConnectionManager,
@@ -56,7 +58,11 @@ function isHttpServer(server: GatewayServer): boolean {
   return HTTP_PROTOCOLS.has(p) && (p !== 'HTTPS' || terminates(server));
 }
 
-export function gatewayListeners(ctx: GenerateContext): Map<string, Listener> {
+/** The gateway's listeners; `authz` (the policies selecting the gateway's workload) goes on every chain. */
+export function gatewayListeners(
+  ctx: GenerateContext,
+  authz: InboundAuthz = NO_AUTHZ,
+): Map<string, Listener> {
   const { config } = ctx;
   const labels = ctx.proxy.envoy?.labels ?? {};
   const byPort = new Map<number, { gateway: GatewayResource; server: GatewayServer }[]>();
@@ -71,7 +77,7 @@ export function gatewayListeners(ctx: GenerateContext): Map<string, Listener> {
     const chains: FilterChain[] = [];
     const seenSni = new Set<string>();
     for (const { gateway, server } of servers) {
-      const chain = serverChain(ctx, gateway, server, port);
+      const chain = serverChain(ctx, gateway, server, port, authz);
       if (!chain) continue;
       // Envoy refuses two chains with the same match: the first server for a set of names wins.
       const sniKey = JSON.stringify(chain.filter_chain_match?.server_names ?? []);
@@ -98,6 +104,7 @@ function serverChain(
   gateway: GatewayResource,
   server: GatewayServer,
   port: number,
+  authz: InboundAuthz,
 ): FilterChain | undefined {
   const { config, catalog } = ctx;
   const sni = server.tls ? server.hosts.filter((h) => h !== '*' && !h.includes('/')) : [];
@@ -106,7 +113,7 @@ function serverChain(
     const route = gatewayRouteName(port);
     return {
       ...match,
-      filters: [httpConnectionManager(route, { rds: route }, { fault: true })],
+      filters: [httpConnectionManager(route, { rds: route }, { fault: true, filters: authz.httpFilters() })],
       ...(terminates(server) && { transport_socket: tlsSocket(server.tls ?? {}) }),
     };
   }
@@ -115,7 +122,8 @@ function serverChain(
     const routing = routeContext(ctx, 'envoy', port, `${gateway.namespace}/${gateway.name}`);
     for (const vs of boundServices(config, gateway, server.hosts)) {
       const target = tcpRouteTarget(vs, routing);
-      if (target) return { ...match, filters: [tcpProxy(tcpTargetName(target), target)] };
+      if (target)
+        return { ...match, filters: [...authz.networkFilters(), tcpProxy(tcpTargetName(target), target)] };
     }
   }
   // TLS passed through (or TCP with only tls routes): the first destination of the first route.
@@ -124,7 +132,7 @@ function serverChain(
     .flatMap((r) => r.route)[0];
   const cluster = dest && destinationCluster(catalog, dest);
   if (!cluster) return undefined;
-  return { ...match, filters: [tcpProxy(cluster, cluster)] };
+  return { ...match, filters: [...authz.networkFilters(), tcpProxy(cluster, cluster)] };
 }
 
 function tlsSocket(tls: ServerTLSSettings): {

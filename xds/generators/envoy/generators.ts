@@ -23,6 +23,7 @@ import {
   passthroughCluster,
 } from './clusters.js';
 import { gatewayRoute } from './gateway.js';
+import { jwksCluster, jwksClusterNames } from './jwks-clusters.js';
 import { inboundPorts } from './sidecar-listeners.js';
 import { httpProxyRoute, portRoute } from './sidecar-routes.js';
 import { withUpstreamTls } from './upstream-tls.js';
@@ -39,13 +40,15 @@ function clusters(): ResourceGenerator {
     proxyKind: 'envoy',
     // Outbound clusters depend on the DestinationRules and Sidecar the proxy sees (by namespace
     // and labels; gateways are not scoped) and, for TLS, on the certificate directory; inbound ones
-    // on where the app listens, and which ports they are on the sidecar's IPs.
+    // on where the app listens, and which ports they are on the sidecar's IPs; JWKS clusters on the
+    // RequestAuthentications selecting the workload (namespace and labels again).
     viewKey: (proxy) =>
       `${envoyNode(proxy).role} ${scopeViewKey(proxy)} ${JSON.stringify([envoyNode(proxy).appPorts, envoyNode(proxy).certDir, envoyNode(proxy).sdsCluster, isSidecar(proxy) ? [...proxy.ips].sort() : []])}`,
     wildcardNames: (ctx) => [
       ...outboundClusterNames(ctx.catalog, ctx.index, ctx.proxy.namespace, proxyScope(ctx).clusters),
       PASSTHROUGH_CLUSTER,
       BLACKHOLE_CLUSTER,
+      ...jwksClusterNames(ctx),
       ...(isSidecar(ctx.proxy)
         ? [
             INBOUND_PASSTHROUGH_CLUSTER,
@@ -64,6 +67,7 @@ function buildCluster(ctx: GenerateContext, name: string): ReturnType<typeof pas
   if (name === PASSTHROUGH_CLUSTER) return passthroughCluster();
   if (name === BLACKHOLE_CLUSTER) return blackHoleCluster();
   if (name === INBOUND_PASSTHROUGH_CLUSTER) return inboundPassthroughCluster();
+  if (name.startsWith('jwks|')) return jwksCluster(ctx, name);
   const inboundPort = parseInboundClusterName(name);
   if (inboundPort !== undefined)
     return inboundCluster(inboundPort, envoyNode(ctx.proxy).appPorts[inboundPort] ?? inboundPort);

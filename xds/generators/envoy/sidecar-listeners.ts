@@ -38,6 +38,7 @@ import {
   tcpProxy,
 } from './filters.js';
 import { PLAINTEXT_INBOUND, type InboundSecurity } from './inbound-tls.js';
+import { NO_AUTHZ, type InboundAuthz } from './authz-filters.js';
 
 export const VIRTUAL_OUTBOUND_PORT = 15001;
 export const VIRTUAL_INBOUND_PORT = 15006;
@@ -65,12 +66,20 @@ export function inboundPorts(catalog: Catalog, ips: readonly string[]): InboundP
 
 const OUTBOUND_HCM: HcmOptions = { fault: true };
 
+/** What the inbound listeners are given: mTLS per PeerAuthentication, authorization per policy. */
+export interface InboundPolicy {
+  readonly security: InboundSecurity;
+  readonly authz: InboundAuthz;
+}
+
+const OPEN_INBOUND: InboundPolicy = { security: PLAINTEXT_INBOUND, authz: NO_AUTHZ };
+
 /** Outbound listeners are only for service ports in `scope` (the Sidecar resource's egress). */
 export function sidecarListeners(
   ctx: GenerateContext,
   node: EnvoyNode,
   scope: ServiceScope = ALL_SERVICES,
-  security: InboundSecurity = PLAINTEXT_INBOUND,
+  inbound: InboundPolicy = OPEN_INBOUND,
 ): Map<string, Listener> {
   const { catalog } = ctx;
   const ips = ctx.proxy.ips;
@@ -85,9 +94,9 @@ export function sidecarListeners(
     out.set(l.name, l);
   };
   const transparent = node.outboundModes.includes('transparent');
-  const inbound = inboundPorts(catalog, ips);
-  if (transparent) add(virtualInbound(inbound, node, security), true);
-  else for (const p of inbound) add(inboundListener(p, security), true);
+  const ports = inboundPorts(catalog, ips);
+  if (transparent) add(virtualInbound(ports, node, inbound), true);
+  else for (const p of ports) add(inboundListener(p, inbound), true);
   if (node.outboundModes.includes('explicit'))
     for (const l of upstreamListeners(ctx, node, scope)) add(l, true);
   if (node.outboundModes.includes('http-proxy')) add(httpProxyListener(node.httpProxyPort), true);
@@ -98,31 +107,39 @@ export function sidecarListeners(
   return out;
 }
 
-function inboundChain(p: InboundPort): FilterChain {
+function inboundChain(p: InboundPort, authz: InboundAuthz): FilterChain {
   const cluster = inboundClusterName(p.port);
   return {
     name: cluster,
-    filters: [
-      p.http
-        ? httpConnectionManager(cluster, { inline: singleClusterRoute(cluster, cluster) })
-        : tcpProxy(cluster, cluster),
-    ],
+    filters: p.http
+      ? [
+          httpConnectionManager(
+            cluster,
+            { inline: singleClusterRoute(cluster, cluster) },
+            { filters: authz.httpFilters() },
+          ),
+        ]
+      : [...authz.networkFilters(), tcpProxy(cluster, cluster)],
   };
 }
 
 /** Without capture, Envoy listens on the endpoint's own address and port, the app on loopback. */
-function inboundListener(p: InboundPort, security: InboundSecurity): Listener {
+function inboundListener(p: InboundPort, { security, authz }: InboundPolicy): Listener {
   const listenerFilters = security.listenerFilters([p.port]);
   return {
     name: socketListenerName(p.address, p.port),
     address: socketAddress(p.address, p.port),
     traffic_direction: 'INBOUND',
     ...(listenerFilters.length > 0 && { listener_filters: listenerFilters }),
-    filter_chains: security.chains(inboundChain(p), p.port, p.http),
+    filter_chains: security.chains(inboundChain(p, authz), p.port, p.http),
   };
 }
 
-function virtualInbound(ports: readonly InboundPort[], node: EnvoyNode, security: InboundSecurity): Listener {
+function virtualInbound(
+  ports: readonly InboundPort[],
+  node: EnvoyNode,
+  { security, authz }: InboundPolicy,
+): Listener {
   return {
     name: VIRTUAL_INBOUND,
     address: socketAddress('0.0.0.0', VIRTUAL_INBOUND_PORT),
@@ -131,14 +148,19 @@ function virtualInbound(ports: readonly InboundPort[], node: EnvoyNode, security
     ...(node.interceptionMode === 'TPROXY' && { transparent: { value: true } }),
     filter_chains: ports.flatMap((p) =>
       security.chains(
-        { ...inboundChain(p), filter_chain_match: { destination_port: { value: p.port } } },
+        { ...inboundChain(p, authz), filter_chain_match: { destination_port: { value: p.port } } },
         p.port,
         p.http,
       ),
     ),
+    // Ports no service declares pass through, still under the workload's policies (as TCP), as in
+    // Istio: an ALLOW policy must not be bypassed by calling an undeclared port.
     default_filter_chain: {
       name: INBOUND_PASSTHROUGH_CLUSTER,
-      filters: [tcpProxy(INBOUND_PASSTHROUGH_CLUSTER, INBOUND_PASSTHROUGH_CLUSTER)],
+      filters: [
+        ...authz.networkFilters(),
+        tcpProxy(INBOUND_PASSTHROUGH_CLUSTER, INBOUND_PASSTHROUGH_CLUSTER),
+      ],
     },
   };
 }

@@ -10,6 +10,7 @@ import { UNSCOPED, type ProxyScope } from '../../../mesh/sidecar-scope.js';
 import { DEFAULT_CERT_DIR } from '../../../mesh/workload-certs.js';
 import { gatewayListeners } from './gateway.js';
 import { inboundSecurity, type InboundSecurity } from './inbound-tls.js';
+import { inboundAuthz, type InboundAuthz } from './authz-filters.js';
 import { sidecarListeners } from './sidecar-listeners.js';
 
 const NO_NODE: EnvoyNode = {
@@ -74,9 +75,17 @@ export function listenersFor(ctx: GenerateContext): Map<string, Listener> {
   return ctx.memo.get(LISTENERS, listenerViewKey(ctx.proxy), () => {
     const node = effectiveNode(ctx);
     return node.role === 'router'
-      ? gatewayListeners(ctx)
-      : sidecarListeners(ctx, node, proxyScope(ctx).listeners, inboundSecurityFor(ctx));
+      ? gatewayListeners(ctx, inboundAuthzFor(ctx))
+      : sidecarListeners(ctx, node, proxyScope(ctx).listeners, {
+          security: inboundSecurityFor(ctx),
+          authz: inboundAuthzFor(ctx),
+        });
   });
+}
+
+/** AuthorizationPolicy and RequestAuthentication for this proxy's workload (its namespace and LABELS). */
+export function inboundAuthzFor(ctx: GenerateContext): InboundAuthz {
+  return inboundAuthz(ctx.index, { namespace: ctx.proxy.namespace, labels: envoyNode(ctx.proxy).labels });
 }
 
 /** PeerAuthentication for this proxy's workload (its namespace and LABELS). */

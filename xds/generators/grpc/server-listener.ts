@@ -5,6 +5,11 @@
 // a DownstreamTlsContext requiring a client certificate, with the bootstrap's `file_watcher`
 // certificate provider (gRFC A29) for its own certificate and the roots. A gRPC server cannot tell
 // TLS from plaintext on one port (no tls_inspector), so PERMISSIVE is served as plaintext there.
+// The AuthorizationPolicies selecting the server (its NAMESPACE and LABELS) become RBAC HTTP filters
+// before the router (gRFC A41), never marked optional: a server whose gRPC has no RBAC filter
+// (@grpc/grpc-js-xds without GRPC_XDS_EXPERIMENTAL_RBAC=true) rejects the listener and serves
+// nothing rather than serving unprotected. What gRPC cannot evaluate is handled in
+// xds/traffic/authz-rbac.ts (a DENY it cannot render denies every call on the port).
 import { isIP } from 'node:net';
 import type { DownstreamTlsContext } from '../../generated/envoy/extensions/transport_sockets/tls/v3/DownstreamTlsContext.js';
 import type { Listener } from '../../generated/envoy/config/listener/v3/Listener.js';
@@ -16,6 +21,8 @@ import { mtlsModeFor } from '../../traffic/peer-authentication.js';
 import { LISTENER } from '../../proto/type-urls.js';
 import { GRPC_CERT_PROVIDER } from '../../../mesh/workload-certs.js';
 import { DOWNSTREAM_TLS_TYPE, HCM_TYPE, ROUTER_TYPE } from '../envoy/filters.js';
+import { rbacHttpFilters } from '../envoy/authz-filters.js';
+import { portAuthz } from '../../traffic/authz-rbac.js';
 
 export const GRPC_SERVER_LISTENER_TEMPLATE = 'grpc/server?xds.resource.listening_address=%s';
 const PREFIX = GRPC_SERVER_LISTENER_TEMPLATE.replace('%s', '');
@@ -27,11 +34,9 @@ export function isGrpcServerListenerName(name: string): boolean {
 export function grpcServerListener(ctx: GenerateContext, name: string): EncodedResource | undefined {
   const address = parseListeningAddress(name.slice(PREFIX.length));
   if (!address) return undefined;
-  const mode = mtlsModeFor(
-    ctx.config,
-    { namespace: ctx.proxy.namespace, labels: grpcLabels(ctx.proxy) },
-    address.port,
-  );
+  const workload = { namespace: ctx.proxy.namespace, labels: grpcLabels(ctx.proxy) };
+  const mode = mtlsModeFor(ctx.config, workload, address.port);
+  const authz = portAuthz(ctx.index.authorization.policiesFor(workload), 'grpc');
   const hcm: HttpConnectionManager = {
     stat_prefix: `inbound_${address.port}`,
     route_config: {
@@ -40,7 +45,10 @@ export function grpcServerListener(ctx: GenerateContext, name: string): EncodedR
         { name: 'inbound', domains: ['*'], routes: [{ match: { prefix: '/' }, non_forwarding_action: {} }] },
       ],
     },
-    http_filters: [{ name: 'envoy.filters.http.router', typed_config: toAny(ROUTER_TYPE, {}) }],
+    http_filters: [
+      ...rbacHttpFilters(authz),
+      { name: 'envoy.filters.http.router', typed_config: toAny(ROUTER_TYPE, {}) },
+    ],
   };
   const listener: Listener = {
     name,
