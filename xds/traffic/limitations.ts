@@ -1,12 +1,18 @@
 // What the clients cannot be given of the mesh config, as one list for /debug/configz: routes
-// (VirtualService), clusters (DestinationRule, Sidecar), then TLS — each mirroring its renderer.
+// (VirtualService), clusters (DestinationRule, Sidecar), locality load balancing, then TLS — each mirroring its renderer.
 import type { MeshConfig } from '../../mesh/mesh-config.js';
 import { clusterLimitations, type TrafficLimitation } from './cluster-limitations.js';
+import { localityLimitations } from './locality-limitations.js';
 import { routeLimitations } from './route-limitations.js';
 import { tlsLimitations } from './tls-limitations.js';
 
 export type { ClientKind, TrafficLimitation } from './cluster-limitations.js';
 
 export function trafficLimitations(config: MeshConfig): TrafficLimitation[] {
-  return [...routeLimitations(config), ...clusterLimitations(config), ...tlsLimitations(config)];
+  return [
+    ...routeLimitations(config),
+    ...clusterLimitations(config),
+    ...localityLimitations(config),
+    ...tlsLimitations(config),
+  ];
 }
