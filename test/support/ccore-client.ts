@@ -5,16 +5,23 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bootstrapFor } from './xds-client.js';
+import { startCallStream, type CallResult, type CallStream } from './call-stream.js';
+import { bootstrapFor, type NodeOptions } from './xds-client.js';
+
+export type { CallResult } from './call-stream.js';
 
 const SCRIPT = fileURLToPath(new URL('../../../test/clients/xds_echo_client.py', import.meta.url));
 const PYTHON = '/usr/bin/python3';
 
-export interface CallResult {
-  readonly ok: boolean;
-  readonly backend?: string;
-  readonly code?: string;
-  readonly details?: string;
+export interface CcoreCallOptions {
+  /** Queue each call until the channel is ready (default true). */
+  readonly waitForReady?: boolean;
+  /** Pause between calls (default 20 ms). */
+  readonly intervalMs?: number;
+  /** Deadline of each call (default 5 s). */
+  readonly timeoutS?: number;
+  /** The node's locality and extra metadata in the bootstrap. */
+  readonly node?: NodeOptions;
 }
 
 /** Runs `calls` Echo calls through C-core against `xds:///target`; one result per call. */
@@ -23,23 +30,13 @@ export async function ccoreEchoCalls(
   xdsAddress: string,
   nodeId: string,
   calls: number,
-  { waitForReady = true }: { waitForReady?: boolean } = {},
+  options: CcoreCallOptions = {},
 ): Promise<CallResult[]> {
-  const dir = mkdtempSync(join(tmpdir(), 'portolan-ccore-'));
-  const bootstrap = join(dir, 'bootstrap.json');
-  writeFileSync(bootstrap, JSON.stringify(bootstrapFor(xdsAddress, nodeId)));
+  const { dir, args, env } = prepare(target, xdsAddress, nodeId, calls, options);
   try {
     const stdout = await new Promise<string>((resolve, reject) => {
-      execFile(
-        PYTHON,
-        [
-          SCRIPT,
-          ...['--target', target, '--calls', String(calls), '--timeout-s', '5', '--interval-ms', '20'],
-          ...(waitForReady ? ['--wait-for-ready'] : []),
-        ],
-        { env: { ...process.env, GRPC_XDS_BOOTSTRAP: bootstrap }, timeout: 60_000 },
-        (err, out, stderr) =>
-          err ? reject(new Error(`C-core client failed: ${err.message}\n${stderr}`)) : resolve(out),
+      execFile(PYTHON, args, { env, timeout: 60_000, maxBuffer: 16 * 1024 * 1024 }, (err, out, stderr) =>
+        err ? reject(new Error(`C-core client failed: ${err.message}\n${stderr}`)) : resolve(out),
       );
     });
     return stdout
@@ -49,4 +46,35 @@ export async function ccoreEchoCalls(
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** A C-core client calling on and on (at most `maxCalls`), its results growing as they come. */
+export function startCcoreEchoStream(
+  target: string,
+  xdsAddress: string,
+  nodeId: string,
+  maxCalls: number,
+  options: CcoreCallOptions = {},
+): CallStream {
+  const { dir, args, env } = prepare(target, xdsAddress, nodeId, maxCalls, options);
+  return startCallStream(PYTHON, args, env, () => rmSync(dir, { recursive: true, force: true }));
+}
+
+function prepare(
+  target: string,
+  xdsAddress: string,
+  nodeId: string,
+  calls: number,
+  { waitForReady = true, intervalMs = 20, timeoutS = 5, node }: CcoreCallOptions,
+): { dir: string; args: string[]; env: NodeJS.ProcessEnv } {
+  const dir = mkdtempSync(join(tmpdir(), 'portolan-ccore-'));
+  const bootstrap = join(dir, 'bootstrap.json');
+  writeFileSync(bootstrap, JSON.stringify(bootstrapFor(xdsAddress, nodeId, node)));
+  const args = [
+    SCRIPT,
+    ...['--target', target, '--calls', String(calls), '--timeout-s', String(timeoutS)],
+    ...['--interval-ms', String(intervalMs)],
+    ...(waitForReady ? ['--wait-for-ready'] : []),
+  ];
+  return { dir, args, env: { ...process.env, GRPC_XDS_BOOTSTRAP: bootstrap } };
 }
