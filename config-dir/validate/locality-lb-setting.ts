@@ -81,12 +81,9 @@ export const localityLbSetting: Check<LocalityLbSetting> = obj(
           [...path, 'failoverPriority'],
           'ignored: distribute is set, and only one of them applies',
         );
-      if (s.distribute)
-        overlaps(
-          s.distribute.map((d) => d.from),
-          [...path, 'distribute'],
-          problems,
-        );
+      // Entries whose own checks failed are partial (see schema.ts): only the valid `from`s compare.
+      const froms = (s.distribute ?? []).flatMap((d) => (d.from === undefined ? [] : [d.from]));
+      overlaps(froms, [...path, 'distribute'], problems);
     },
   },
 );

@@ -75,6 +75,7 @@ function localityEndpoints(group: PriorityGroup): LocalityLbEndpoints {
   return {
     locality: { region: group.locality.region, zone: group.locality.zone, sub_zone: group.locality.subzone },
     load_balancing_weight: { value: group.weight },
+    // Written even when 0 (protobufjs encodes a set field), so dumps show every group's priority.
     priority: group.priority,
     lb_endpoints: group.endpoints
       .slice()

@@ -2,7 +2,7 @@
 // with Clusters/Endpoints/Listeners/RoutesConfigDump entries), so tools that read Envoy dumps read it.
 // Messages are in proto JSON field names (snake_case) with `@type` on every Any.
 import type { AdsStream } from './ads-stream.js';
-import { decodeForDump } from './config-dump.js';
+import { decodeAny } from '../proto/protos.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../proto/type-urls.js';
 
 const ADMIN = 'type.googleapis.com/envoy.admin.v3.';
@@ -14,7 +14,7 @@ export function envoyConfigDump(stream: AdsStream): { configs: Record<string, un
     return {
       version: t?.sentVersion ?? '',
       at: t?.sentAt ?? stream.connectedAt,
-      resources: stream.heldResources(typeUrl).map((r) => decodeForDump(r.typeUrl, r.value)),
+      resources: stream.heldResources(typeUrl).map((r) => decodeAny(r.typeUrl, r.value)),
     };
   };
   const clusters = sent(CLUSTER);
