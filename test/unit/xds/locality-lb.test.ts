@@ -289,7 +289,7 @@ test('EDS per locality view: one encoded assignment per distinct view, shared wh
   );
   // Envoy's EDS uses the same builder and key.
   const envoyEds = envoyGenerators().find((g) => g.typeUrl === ENDPOINT) ?? assert.fail();
-  assert.equal(envoyEds.viewKey, grpcEndpointGenerator.viewKey);
+  for (const p of [a1, a2, b]) assert.equal(envoyEds.viewKey(p), grpcEndpointGenerator.viewKey(p));
 });
 
 test('Envoy clusters: locality-weighted balancing for distribute and explicit failover in effect (EDS only)', () => {
