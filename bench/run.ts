@@ -2,6 +2,7 @@
 // `npm run bench -- push-scale consul` runs only the named scenarios (see docs/benchmarks.md).
 import { editLatency } from './edit-latency.js';
 import { kubernetesBench } from './kubernetes.js';
+import { localityViews } from './locality-views.js';
 import { pushFanout } from './push-fanout.js';
 import { pushScale } from './push-scale.js';
 import { warmStart } from './warm-start.js';
@@ -13,6 +14,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   'push-fanout': pushFanout,
   'push-scale': () => pushScale(),
   'warm-start': warmStart,
+  'locality-views': localityViews,
   kubernetes: kubernetesBench,
   consul: consulBench,
   zookeeper: zookeeperLatency,

@@ -20,7 +20,9 @@ import {
   placeKey,
   priorityGroups,
   proxyPlace,
+  type LocalityLbPlan,
   type PriorityGroup,
+  type ProxyPlace,
 } from '../traffic/locality-lb.js';
 import { proxyLabels } from '../traffic/route-context.js';
 
@@ -38,6 +40,15 @@ export const loadAssignmentViewKey = (proxy: Proxy): string =>
  * differ only in what the plan ignores build an assignment once per serving view, not once each.
  */
 const ASSIGNMENTS = memoSlot<EncodedResource | undefined>('load-assignment');
+const PLANS = memoSlot<LocalityLbPlan>('locality-lb-plan');
+
+/** A proxy's place never changes (a Proxy is immutable): derived once per proxy. */
+const PLACES = new WeakMap<Proxy, ProxyPlace>();
+function placeOf(proxy: Proxy): ProxyPlace {
+  let place = PLACES.get(proxy);
+  if (!place) PLACES.set(proxy, (place = proxyPlace(proxy)));
+  return place;
+}
 
 export function buildLoadAssignment(ctx: GenerateContext, name: string): EncodedResource | undefined {
   const { catalog, proxy } = ctx;
@@ -45,16 +56,14 @@ export function buildLoadAssignment(ctx: GenerateContext, name: string): Encoded
   if (!key || key.direction !== 'outbound') return undefined;
   const service = catalog.service(key.hostname);
   if (!service || service.resolution !== 'STATIC') return undefined;
-  const source = clusterPolicy(
-    ctx.index,
-    key.hostname,
-    key.port,
-    key.subset,
-    proxy.namespace,
-    service.namespace,
+  // Views of one namespace share the plan; each view's rebuild after a change is then two lookups.
+  const plan = ctx.memo.get(PLANS, `${name}\0${proxy.namespace}`, () =>
+    localityLbPlan(
+      clusterPolicy(ctx.index, key.hostname, key.port, key.subset, proxy.namespace, service.namespace)
+        ?.policy,
+    ),
   );
-  const plan = localityLbPlan(source?.policy);
-  const place = proxyPlace(proxy);
+  const place = placeOf(proxy);
   const memoKey = JSON.stringify([name, proxy.namespace, placeKey(plan, place)]);
   return ctx.memo.get(ASSIGNMENTS, memoKey, () => {
     let endpoints = catalog.endpoints(key.hostname, key.port);
