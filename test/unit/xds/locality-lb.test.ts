@@ -389,3 +389,31 @@ test('configz: failover without outlier detection is listed (merged levels count
     [],
   );
 });
+
+test('the locality plan is per client namespace: a rule in the client’s namespace applies to it only, in one shared view', () => {
+  const catalog = catalogOf([at('10.0.5.1', loc('r1', 'z1')), at('10.0.5.2', loc('r2', 'z1'))]);
+  const teamRule = {
+    ...(configWith(lb({}, true)).destinationRules[0] ?? assert.fail()),
+    namespace: 'team-a',
+  };
+  const config: MeshConfig = { ...configWith(undefined), destinationRules: [teamRule] };
+  const inNamespace = (namespace: string): Proxy =>
+    proxyFromNode({
+      id: `client-${namespace}`,
+      user_agent_name: 'gRPC Node',
+      metadata: { NAMESPACE: namespace },
+      locality: { region: 'r1', zone: 'z1', sub_zone: '' },
+    });
+  // One view, as the server shares it: the second namespace must not reuse the first one's plan.
+  const view = servingView({ catalog, config });
+  const prioritiesOf = (proxy: Proxy): number[] => {
+    const r = grpcEndpointGenerator.build({ ...view, proxy }, NAME);
+    const cla = decodeAny(ENDPOINT, r?.value ?? assert.fail('no assignment')) as {
+      endpoints?: { priority?: number }[];
+    };
+    return (cla.endpoints ?? []).map((g) => g.priority ?? 0);
+  };
+  assert.deepEqual(prioritiesOf(inNamespace('team-a')), [0, 1], 'team-a’s own rule: failover priorities');
+  assert.deepEqual(prioritiesOf(inNamespace('team-b')), [0, 0], 'team-b sees no rule: one priority');
+  assert.deepEqual(prioritiesOf(inNamespace('team-a')), [0, 1]);
+});
