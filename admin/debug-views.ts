@@ -1,6 +1,8 @@
 // JSON views for /debug/registryz and /debug/adsz, built from the live objects on each request.
 import type { AggregateDiscovery } from '../aggregate/aggregate-discovery.js';
 import type { AdsServer } from '../xds/server/ads-server.js';
+import { clientProfile } from '../xds/proxy/client-capabilities.js';
+import type { Proxy } from '../xds/proxy/proxy.js';
 import { shortTypeName } from '../xds/proto/type-urls.js';
 
 export function registryz(discovery: AggregateDiscovery): unknown {
@@ -30,6 +32,8 @@ export function adsz(ads: AdsServer): unknown {
       node: c.proxy?.id ?? null,
       kind: c.proxy?.kind ?? null,
       userAgent: c.proxy?.userAgent ?? null,
+      userAgentVersion: c.proxy?.userAgentVersion ?? null,
+      clientRules: clientRules(c.proxy),
       peer: c.peer,
       connectedAt: c.connectedAt,
       subscriptions: Object.fromEntries(
@@ -54,6 +58,9 @@ export function adsz(ads: AdsServer): unknown {
       connection: c.id,
       node: c.proxy?.id ?? null,
       kind: c.proxy?.kind ?? null,
+      userAgent: c.proxy?.userAgent ?? null,
+      userAgentVersion: c.proxy?.userAgentVersion ?? null,
+      clientRules: clientRules(c.proxy),
       peer: c.peer,
       connectedAt: c.connectedAt,
       subscriptions: Object.fromEntries(
@@ -75,4 +82,16 @@ export function adsz(ads: AdsServer): unknown {
       ),
     })),
   };
+}
+
+/** The client-capability rules this proxy is rendered by (xds/proxy/client-capabilities.ts). */
+function clientRules(proxy: Proxy | undefined): unknown[] {
+  if (!proxy) return [];
+  return clientProfile(proxy).rules.map((r) => ({
+    id: r.id,
+    clients: r.clients,
+    rendering: r.rendering,
+    reason: r.reason,
+    reference: r.reference,
+  }));
 }

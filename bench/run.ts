@@ -1,6 +1,7 @@
 // `npm run bench`: every benchmark in turn, each printing a table with its setup.
 // `npm run bench -- push-scale consul` runs only the named scenarios (see docs/benchmarks.md).
 import { editLatency } from './edit-latency.js';
+import { floodBench } from './flood.js';
 import { kubernetesBench } from './kubernetes.js';
 import { localityViews } from './locality-views.js';
 import { pushFanout } from './push-fanout.js';
@@ -18,6 +19,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   kubernetes: kubernetesBench,
   consul: consulBench,
   zookeeper: zookeeperLatency,
+  flood: floodBench,
 };
 
 const chosen = process.argv.slice(2);

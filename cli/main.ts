@@ -7,6 +7,7 @@ import { StoreError } from '../store/store.js';
 import { addCaCommand } from './ca.js';
 import { addCaServeFlags } from './ca-options.js';
 import { addCertCommand } from './cert.js';
+import { addLimitFlags } from './limit-options.js';
 import { addBootstrapCommand } from './bootstrap.js';
 import { printHistory } from './history.js';
 import {
@@ -81,6 +82,7 @@ const serve = program
   .option('--history-limit <rows>', 'rows kept per history table in the store', SERVE_DEFAULTS.historyLimit);
 for (const factory of REGISTRY_FACTORIES) factory.addFlags(serve);
 addCaServeFlags(serve);
+addLimitFlags(serve);
 
 serve.action(async (raw: RawServeOptions) => {
   let options;

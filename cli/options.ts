@@ -3,6 +3,7 @@
 import type { LevelWithSilent } from 'pino';
 
 import { compileCaServeOptions, type CaServeOptions } from './ca-options.js';
+import { compileLimitOptions, type LimitOptions } from './limit-options.js';
 import { knownRegistries } from './registries.js';
 import {
   OptionError,
@@ -70,11 +71,15 @@ export interface ServeOptions {
   readonly flags: Readonly<Record<string, unknown>>;
   /** The built-in CA and secure xDS port (cli/ca-options.ts); absent when not run from the command line. */
   readonly ca?: CaServeOptions;
+  /** What one client may hold (cli/limit-options.ts); absent when not run from the command line (the defaults apply). */
+  readonly limits?: LimitOptions;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 const optionalCa = (ca: CaServeOptions | undefined): { ca?: CaServeOptions } => (ca ? { ca } : {});
+const optionalLimits = (limits: LimitOptions | undefined): { limits?: LimitOptions } =>
+  limits ? { limits } : {};
 
 export function compileServeOptions(raw: RawServeOptions): ServeOptions {
   const registries = raw.registries
@@ -108,5 +113,6 @@ export function compileServeOptions(raw: RawServeOptions): ServeOptions {
     historyLimit: parsePositiveInt(raw.historyLimit, '--history-limit'),
     flags: raw,
     ...optionalCa(compileCaServeOptions(raw)),
+    ...optionalLimits(compileLimitOptions(raw)),
   };
 }

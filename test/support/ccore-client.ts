@@ -36,7 +36,13 @@ export async function ccoreEchoCalls(
   try {
     const stdout = await new Promise<string>((resolve, reject) => {
       execFile(PYTHON, args, { env, timeout: 60_000, maxBuffer: 16 * 1024 * 1024 }, (err, out, stderr) =>
-        err ? reject(new Error(`C-core client failed: ${err.message}\n${stderr}`)) : resolve(out),
+        err
+          ? reject(
+              new Error(
+                `C-core client failed (${err.signal ?? `exit ${err.code}`}): ${err.message}\n${stderr}`,
+              ),
+            )
+          : resolve(out),
       );
     });
     return stdout

@@ -4,12 +4,13 @@
 // and the streams themselves (sotw-connection.ts, delta-connection.ts). What it serves comes from
 // the generator table it is given; what happens is reported to the observer it is given.
 import type * as grpc from '@grpc/grpc-js';
+import type { Http2Session } from 'node:http2';
 import { NO_MESH_CONFIG, type MeshConfigSource } from '../../mesh/mesh-config.js';
 import type { ServiceDiscovery } from '../../model/discovery.js';
 import type { Logger } from '../../log/logger.js';
 import type { GeneratorLookup } from '../generators/generator.js';
 import type { AdsApi, AdsStream, StreamCall, StreamDeps } from './ads-stream.js';
-import { AdsService, type AdsAuthorizer } from './ads-service.js';
+import { AdsService, type AdsAuthorizer, type PeerAuthenticator } from './ads-service.js';
 import { DeltaConnection } from './delta-connection.js';
 import { DEFAULT_FLOW_CONTROL, PushLimiter, type FlowControlOptions } from './flow-control.js';
 import type { AdsObserver } from './observer.js';
@@ -17,9 +18,16 @@ import { DEFAULT_DEBOUNCE } from './push-debouncer.js';
 import { PushLoop, type PushCheck } from './push-loop.js';
 import { ResponseCache } from './response-cache.js';
 import { SotwConnection } from './sotw-connection.js';
+import { DEFAULT_STREAM_LIMITS, type StreamLimits } from './stream-limits.js';
 import { StreamRegistry, type StreamCount } from './stream-registry.js';
+import {
+  DEFAULT_TRANSPORT_LIMITS,
+  grpcServerOptions,
+  PingPolicy,
+  type TransportLimits,
+} from './transport-limits.js';
 
-export type { AdsAuthorizer } from './ads-service.js';
+export type { AdsAuthorizer, PeerAuthenticator } from './ads-service.js';
 
 export interface AdsServerOptions {
   readonly discovery: ServiceDiscovery;
@@ -39,6 +47,10 @@ export interface AdsServerOptions {
   readonly flowControl?: Partial<FlowControlOptions>;
   /** The SPIFFE trust domain, for the peer identities TLS contexts match. */
   readonly trustDomain?: string;
+  /** What one client may hold: names per type, streams per peer, the first request's deadline. */
+  readonly limits?: Partial<StreamLimits>;
+  /** The connection limits of the ports ADS is served on (serverOptions; the ping policy). */
+  readonly transport?: Partial<TransportLimits>;
 }
 
 /** Live numbers of the server, read on demand (metrics gauges). */
@@ -59,7 +71,11 @@ export class AdsServer {
   private readonly service: AdsService;
   private readonly unsubscribe: (() => void)[];
   private readonly observer: AdsObserver;
+  private readonly responses = new ResponseCache();
   readonly gauges: AdsGauges;
+  /** The limits in force. */
+  readonly limits: StreamLimits;
+  readonly transport: TransportLimits;
 
   constructor(options: AdsServerOptions) {
     const observer = (this.observer = options.observer ?? {});
@@ -78,15 +94,25 @@ export class AdsServer {
       observer,
       ...(options.checkPush && { checkPush: options.checkPush }),
     });
+    this.limits = { ...DEFAULT_STREAM_LIMITS, ...options.limits };
+    this.transport = { ...DEFAULT_TRANSPORT_LIMITS, ...options.transport };
     const deps: StreamDeps = {
       generators: options.generators,
       cache: this.loop.cache,
-      responses: new ResponseCache(),
+      responses: this.responses,
       limiter: this.limiter,
       subscriptions: this.streams.subscriptions,
       observer,
       logger: options.logger,
+      limits: this.limits,
     };
+    const pingLog = options.logger;
+    const pings = new PingPolicy(this.transport, (session: Http2Session) =>
+      pingLog.warn(
+        { peer: `${session.socket?.remoteAddress ?? '?'}:${session.socket?.remotePort ?? '?'}` },
+        'closing a connection that pings too often (too_many_pings)',
+      ),
+    );
     const variants: Record<AdsApi, (id: string, peer: string, call: StreamCall) => AdsStream> = {
       sotw: (id, peer, call) => new SotwConnection(id, peer, deps, call),
       delta: (id, peer, call) => new DeltaConnection(id, peer, deps, call),
@@ -97,6 +123,8 @@ export class AdsServer {
       open: (api, id, peer, call) => variants[api](id, peer, call),
       observer,
       logger: options.logger,
+      limits: this.limits,
+      pings,
     });
     this.unsubscribe = [
       options.discovery.onChange((e) => {
@@ -118,9 +146,18 @@ export class AdsServer {
     return this.loop.pushes;
   }
 
-  /** Serves ADS on `server`; with `authorize`, each stream's first node is checked before anything is sent. */
-  register(server: grpc.Server, authorize?: AdsAuthorizer): void {
-    this.service.register(server, authorize);
+  /** The grpc-js server options of a port that serves ADS: request size, HTTP/2 limits, keepalive. */
+  get serverOptions(): grpc.ServerOptions {
+    return grpcServerOptions(this.transport);
+  }
+
+  /**
+   * Serves ADS on `server` (made with `serverOptions`). With `authenticate`, a stream whose peer is
+   * not authenticated is refused as it opens, and streams are counted per identity; with
+   * `authorize`, each stream's first node is checked before anything is sent.
+   */
+  register(server: grpc.Server, authorize?: AdsAuthorizer, authenticate?: PeerAuthenticator): void {
+    this.service.register(server, authorize, authenticate);
   }
 
   /** A push for reasons outside the service model (traffic config changed): everything is re-evaluated. */
@@ -131,6 +168,7 @@ export class AdsServer {
   stop(): void {
     this.observer.serverStopped?.();
     this.loop.stop();
+    this.responses.stop();
     this.limiter.stop();
     for (const unsubscribe of this.unsubscribe) unsubscribe();
   }

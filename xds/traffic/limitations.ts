@@ -1,6 +1,9 @@
 // What the clients cannot be given of the mesh config, as one list for /debug/configz: routes
-// (VirtualService), clusters (DestinationRule, Sidecar), locality load balancing, then TLS — each mirroring its renderer.
+// (VirtualService), clusters (DestinationRule, Sidecar), locality load balancing, TLS — each
+// mirroring its renderer — then what some client versions are given differently
+// (client-limitations.ts).
 import type { MeshConfig } from '../../mesh/mesh-config.js';
+import { clientLimitations } from './client-limitations.js';
 import { clusterLimitations, type TrafficLimitation } from './cluster-limitations.js';
 import { localityLimitations } from './locality-limitations.js';
 import { routeLimitations } from './route-limitations.js';
@@ -14,5 +17,6 @@ export function trafficLimitations(config: MeshConfig): TrafficLimitation[] {
     ...clusterLimitations(config),
     ...localityLimitations(config),
     ...tlsLimitations(config),
+    ...clientLimitations(config),
   ];
 }
