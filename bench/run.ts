@@ -6,6 +6,7 @@ import { authzBench } from './authz.js';
 import { editLatency } from './edit-latency.js';
 import { floodBench } from './flood.js';
 import { kubernetesBench } from './kubernetes.js';
+import { localityViews } from './locality-views.js';
 import { pushFanout } from './push-fanout.js';
 import { pushScale } from './push-scale.js';
 import { warmStart } from './warm-start.js';
@@ -17,6 +18,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   'push-fanout': pushFanout,
   'push-scale': () => pushScale(),
   'warm-start': warmStart,
+  'locality-views': localityViews,
   kubernetes: kubernetesBench,
   consul: consulBench,
   zookeeper: zookeeperLatency,

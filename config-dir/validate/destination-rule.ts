@@ -1,7 +1,8 @@
 // DestinationRule: validated and kept for the traffic-management work (host, subsets, traffic policy).
 import type { DestinationRuleSpec, TrafficPolicy } from '../../mesh/types.js';
 import { duration, hostOrWildcard, parseDuration, portSelector, stringMap } from './common.js';
-import { arrayOf, atMostOne, bool, int, mapOf, obj, oneOf, str, type Check } from './schema.js';
+import { localityLbSetting } from './locality-lb-setting.js';
+import { arrayOf, atMostOne, bool, int, obj, oneOf, str, type Check } from './schema.js';
 
 const INT32 = 2_147_483_647;
 const UINT32 = 4_294_967_295;
@@ -45,13 +46,6 @@ const consistentHash = obj(
     },
   },
 );
-
-const localityLbSetting = obj({
-  distribute: arrayOf(obj({ from: str(), to: mapOf(int(0, 100)) }, { required: ['from', 'to'] })),
-  failover: arrayOf(obj({ from: str(), to: str() }, { required: ['from', 'to'] })),
-  failoverPriority: arrayOf(str()),
-  enabled: bool,
-});
 
 const loadBalancer = obj(
   {

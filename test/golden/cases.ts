@@ -21,6 +21,12 @@ import {
 } from '../support/authz-fixture-mesh.js';
 import { ONE, grpcFixtureCatalog } from '../support/grpc-fixture-mesh.js';
 import {
+  NODE_LOCALITY,
+  NODE_NETWORK,
+  localityCatalog,
+  localityDestinationRules,
+} from '../support/locality-fixture-mesh.js';
+import {
   ECHO,
   INGRESS_LABELS,
   SCOPED_NAMESPACE,
@@ -242,6 +248,32 @@ export function goldenCases(): GoldenCase[] {
       catalog: grpcFixtureCatalog(),
       config: meshConfig({ destinationRules: [istioMutual(oneSubsets)] }),
       trustDomain: 'example.org',
+      named: {},
+      wildcard: true,
+    },
+    {
+      name: 'envoy-sidecar-locality',
+      about:
+        'An Envoy sidecar in us-east/us-east-1a/rack-1 (node.locality) on network east-net (NETWORK): failover, failoverPriority and distribute rendered as its own EDS priorities and locality weights.',
+      node: {
+        ...envoyNode('sidecar~10.9.0.1~web-1~default.svc', {
+          INTERCEPTION_MODE: 'REDIRECT',
+          NETWORK: NODE_NETWORK,
+        }),
+        locality: NODE_LOCALITY,
+      },
+      catalog: localityCatalog(),
+      config: meshConfig({ destinationRules: localityDestinationRules() }),
+      named: {},
+      wildcard: true,
+    },
+    {
+      name: 'grpc-client-locality',
+      about:
+        'A proxyless gRPC client in us-east/us-east-1a/rack-1 on network east-net: the same EDS priorities and locality weights as the Envoy sidecar there (gRFC A27).',
+      node: { ...grpcNode('client-locality', { NETWORK: NODE_NETWORK }), locality: NODE_LOCALITY },
+      catalog: localityCatalog(),
+      config: meshConfig({ destinationRules: localityDestinationRules() }),
       named: {},
       wildcard: true,
     },

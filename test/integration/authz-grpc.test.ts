@@ -198,21 +198,21 @@ test('C-core: an edit of the policy changes the outcome for a client that keeps 
     intervalMs: 50,
   });
   try {
-    await eventually(() => ccoreOk(stream.results().at(-1)), {
+    await eventually(() => ccoreOk(stream.results.at(-1)), {
       timeoutMs: 20_000,
       what: 'C-core calls succeed',
     });
     writeConfig('authz.yaml', allowPolicy(['batch']));
-    await eventually(() => ccoreDenied(stream.results().at(-1)), {
+    await eventually(() => ccoreDenied(stream.results.at(-1)), {
       timeoutMs: 20_000,
       what: 'the same C-core client is refused after the edit',
     });
     writeConfig('authz.yaml', allowPolicy(['orders']));
-    await eventually(() => ccoreOk(stream.results().at(-1)), {
+    await eventually(() => ccoreOk(stream.results.at(-1)), {
       timeoutMs: 20_000,
       what: 'and let in again after the edit back',
     });
-    const results = stream.results();
+    const results = stream.results;
     const firstDenied = results.findIndex(ccoreDenied);
     assert.ok(firstDenied > 0 && results.slice(0, firstDenied).every(ccoreOk), 'allowed, then refused');
     assert.ok(

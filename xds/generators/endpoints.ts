@@ -1,64 +1,100 @@
 // EDS, shared by every kind of proxy: endpoints grouped by locality, each locality weighted by the sum
 // of its endpoints' weights (gRPC ignores a locality without a weight, gRFC A27). A subset cluster
 // (`outbound|PORT|SUBSET|HOST`) gets the endpoints matching the subset's labels in the
-// DestinationRule the proxy's namespace sees.
+// DestinationRule the proxy's namespace sees. The rule's locality load balancing
+// (xds/traffic/locality-lb.ts) makes the assignment depend on where the proxy is: priorities by
+// closeness, or `distribute` weights.
 import type { ClusterLoadAssignment } from '../generated/envoy/config/endpoint/v3/ClusterLoadAssignment.js';
 import type { LocalityLbEndpoints } from '../generated/envoy/config/endpoint/v3/LocalityLbEndpoints.js';
-import { localityKey, type PortEndpoint } from '../../model/endpoint.js';
+import { localityKey } from '../../model/endpoint.js';
 import type { GenerateContext } from './generator.js';
 import { parseClusterName } from './names.js';
+import { memoSlot } from './view-memo.js';
+import type { Proxy } from '../proxy/proxy.js';
 import { encodeResource, type EncodedResource } from '../proto/resource.js';
 import { ENDPOINT } from '../proto/type-urls.js';
 import { findSubset, subsetEndpoints } from '../traffic/subsets.js';
+import { clusterPolicy } from '../traffic/traffic-policy.js';
+import {
+  localityLbPlan,
+  placeKey,
+  priorityGroups,
+  proxyPlace,
+  type LocalityLbPlan,
+  type PriorityGroup,
+  type ProxyPlace,
+} from '../traffic/locality-lb.js';
+import { proxyLabels } from '../traffic/route-context.js';
 
-/** Subsets come from the DestinationRules the proxy's namespace sees: proxies of one namespace share EDS. */
-export const loadAssignmentViewKey = (proxy: GenerateContext['proxy']): string => proxy.namespace;
+/**
+ * A load assignment depends on the DestinationRules the proxy's namespace sees (subsets, locality
+ * settings) and on where the proxy is: its locality, network and labels (failoverPriority compares
+ * labels). Proxies of one such view share the encoded assignments.
+ */
+export const loadAssignmentViewKey = (proxy: Proxy): string =>
+  JSON.stringify([proxy.namespace, localityKey(proxy.locality), proxy.network, proxyLabels(proxy)]);
+
+/**
+ * Assignments by what they really depend on: the rule's plan decides how much of the proxy's place
+ * matters (nothing without locality settings, the locality for failover, ...), so views that
+ * differ only in what the plan ignores build an assignment once per serving view, not once each.
+ */
+const ASSIGNMENTS = memoSlot<EncodedResource | undefined>('load-assignment');
+const PLANS = memoSlot<LocalityLbPlan>('locality-lb-plan');
+
+/** A proxy's place never changes (a Proxy is immutable): derived once per proxy. */
+const PLACES = new WeakMap<Proxy, ProxyPlace>();
+function placeOf(proxy: Proxy): ProxyPlace {
+  let place = PLACES.get(proxy);
+  if (!place) PLACES.set(proxy, (place = proxyPlace(proxy)));
+  return place;
+}
 
 export function buildLoadAssignment(ctx: GenerateContext, name: string): EncodedResource | undefined {
-  const { catalog } = ctx;
+  const { catalog, proxy } = ctx;
   const key = parseClusterName(name);
   if (!key || key.direction !== 'outbound') return undefined;
   const service = catalog.service(key.hostname);
   if (!service || service.resolution !== 'STATIC') return undefined;
-  let endpoints = catalog.endpoints(key.hostname, key.port);
-  if (key.subset !== '') {
-    const subset = findSubset(ctx.index, catalog, key.hostname, key.subset, ctx.proxy.namespace);
-    if (!subset) return undefined;
-    endpoints = subsetEndpoints(endpoints, subset);
-  }
-  const assignment: ClusterLoadAssignment = { cluster_name: name, endpoints: groupByLocality(endpoints) };
-  return encodeResource(ENDPOINT, name, assignment);
+  // Views of one namespace share the plan; each view's rebuild after a change is then two lookups.
+  const plan = ctx.memo.get(PLANS, `${name}\0${proxy.namespace}`, () =>
+    localityLbPlan(
+      clusterPolicy(ctx.index, key.hostname, key.port, key.subset, proxy.namespace, service.namespace)
+        ?.policy,
+    ),
+  );
+  const place = placeOf(proxy);
+  const memoKey = JSON.stringify([name, proxy.namespace, placeKey(plan, place)]);
+  return ctx.memo.get(ASSIGNMENTS, memoKey, () => {
+    let endpoints = catalog.endpoints(key.hostname, key.port);
+    if (key.subset !== '') {
+      const subset = findSubset(ctx.index, catalog, key.hostname, key.subset, proxy.namespace);
+      if (!subset) return undefined;
+      endpoints = subsetEndpoints(endpoints, subset);
+    }
+    const assignment: ClusterLoadAssignment = {
+      cluster_name: name,
+      endpoints: priorityGroups(endpoints, plan, place).map(localityEndpoints),
+    };
+    return encodeResource(ENDPOINT, name, assignment);
+  });
 }
 
-function groupByLocality(endpoints: readonly PortEndpoint[]): LocalityLbEndpoints[] {
-  const groups = new Map<string, PortEndpoint[]>();
-  for (const pe of endpoints) {
-    const k = localityKey(pe.endpoint.locality);
-    const list = groups.get(k) ?? [];
-    list.push(pe);
-    groups.set(k, list);
-  }
-  return [...groups.keys()].sort().map((k) => {
-    const members = groups.get(k) ?? [];
-    const locality = members[0]?.endpoint.locality;
-    return {
-      locality: {
-        region: locality?.region ?? '',
-        zone: locality?.zone ?? '',
-        sub_zone: locality?.subzone ?? '',
-      },
-      load_balancing_weight: { value: members.reduce((sum, pe) => sum + pe.endpoint.weight, 0) },
-      priority: 0,
-      lb_endpoints: members
-        .slice()
-        .sort((a, b) => compare(`${a.endpoint.address}:${a.port}`, `${b.endpoint.address}:${b.port}`))
-        .map((pe) => ({
-          endpoint: { address: { socket_address: { address: pe.endpoint.address, port_value: pe.port } } },
-          health_status: pe.endpoint.health,
-          load_balancing_weight: { value: pe.endpoint.weight },
-        })),
-    };
-  });
+function localityEndpoints(group: PriorityGroup): LocalityLbEndpoints {
+  return {
+    locality: { region: group.locality.region, zone: group.locality.zone, sub_zone: group.locality.subzone },
+    load_balancing_weight: { value: group.weight },
+    // Written even when 0 (protobufjs encodes a set field), so dumps show every group's priority.
+    priority: group.priority,
+    lb_endpoints: group.endpoints
+      .slice()
+      .sort((a, b) => compare(`${a.endpoint.address}:${a.port}`, `${b.endpoint.address}:${b.port}`))
+      .map((pe) => ({
+        endpoint: { address: { socket_address: { address: pe.endpoint.address, port_value: pe.port } } },
+        health_status: pe.endpoint.health,
+        load_balancing_weight: { value: pe.endpoint.weight },
+      })),
+  };
 }
 
 function compare(a: string, b: string): number {

@@ -82,7 +82,7 @@ export const CLIENT_RULES: readonly ClientRule[] = [
     clients: 'every proxyless gRPC client',
     matches: isGrpc,
     rendering:
-      'every EDS locality carries load_balancing_weight (the sum of its endpoints’ weights), all at priority 0',
+      'every EDS locality carries load_balancing_weight (the sum of its endpoints’ weights, or its `distribute` share); priorities start at 0 with no gaps (all at 0 without a DestinationRule’s locality failover)',
     reason:
       'gRPC C-core 1.51 silently drops a locality without a weight (calls fail when none is left) and NACKs localities that start above priority 0',
     reference: 'test/clients/README.md; xds/generators/endpoints.ts',

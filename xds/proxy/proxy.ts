@@ -1,6 +1,7 @@
 // Who is on the other end of a stream, read from the node of its first request.
 import { isIP } from 'node:net';
 import type { Locality } from '../../model/endpoint.js';
+import { localityFromLabels } from '../../mesh/topology.js';
 import { parseEnvoyNode, type EnvoyNode } from './envoy-node.js';
 import { NodeError } from './node-error.js';
 
@@ -19,7 +20,13 @@ export interface Proxy {
   readonly namespace: string;
   /** IPs the workload is reachable on (from the id's IP field and metadata INSTANCE_IPS). */
   readonly ips: readonly string[];
+  /**
+   * Where it runs, as Istio decides it: the topology labels in LABELS (topology.kubernetes.io/region,
+   * topology.kubernetes.io/zone, topology.istio.io/subzone, or istio-locality), else node.locality.
+   */
   readonly locality: Locality;
+  /** Its network (Istio's NETWORK metadata); empty for the default network. */
+  readonly network: string;
   readonly metadata: Readonly<Record<string, unknown>>;
   /** Envoy's settings (role, labels, outbound modes, upstreams); undefined for proxyless gRPC. */
   readonly envoy: EnvoyNode | undefined;
@@ -64,14 +71,29 @@ export function proxyFromNode(node: NodeInfo): Proxy {
     userAgentVersion: node.user_agent_version ?? '',
     namespace,
     ips: [...ips],
-    locality: {
+    locality: localityFromLabels(stringLabels(metadata.LABELS)) ?? {
       region: node.locality?.region ?? '',
       zone: node.locality?.zone ?? '',
       subzone: node.locality?.sub_zone ?? '',
     },
+    network: optionalNetwork(metadata.NETWORK),
     metadata,
     envoy: kind === 'envoy' ? parseEnvoyNode(parts.length === 4 ? parts[0] : undefined, metadata) : undefined,
   };
+}
+
+// LABELS as far as it is a map of strings (Envoy's are checked strictly by parseEnvoyNode).
+function stringLabels(raw: unknown): Record<string, string> {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return {};
+  return Object.fromEntries(
+    Object.entries(raw).filter((e): e is [string, string] => typeof e[1] === 'string'),
+  );
+}
+
+function optionalNetwork(value: unknown): string {
+  if (value === undefined) return '';
+  if (typeof value !== 'string') throw new NodeError('NETWORK must be a string');
+  return value;
 }
 
 // Istio's TYPE~IP~ID~DOMAIN: a `~` promises that form, so a malformed one is refused, not guessed at.

@@ -1,7 +1,8 @@
 // What of a DestinationRule's traffic policy (and a Sidecar) a kind of client is not given: the
 // config is accepted and served as far as it can be, and this list, shown in /debug/configz, says
 // what was left out and why. It mirrors the renderers: xds/generators/envoy/cluster-policy.ts and
-// xds/generators/grpc/cluster.ts. `tls` is rendered (and reported) elsewhere.
+// xds/generators/grpc/cluster.ts. `tls` and `localityLbSetting` are reported by their own lists
+// (tls-limitations.ts, locality-limitations.ts).
 import type { MeshConfig } from '../../mesh/mesh-config.js';
 import type { PortTrafficPolicy, TrafficPolicy } from '../../mesh/types.js';
 import { resourceKey } from '../../mesh/types.js';
@@ -101,12 +102,6 @@ function componentLimitations(path: string, policy: Omit<PortTrafficPolicy, 'por
       `${path}.loadBalancer.consistentHash.httpQueryParameterName`,
       ['grpc'],
       'gRPC hashes on headers only (gRFC A42), not query parameters',
-    );
-  if (lb?.localityLbSetting)
-    add(
-      `${path}.loadBalancer.localityLbSetting`,
-      ['envoy', 'grpc'],
-      'locality failover and distribution are not rendered',
     );
   if (lb?.warmupDurationSecs)
     add(`${path}.loadBalancer.warmupDurationSecs`, ['envoy', 'grpc'], 'slow-start warm-up is not rendered');

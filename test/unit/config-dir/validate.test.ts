@@ -291,6 +291,83 @@ test('DestinationRule: one of simple and consistentHash, labelled subsets, usabl
   ]);
 });
 
+test('DestinationRule localityLbSetting: Istio’s checks of distribute, failover and failoverPriority', () => {
+  const rule = (lines: string[]) =>
+    [
+      'apiVersion: networking.istio.io/v1', // 1
+      'kind: DestinationRule', // 2
+      'metadata: {name: echo}', // 3
+      'spec:', // 4
+      '  host: echo.example.internal', // 5
+      '  trafficPolicy:', // 6
+      '    loadBalancer:', // 7
+      '      localityLbSetting:', // 8
+      ...lines.map((l) => `        ${l}`), // 9 ...
+      '',
+    ].join('\n');
+  assert.deepEqual(
+    errorsOf(
+      rule([
+        'distribute:', // 9
+        '  - from: us-east/*', // 10
+        '    to: {"us-east/*": 70, "us-west/*": 20}', // 11
+        '  - from: us-east/zone1', // 12
+        '    to: {"us-west/a/*/b": 50, "us-west//x": 50, "*": 0}', // 13
+        '  - from: eu*', // 14
+        '    to: {"eu/a": 60, "eu": 40}', // 15
+        'failover:', // 16
+        '  - {from: us-east, to: us-east}', // 17
+        '  - {from: us-west/a, to: "eu*"}', // 18
+      ]),
+      'dr.yaml',
+    ).sort(),
+    [
+      'dr.yaml:11 spec.trafficPolicy.loadBalancer.localityLbSetting.distribute[0].to: weights must add up to 100, got 90',
+      'dr.yaml:13 spec.trafficPolicy.loadBalancer.localityLbSetting.distribute[1].to["*"]: must be an integer in 1..100',
+      'dr.yaml:13 spec.trafficPolicy.loadBalancer.localityLbSetting.distribute[1].to["us-west//x"]: must not have an empty part, got "us-west//x"',
+      'dr.yaml:13 spec.trafficPolicy.loadBalancer.localityLbSetting.distribute[1].to["us-west/a/*/b"]: must be region, region/zone or region/zone/subzone, got "us-west/a/*/b"',
+      'dr.yaml:14 spec.trafficPolicy.loadBalancer.localityLbSetting.distribute[2].from: may only end in "*" (one, as the last part), got "eu*"',
+      'dr.yaml:15 spec.trafficPolicy.loadBalancer.localityLbSetting.distribute[2].to: "eu" overlaps "eu/a": each locality may be named once',
+      'dr.yaml:17 spec.trafficPolicy.loadBalancer.localityLbSetting.failover[0]: from and to must be different regions, both are "us-east"',
+      'dr.yaml:18 spec.trafficPolicy.loadBalancer.localityLbSetting.failover[1].from: must be a region (no "/" or "*"), got "us-west/a"',
+      'dr.yaml:18 spec.trafficPolicy.loadBalancer.localityLbSetting.failover[1].to: must be a region (no "/" or "*"), got "eu*"',
+      'dr.yaml:8 spec.trafficPolicy.loadBalancer.localityLbSetting: distribute and failover cannot both be set',
+      'dr.yaml:9 spec.trafficPolicy.loadBalancer.localityLbSetting.distribute: "us-east/zone1" overlaps "us-east/*": each locality may be named once',
+    ],
+  );
+  assert.deepEqual(
+    errorsOf(
+      rule([
+        'failover: [{from: a, to: b}]', // 9
+        'failoverPriority: [topology.istio.io/network, topology.kubernetes.io/zone, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o]', // 10
+      ]),
+      'dr.yaml',
+    ).sort(),
+    [
+      'dr.yaml:10 spec.trafficPolicy.loadBalancer.localityLbSetting.failoverPriority: at most 16 entries, got 17',
+      'dr.yaml:10 spec.trafficPolicy.loadBalancer.localityLbSetting.failoverPriority[1]: topology.kubernetes.io/zone cannot be used together with failover (both rank by locality)',
+    ].sort(),
+  );
+  assert.deepEqual(errorsOf(rule(['failoverPriority: [a, "=x"]']), 'dr.yaml'), [
+    'dr.yaml:9 spec.trafficPolicy.loadBalancer.localityLbSetting.failoverPriority[1]: must be a label key or key=value, got "=x"',
+  ]);
+  const ok = loadConfigFile(
+    'dr.yaml',
+    rule([
+      'distribute: [{from: "*", to: {"*": 100}}]',
+      'failoverPriority: [topology.istio.io/network]',
+      'enabled: true',
+    ]),
+  );
+  assert.deepEqual(ok.errors, []);
+  assert.deepEqual(
+    ok.warnings.map((w) => `${w.path}: ${w.message}`),
+    [
+      'spec.trafficPolicy.loadBalancer.localityLbSetting.failoverPriority: ignored: distribute is set, and only one of them applies',
+    ],
+  );
+});
+
 test('Sidecar: egress hosts in namespace/host form, one portless entry, known outbound policy', () => {
   const text = [
     'apiVersion: networking.istio.io/v1', // 1

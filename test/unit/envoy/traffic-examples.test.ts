@@ -7,6 +7,7 @@ import { dirname, join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { loadConfigFile } from '../../../config-dir/load-file.js';
+import { buildSnapshot } from '../../../config-dir/conversion.js';
 import { mergeFiles } from '../../../config-dir/merge.js';
 import { nextMeshConfig, EMPTY_MESH_CONFIG, type MeshConfig } from '../../../mesh/mesh-config.js';
 import { buildCatalog } from '../../../model/catalog.js';
@@ -16,10 +17,20 @@ import { validateEncoded } from '../../../xds/validate/pgv-validator.js';
 import { TYPE_URL_PREFIX } from '../../../xds/proto/type-urls.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 import { at, list } from './at.js';
+import { proxyFromNode } from '../../../xds/proxy/proxy.js';
 import { collect, decodedByName, envoyProxy, type Collected } from './fixture-mesh.js';
 
 /** Cluster-side examples, rendered below. */
-const FILES = ['circuit-breaking.yaml', 'load-balancing.yaml', 'subsets.yaml', 'sidecar.yaml'];
+const FILES = [
+  'circuit-breaking.yaml',
+  'load-balancing.yaml',
+  'subsets.yaml',
+  'sidecar.yaml',
+  'locality-workloads.yaml',
+  'locality-failover.yaml',
+  'locality-distribute.yaml',
+  'locality-failover-priority.yaml',
+];
 /** Route-side examples: the end-to-end traffic test runs them against real gRPC clients. */
 const ROUTE_FILES = [
   'canary.yaml',
@@ -170,4 +181,84 @@ test('sidecar.yaml: shop proxies get shop and istio-system only; frontends also 
   assert.ok(!listeners.has('0.0.0.0_80'), 'listeners: payments on 443 only');
   const route = decodedByName(render('sidecar.yaml'), ROUTE).get('8080');
   assert.equal(at(list(route, 'virtual_hosts').at(-1), 'name'), 'block_all', 'REGISTRY_ONLY');
+});
+
+// The locality examples: locality-workloads.yaml (echo in us-east-1a, us-east-1b and us-west-2a)
+// with each DestinationRule, rendered for Envoy sidecars where the doc says.
+const ECHO_CLUSTER = 'outbound|50051||echo.example.internal';
+
+/** Each locality group of echo's assignment for a sidecar at `locality` (on `network`). */
+function localityView(
+  ruleFile: string,
+  locality: { region: string; zone: string },
+  network = '',
+): { zone: string; priority: number; weight: number }[] {
+  const loads = ['locality-workloads.yaml', ruleFile].map((f) => loadConfigFile(f, read(f)));
+  const merged = mergeFiles(loads);
+  const { snapshot } = buildSnapshot(merged.serviceEntries, merged.workloadEntries);
+  mesh = nextMeshConfig(mesh, merged);
+  const proxy = proxyFromNode({
+    id: 'sidecar~10.1.0.9~web-1~default.svc',
+    user_agent_name: 'envoy',
+    metadata: { INTERCEPTION_MODE: 'REDIRECT', ...(network && { NETWORK: network }) },
+    locality,
+  });
+  const c = collect(proxy, buildCatalog(snapshot.services.values(), snapshot.endpoints), mesh);
+  for (const [typeUrl, resources] of c)
+    for (const r of resources)
+      assert.deepEqual(validateEncoded(typeUrl.slice(TYPE_URL_PREFIX.length), r.value), [], r.name);
+  assert.deepEqual(checkConsistency(c), []);
+  return list(decodedByName(c, ENDPOINT).get(ECHO_CLUSTER), 'endpoints').map((g) => ({
+    zone: at(g, 'locality.zone') as string,
+    priority: (at(g, 'priority') as number | undefined) ?? 0,
+    weight: at(g, 'load_balancing_weight.value') as number,
+  }));
+}
+
+const EAST = { region: 'us-east', zone: 'us-east-1a' };
+const WEST = { region: 'us-west', zone: 'us-west-2a' };
+
+test('locality-failover.yaml: same zone, then same region, then the failover region', () => {
+  assert.deepEqual(
+    localityView('locality-failover.yaml', EAST).map((g) => [g.zone, g.priority]),
+    [
+      ['us-east-1a', 0],
+      ['us-east-1b', 1],
+      ['us-west-2a', 2],
+    ],
+  );
+  assert.deepEqual(
+    localityView('locality-failover.yaml', WEST).map((g) => [g.zone, g.priority]),
+    [
+      ['us-west-2a', 0],
+      ['us-east-1a', 1],
+      ['us-east-1b', 1],
+    ],
+  );
+});
+
+test('locality-distribute.yaml: 80 split over us-east’s zones and 20 to us-west; us-west keeps its own', () => {
+  assert.deepEqual(
+    localityView('locality-distribute.yaml', EAST).map((g) => [g.zone, g.priority, g.weight]),
+    [
+      ['us-east-1a', 0, 40],
+      ['us-east-1b', 0, 40],
+      ['us-west-2a', 0, 20],
+    ],
+  );
+  assert.deepEqual(
+    localityView('locality-distribute.yaml', WEST).map((g) => [g.zone, g.weight]),
+    [['us-west-2a', 100]],
+  );
+});
+
+test('locality-failover-priority.yaml: the client’s network and region, then the rest', () => {
+  assert.deepEqual(
+    localityView('locality-failover-priority.yaml', EAST, 'east-net').map((g) => [g.zone, g.priority]),
+    [
+      ['us-east-1a', 0],
+      ['us-east-1b', 0],
+      ['us-west-2a', 1],
+    ],
+  );
 });

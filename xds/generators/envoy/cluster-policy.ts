@@ -1,7 +1,9 @@
 // A DestinationRule's traffic policy on an Envoy cluster, as Istio renders it: load balancer,
 // connection pool (circuit breaker thresholds over the wide-open defaults, connect timeout, TCP
-// keepalive, HTTP protocol options) and outlier detection (consecutive errors only: Istio turns
-// success-rate ejection off). Fields with no cluster-side form are listed in cluster-limitations.ts.
+// keepalive, HTTP protocol options), outlier detection (consecutive errors only: Istio turns
+// success-rate ejection off) and, for locality load balancing, locality-weighted balancing (the
+// priorities and weights themselves are in the proxy's EDS, xds/traffic/locality-lb.ts). Fields
+// with no cluster-side form are listed in cluster-limitations.ts.
 import type { Cluster } from '../../generated/envoy/config/cluster/v3/Cluster.js';
 import type { CircuitBreakers } from '../../generated/envoy/config/cluster/v3/CircuitBreakers.js';
 import type { OutlierDetection as EnvoyOutlierDetection } from '../../generated/envoy/config/cluster/v3/OutlierDetection.js';
@@ -11,6 +13,7 @@ import { durationMs } from '../../../model/duration.js';
 import { isHttpProtocol, type ServicePort } from '../../../model/service.js';
 import { toAny } from '../../proto/resource.js';
 import type { ClusterPolicy } from '../../traffic/traffic-policy.js';
+import { wantsLocalityWeights } from '../../traffic/locality-lb.js';
 import { HTTP_PROTOCOL_OPTIONS_TYPE } from './filters.js';
 
 /** Envoy's (and Istio's) default ring size when `minimumRingSize` is not set. */
@@ -30,6 +33,10 @@ export function applyClusterPolicy(cluster: Cluster, policy: ClusterPolicy, port
   if (policy.loadBalancer && out.type !== 'ORIGINAL_DST') out = applyLoadBalancer(out, policy.loadBalancer);
   if (policy.connectionPool) out = applyConnectionPool(out, policy.connectionPool, port);
   if (policy.outlierDetection) out = applyOutlierDetection(out, policy.outlierDetection);
+  // Envoy ignores locality weights unless told to use them; only EDS clusters carry them (a DNS
+  // cluster's single unweighted locality would get no traffic).
+  if (out.type === 'EDS' && wantsLocalityWeights(policy))
+    out = { ...out, common_lb_config: { ...out.common_lb_config, locality_weighted_lb_config: {} } };
   return out;
 }
 
