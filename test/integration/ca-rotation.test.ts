@@ -272,7 +272,11 @@ test('the secure port replaces a short-lived server certificate without a restar
       { timeoutMs: 5000 },
     );
     assert.ok(Date.parse(second.validTo) > firstNotAfter);
-    assert.equal(second.subjectAltName, 'IP Address:127.0.0.1');
+    // The dialled address, and the control plane's identity, which workloads never get (#17 item 10).
+    assert.equal(
+      second.subjectAltName,
+      'URI:spiffe://cluster.local/ns/portolan-system/sa/portolan-control-plane, IP Address:127.0.0.1',
+    );
     // The same listener still serves ADS with the new certificate.
     const held = await longLivedLeafFromFirstRoot(store);
     const answer = await firstAdsAnswer(
