@@ -41,7 +41,10 @@ export interface UpstreamError {
   readonly at: Date;
 }
 
-const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 500, maxMs: 15_000, jitter: 0.5 };
+// Capped at 5 s: after a control-plane restart the fleet is back within seconds, not the tens of
+// seconds a longer cap gives after a long outage. The cost while it is down is one failed TLS
+// connect per agent per ~5 s; the server's --push-new-streams-per-second absorbs the reconnect wave.
+const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 500, maxMs: 5_000, jitter: 0.5 };
 const identity = (b: Buffer): Buffer => b;
 
 export class UpstreamConnection {
