@@ -216,3 +216,18 @@ test('/debug/config_dump shows each locality group’s priority for that proxy, 
     ],
   );
 });
+
+test('/debug/proxy_configz (portolan proxy-config endpoints) gives each endpoint its priority for that proxy', async () => {
+  const id = 'sidecar~127.0.1.4~web-table~default.svc';
+  await subscribe(envoyNode(id, { region: 'us-west', zone: 'us-west-2a' }));
+  const res = await fetch(`${adminUrl}/debug/proxy_configz?proxyID=${encodeURIComponent(id)}`);
+  assert.equal(res.status, 200);
+  const view = (await res.json()) as { endpoints: { cluster: string; locality: string; priority: number }[] };
+  assert.deepEqual(
+    view.endpoints.filter((e) => e.cluster === CLUSTER_NAME).map((e) => [e.locality, e.priority]),
+    [
+      ['us-west/us-west-2a', 0],
+      ['us-east/us-east-1a', 1],
+    ],
+  );
+});
