@@ -11,6 +11,7 @@ import {
   type SidecarResource,
   type VirtualServiceResource,
   type WorkloadEntryResource,
+  type WorkloadGroupResource,
 } from '../mesh/types.js';
 
 export interface ResourceRef {
@@ -36,6 +37,7 @@ export interface MergedConfig {
   readonly gateways: readonly GatewayResource[];
   readonly sidecars: readonly SidecarResource[];
   readonly peerAuthentications: readonly PeerAuthenticationResource[];
+  readonly workloadGroups: readonly WorkloadGroupResource[];
   readonly conflicts: readonly ConfigConflict[];
 }
 
@@ -74,6 +76,7 @@ export function mergeFiles(files: Iterable<FileLoad>): MergedConfig {
     gateways: all.filter((r): r is GatewayResource => r.kind === 'Gateway'),
     sidecars: all.filter((r): r is SidecarResource => r.kind === 'Sidecar'),
     peerAuthentications: all.filter((r): r is PeerAuthenticationResource => r.kind === 'PeerAuthentication'),
+    workloadGroups: all.filter((r): r is WorkloadGroupResource => r.kind === 'WorkloadGroup'),
     conflicts,
   };
 }

@@ -55,6 +55,7 @@ const EMPTY_MERGED: MergedConfig = {
   gateways: [],
   sidecars: [],
   peerAuthentications: [],
+  workloadGroups: [],
   conflicts: [],
 };
 

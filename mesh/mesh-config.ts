@@ -1,13 +1,14 @@
 // The traffic config the xDS generators read besides the service catalog: one frozen value per
-// change of the config directory's VirtualServices, DestinationRules, Gateways, Sidecars and
-// PeerAuthentications. Its generation tells caches that something changed without comparing the
-// contents.
+// change of the config directory's VirtualServices, DestinationRules, Gateways, Sidecars,
+// PeerAuthentications and WorkloadGroups. Its generation tells caches that something changed
+// without comparing the contents.
 import type {
   DestinationRuleResource,
   GatewayResource,
   SidecarResource,
   PeerAuthenticationResource,
   VirtualServiceResource,
+  WorkloadGroupResource,
 } from './types.js';
 
 export interface MeshConfig {
@@ -19,6 +20,8 @@ export interface MeshConfig {
   readonly sidecars: readonly SidecarResource[];
   /** Inbound mTLS modes (xds/traffic/peer-authentication.ts). */
   readonly peerAuthentications: readonly PeerAuthenticationResource[];
+  /** The groups VMs register into through `portolan agent --group` (auto-registration); absent: none. */
+  readonly workloadGroups?: readonly WorkloadGroupResource[];
 }
 
 export const EMPTY_MESH_CONFIG: MeshConfig = Object.freeze({
@@ -28,6 +31,7 @@ export const EMPTY_MESH_CONFIG: MeshConfig = Object.freeze({
   gateways: [],
   sidecars: [],
   peerAuthentications: [],
+  workloadGroups: [],
 });
 
 /** Where the ADS server reads the mesh config, and learns that it changed. */
@@ -53,6 +57,7 @@ export function nextMeshConfig(previous: MeshConfig, merged: Omit<MeshConfig, 'g
     gateways: merged.gateways,
     sidecars: merged.sidecars,
     peerAuthentications: merged.peerAuthentications,
+    workloadGroups: merged.workloadGroups,
   };
   const changed = contentKey(next) !== contentKey(previous);
   return Object.freeze({ generation: previous.generation + (changed ? 1 : 0), ...next });
@@ -67,6 +72,7 @@ function contentKey(config: Omit<MeshConfig, 'generation'>): string {
       config.gateways,
       config.sidecars,
       config.peerAuthentications,
+      config.workloadGroups ?? [],
     ].map((list) =>
       list.map((r) => [r.kind, r.apiVersion, r.namespace, r.name, r.labels, r.annotations, r.spec]),
     ),
