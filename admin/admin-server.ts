@@ -13,6 +13,7 @@ import type { MeshConfig } from '../mesh/mesh-config.js';
 import { configz } from './configz.js';
 import { handleMockRequest } from './mock-api.js';
 import { adsz, registryz } from './debug-views.js';
+import type { RegistrationView } from '../registration/auto-registration.js';
 import { configDump } from '../xds/server/config-dump.js';
 import { envoyConfigDump } from '../xds/server/envoy-config-dump.js';
 
@@ -22,6 +23,8 @@ export interface AdminDeps {
   /** The config directory (for /debug/configz), when the `config` registry is enabled. */
   readonly config?: { debugState(): ConfigDebugState; meshConfig(): MeshConfig };
   readonly mock?: MockRegistry;
+  /** VMs registered through their agents, listed in /debug/registryz. */
+  readonly autoRegistration?: { list(): readonly RegistrationView[] };
   readonly metrics?: PortolanMetrics;
   readonly store?: Store;
   readonly logger: Logger;
@@ -77,7 +80,7 @@ export class AdminServer {
       case '/ready':
         return this.ready(res);
       case '/debug/registryz':
-        return sendJson(res, 200, registryz(this.deps.discovery));
+        return sendJson(res, 200, registryz(this.deps.discovery, this.deps.autoRegistration));
       case '/debug/configz':
         if (!this.deps.config)
           throw new HttpError(404, 'the config registry is not enabled (--registries config)');

@@ -35,11 +35,11 @@ export interface NodeClaim {
   readonly metadata: Readonly<Record<string, unknown>>;
 }
 
-/** Decides, from a stream's node and its call (the TLS peer), whether the stream may proceed. */
+/** Decides, from a stream's node and its call (the TLS peer), whether the stream may proceed: a refusal, or the peer's identity. */
 export type NodeAuthorizer = (
   node: NodeClaim,
   call: grpc.ServerDuplexStream<Buffer, Buffer>,
-) => { code: grpc.status; reason: string } | undefined;
+) => { code: grpc.status; reason: string } | { identity: string } | undefined;
 
 /** A gRPC service the secure port serves, checking each stream's node with `authorize`. */
 export interface SecureService {
@@ -153,6 +153,6 @@ export function adsAuthorizer(trustDomain: string): NodeAuthorizer {
         code: grpc.status.PERMISSION_DENIED,
         reason: `node ${proxy.id} claims NAMESPACE=${String(ns)} SERVICE_ACCOUNT=${String(sa)} but its certificate is ${peer.identity}`,
       };
-    return undefined;
+    return { identity: peer.identity };
   };
 }

@@ -79,7 +79,12 @@ const serve = program
   )
   .option('--no-serve-stale', 'wait for live registry syncs instead of serving stored snapshots at start')
   .option('--reset-store', 'move an unreadable database aside and start a new one')
-  .option('--history-limit <rows>', 'rows kept per history table in the store', SERVE_DEFAULTS.historyLimit);
+  .option('--history-limit <rows>', 'rows kept per history table in the store', SERVE_DEFAULTS.historyLimit)
+  .option(
+    '--auto-registration-grace <duration>',
+    "how long a VM's auto-registered WorkloadEntry outlives its agent's connection",
+    SERVE_DEFAULTS.autoRegistrationGrace,
+  );
 for (const factory of REGISTRY_FACTORIES) factory.addFlags(serve);
 addCaServeFlags(serve);
 

@@ -21,6 +21,7 @@ import { AdsMetrics } from '../metrics/ads-metrics.js';
 import { PortolanMetrics } from '../metrics/metrics.js';
 import { RegistryPersistence } from '../store/registry-persistence.js';
 import { Store } from '../store/store.js';
+import { DEFAULT_GRACE_MS, wireAutoRegistration } from './auto-registration.js';
 import { startCa, type RunningCa } from './ca-serve.js';
 import { OptionError, type HostAndPort, type ServeOptions } from './options.js';
 import { REGISTRY_FACTORIES } from './registries.js';
@@ -65,6 +66,15 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
   // config directory; the admin API writes to the mock registry.
   const config = builtBy(configDirFactory, registries);
   const mock = builtBy(mockRegistryFactory, registries);
+  // VMs registering through their agent (--group) become WorkloadEntries of the config registry.
+  const auto =
+    config &&
+    wireAutoRegistration(
+      config,
+      store,
+      options.autoRegistrationGraceMs ?? DEFAULT_GRACE_MS,
+      logger.child({ component: 'auto-registration' }),
+    );
   metrics.watchRegistries(registries);
   metrics.countRegistryEvents(registries);
   const persistence = new RegistryPersistence(store, registries, logger.child({ component: 'store' }));
@@ -89,7 +99,12 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     ...(config && { meshConfig: config }),
     generators,
     ...(validate && { checkPush: (contexts) => checkPushConsistency(generators, contexts, adsLogger) }),
-    observer: composeObservers(new AdsMetrics(metrics), new ConnectionLogObserver(store.proxies)),
+    observer: composeObservers(
+      new AdsMetrics(metrics),
+      new ConnectionLogObserver(store.proxies),
+      ...(auto ? [auto.observer] : []),
+    ),
+    ...(auto && { admission: auto.admission }),
     pushWindowMs: options.pushWindowMs,
     maxPushDelayMs: options.pushMaxDelayMs,
     flowControl: {
@@ -120,6 +135,7 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     ads,
     ...(config && { config }),
     ...(mock && { mock }),
+    ...(auto && { autoRegistration: auto.registration }),
     metrics,
     store,
     logger: logger.child({ component: 'admin' }),
@@ -147,6 +163,7 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     ...(mock && { mock }),
     async stop() {
       ads.stop();
+      auto?.stop();
       await ca?.stop();
       await new Promise<void>((resolve) => {
         // Give streams a moment to close cleanly, then cut them.

@@ -17,7 +17,8 @@ import {
   type MeshConfig,
   type MeshConfigSource,
 } from '../mesh/mesh-config.js';
-import { resourceKey } from '../mesh/types.js';
+import { resourceKey, type WorkloadEntryResource } from '../mesh/types.js';
+import type { WorkloadEntrySource } from '../mesh/workload-entries.js';
 import type { ConfigIssue } from './issue.js';
 import { DirWatcher } from './watcher.js';
 import { unknownSubsetWarnings } from './validate/virtual-service.js';
@@ -72,6 +73,8 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   private crossWarnings: readonly CrossResourceWarning[] = [];
   /** Whether a snapshot read from the directory has been published (a restored one does not count). */
   private published = false;
+  /** WorkloadEntries from outside the directory (auto-registered VMs), selected like the files' own. */
+  private entrySource: WorkloadEntrySource | undefined;
 
   constructor(private readonly options: ConfigDirOptions) {
     super();
@@ -107,6 +110,23 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   /** Fires when the mesh config changes (after meshConfig() returns the new one). */
   onConfigChange(listener: () => void): () => void {
     return this.configListeners.add(listener);
+  }
+
+  /**
+   * Adds WorkloadEntries from outside the directory (auto-registration): ServiceEntries select them
+   * by label like the files' own, and a file's entry of the same namespace/name wins. Their changes
+   * re-run the selection only (the files are not merged again). Returns the function that detaches it.
+   */
+  addWorkloadEntries(source: WorkloadEntrySource): () => void {
+    this.entrySource = source;
+    const stop = source.onWorkloadEntriesChange(() => {
+      if (this.published) this.publish(this.merged);
+    });
+    if (this.published) this.publish(this.merged);
+    return () => {
+      stop();
+      this.entrySource = undefined;
+    };
   }
 
   /** Resolves when pending reloads have been applied (useful in tests). */
@@ -228,11 +248,11 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     return { good: stored, loadedAt: at };
   }
 
-  /** Recomputes everything from the in-force file versions and publishes what changed. */
-  private publish(): void {
-    const goods = [...this.files.values()].flatMap((f) => (f.good ? [f.good] : []));
-    const merged = mergeFiles(goods);
-    const conversion = buildSnapshot(merged.serviceEntries, merged.workloadEntries);
+  /** Recomputes everything from the in-force file versions (or `merged` of them) and publishes what changed. */
+  private publish(
+    merged = mergeFiles([...this.files.values()].flatMap((f) => (f.good ? [f.good] : []))),
+  ): void {
+    const conversion = buildSnapshot(merged.serviceEntries, this.withSourceEntries(merged.workloadEntries));
     const conflicts = [...merged.conflicts, ...conversion.conflicts];
     this.logNew(conflicts, this.conflicts, (c) => [
       { kept: c.kept, ignored: c.ignored },
@@ -263,6 +283,13 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     this.state.replace(conversion.snapshot, failure);
     this.published = true;
     if (this.mesh.generation !== previousMesh.generation) this.configListeners.emit();
+  }
+
+  private withSourceEntries(own: readonly WorkloadEntryResource[]): readonly WorkloadEntryResource[] {
+    const extra = this.entrySource?.workloadEntries() ?? [];
+    if (extra.length === 0) return own;
+    const taken = new Set(own.map(resourceKey));
+    return [...own, ...extra.filter((e) => !taken.has(resourceKey(e)))];
   }
 
   private logNew<T>(

@@ -66,4 +66,10 @@ export const MIGRATIONS: readonly string[] = [
      revoked_at TEXT,
      created_at TEXT NOT NULL
    );`,
+  // 4: VMs registered through their agent (WorkloadGroup auto-registration), kept across restarts.
+  `CREATE TABLE auto_registrations (
+     key TEXT PRIMARY KEY,            -- namespace/entry-name
+     registration TEXT NOT NULL,      -- JSON, see registration/entry.ts
+     updated_at TEXT NOT NULL
+   );`,
 ];

@@ -5,6 +5,7 @@ import { chmodSync, existsSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Logger } from '../log/logger.js';
+import { AutoRegistrationTable } from './auto-registrations.js';
 import { CaMaterialTable } from './ca-material.js';
 import { HistoryTables } from './history.js';
 import { JoinTokenTable } from './join-tokens.js';
@@ -47,6 +48,7 @@ export class Store {
   readonly proxies: ProxyHistoryTable;
   readonly ca: CaMaterialTable;
   readonly joinTokens: JoinTokenTable;
+  readonly autoRegistrations: AutoRegistrationTable;
   writeErrors = 0;
   private readonly db: Database.Database;
 
@@ -64,6 +66,7 @@ export class Store {
     this.proxies = new ProxyHistoryTable(db, guard, limit);
     this.ca = new CaMaterialTable(db, guard);
     this.joinTokens = new JoinTokenTable(db, guard);
+    this.autoRegistrations = new AutoRegistrationTable(db, guard);
   }
 
   /** Opens (creating and migrating as needed) the store in `dataDir`; throws StoreError with the reason. */

@@ -9,7 +9,7 @@ import type { ServiceDiscovery } from '../../model/discovery.js';
 import type { Logger } from '../../log/logger.js';
 import type { GeneratorLookup } from '../generators/generator.js';
 import type { AdsApi, AdsStream, StreamCall, StreamDeps } from './ads-stream.js';
-import { AdsService, type AdsAuthorizer } from './ads-service.js';
+import { AdsService, type AdsAuthorizer, type StreamAdmission } from './ads-service.js';
 import { DeltaConnection } from './delta-connection.js';
 import { DEFAULT_FLOW_CONTROL, PushLimiter, type FlowControlOptions } from './flow-control.js';
 import type { AdsObserver } from './observer.js';
@@ -19,7 +19,7 @@ import { ResponseCache } from './response-cache.js';
 import { SotwConnection } from './sotw-connection.js';
 import { StreamRegistry, type StreamCount } from './stream-registry.js';
 
-export type { AdsAuthorizer } from './ads-service.js';
+export type { AdsAuthorizer, StreamAdmission } from './ads-service.js';
 
 export interface AdsServerOptions {
   readonly discovery: ServiceDiscovery;
@@ -39,6 +39,8 @@ export interface AdsServerOptions {
   readonly flowControl?: Partial<FlowControlOptions>;
   /** The SPIFFE trust domain, for the peer identities TLS contexts match. */
   readonly trustDomain?: string;
+  /** Checks each stream once its node (and peer identity) is known; a refusal ends it. */
+  readonly admission?: StreamAdmission;
 }
 
 /** Live numbers of the server, read on demand (metrics gauges). */
@@ -96,6 +98,7 @@ export class AdsServer {
       streams: this.streams,
       open: (api, id, peer, call) => variants[api](id, peer, call),
       observer,
+      ...(options.admission && { admission: options.admission }),
       logger: options.logger,
     });
     this.unsubscribe = [

@@ -4,7 +4,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log/logger.js';
 import { proxyFromNode, type NodeInfo, type Proxy } from '../proxy/proxy.js';
-import { StreamError, type AdsApi, type AdsStream, type StreamCall } from './ads-stream.js';
+import { firstProxy, StreamError, type AdsApi, type AdsStream, type StreamCall } from './ads-stream.js';
 import type { AdsObserver } from './observer.js';
 import type { StreamRegistry } from './stream-registry.js';
 
@@ -30,10 +30,23 @@ const ADS_SERVICE: grpc.ServiceDefinition = {
 
 type AdsCall = grpc.ServerDuplexStream<Buffer, Buffer>;
 
-/** Decides, from the first request's node and the call (its TLS peer), whether a stream may proceed. */
+/**
+ * Decides, from the first request's node and the call (its TLS peer), whether a stream may proceed:
+ * a refusal, or the peer's verified identity (kept on the stream, shown in /debug/adsz).
+ */
 export type AdsAuthorizer = (
   proxy: Proxy,
   call: AdsCall,
+) => { code: grpc.status; reason: string } | { identity: string } | undefined;
+
+/**
+ * A check of every stream on every port once its node is known (and, on the secure port, its peer
+ * identity), before anything is answered: a refusal ends the stream with its status and reason.
+ * Auto-registration refuses agents that may not join their WorkloadGroup this way.
+ */
+export type StreamAdmission = (
+  stream: AdsStream,
+  proxy: Proxy,
 ) => { code: grpc.status; reason: string } | undefined;
 
 export interface AdsServiceDeps {
@@ -43,6 +56,7 @@ export interface AdsServiceDeps {
   /** A new stream of the variant the client called. */
   readonly open: (api: AdsApi, id: string, peer: string, call: StreamCall) => AdsStream;
   readonly observer: AdsObserver;
+  readonly admission?: StreamAdmission;
   readonly logger: Logger;
 }
 
@@ -58,7 +72,7 @@ export class AdsService {
   }
 
   private serve(call: AdsCall, api: AdsApi, authorize: AdsAuthorizer | undefined): void {
-    const { streams, observer, logger: log } = this.deps;
+    const { streams, observer, admission, logger: log } = this.deps;
     const peer = call.getPeer();
     // Serving before every registry has synced would hand proxies a partial mesh; make them retry.
     if (!this.deps.ready()) {
@@ -73,9 +87,14 @@ export class AdsService {
       send: (bytes, drained) => {
         if (!closed) call.write(bytes, drained);
       },
-      ...(authorize && {
+      ...((authorize || admission) && {
         admit: (node: NodeInfo) => {
-          const refusal = authorize(proxyFromNode(node), call);
+          if (authorize) {
+            const verdict = authorize(proxyFromNode(node), call);
+            if (verdict && 'code' in verdict) throw new StreamError(verdict.code, verdict.reason);
+            if (verdict) stream.peerIdentity = verdict.identity;
+          }
+          const refusal = admission?.(stream, firstProxy(node));
           if (refusal) throw new StreamError(refusal.code, refusal.reason);
         },
       }),

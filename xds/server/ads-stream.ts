@@ -23,6 +23,8 @@ export interface AdsStream {
   readonly peer: string;
   readonly api: AdsApi;
   readonly connectedAt: string;
+  /** The peer's verified identity (a SPIFFE ID) on the secure port; undefined on the plaintext one. */
+  peerIdentity?: string;
   /** The proxy, from the first request's node; undefined before it. */
   readonly proxy: Proxy | undefined;
   /** Applies one request as it came off the wire; throws (StreamError to choose the status) to end the stream. */
