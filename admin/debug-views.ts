@@ -2,6 +2,8 @@
 import type { AggregateDiscovery } from '../aggregate/aggregate-discovery.js';
 import type { RegistrationView } from '../registration/auto-registration.js';
 import type { AdsServer } from '../xds/server/ads-server.js';
+import { clientProfile } from '../xds/proxy/client-capabilities.js';
+import type { Proxy } from '../xds/proxy/proxy.js';
 import { shortTypeName } from '../xds/proto/type-urls.js';
 
 export function registryz(
@@ -36,7 +38,10 @@ export function adsz(ads: AdsServer): unknown {
       node: c.proxy?.id ?? null,
       kind: c.proxy?.kind ?? null,
       userAgent: c.proxy?.userAgent ?? null,
+      userAgentVersion: c.proxy?.userAgentVersion ?? null,
+      clientRules: clientRules(c.proxy),
       peer: c.peer,
+      identity: c.peerIdentity ?? null,
       connectedAt: c.connectedAt,
       subscriptions: Object.fromEntries(
         c.state.watchedTypes().map((typeUrl) => {
@@ -60,7 +65,11 @@ export function adsz(ads: AdsServer): unknown {
       connection: c.id,
       node: c.proxy?.id ?? null,
       kind: c.proxy?.kind ?? null,
+      userAgent: c.proxy?.userAgent ?? null,
+      userAgentVersion: c.proxy?.userAgentVersion ?? null,
+      clientRules: clientRules(c.proxy),
       peer: c.peer,
+      identity: c.peerIdentity ?? null,
       connectedAt: c.connectedAt,
       subscriptions: Object.fromEntries(
         c.state.watchedTypes().map((typeUrl) => {
@@ -81,4 +90,16 @@ export function adsz(ads: AdsServer): unknown {
       ),
     })),
   };
+}
+
+/** The client-capability rules this proxy is rendered by (xds/proxy/client-capabilities.ts). */
+function clientRules(proxy: Proxy | undefined): unknown[] {
+  if (!proxy) return [];
+  return clientProfile(proxy).rules.map((r) => ({
+    id: r.id,
+    clients: r.clients,
+    rendering: r.rendering,
+    reason: r.reason,
+    reference: r.reference,
+  }));
 }

@@ -1,6 +1,8 @@
 // `npm run bench`: every benchmark in turn, each printing a table with its setup.
 // `npm run bench -- push-scale consul` runs only the named scenarios (see docs/benchmarks.md).
+import { agentBench } from './agent.js';
 import { editLatency } from './edit-latency.js';
+import { floodBench } from './flood.js';
 import { kubernetesBench } from './kubernetes.js';
 import { pushFanout } from './push-fanout.js';
 import { pushScale } from './push-scale.js';
@@ -16,6 +18,8 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   kubernetes: kubernetesBench,
   consul: consulBench,
   zookeeper: zookeeperLatency,
+  flood: floodBench,
+  agent: () => agentBench(),
 };
 
 const chosen = process.argv.slice(2);

@@ -27,6 +27,8 @@ export interface SecurePortOptions {
   readonly refreshMs?: number;
   /** Lifetime of the server certificate (default: the CA's default TTL). */
   readonly serverCertTtlSeconds?: number;
+  /** The gRPC server's limits (request size, HTTP/2, keepalive); the ADS server's, from cli/. */
+  readonly serverOptions?: grpc.ServerOptions;
 }
 
 /** What a stream's first request says about its node: its id and metadata. */
@@ -41,10 +43,23 @@ export type NodeAuthorizer = (
   call: grpc.ServerDuplexStream<Buffer, Buffer>,
 ) => { code: grpc.status; reason: string } | { identity: string } | undefined;
 
-/** A gRPC service the secure port serves, checking each stream's node with `authorize`. */
+/** Who a stream's peer is, decided as the stream opens: its verified workload identity, or a refusal. */
+export type PeerAuthenticator = (
+  call: grpc.ServerDuplexStream<Buffer, Buffer>,
+) => { readonly ok: true; readonly key: string } | { readonly ok: false; readonly reason: string };
+
+/**
+ * A gRPC service the secure port serves: a stream without a verified certificate is refused as it
+ * opens (`authenticate`), and each stream's node is checked with `authorize`.
+ */
 export interface SecureService {
-  register(server: grpc.Server, authorize: NodeAuthorizer): void;
+  register(server: grpc.Server, authorize: NodeAuthorizer, authenticate: PeerAuthenticator): void;
+  /** The gRPC server options the service wants on its port. */
+  readonly serverOptions?: grpc.ServerOptions;
 }
+
+/** Without options: requests up to 4 MiB, what gRPC clients accept by default. */
+const DEFAULT_SERVER_OPTIONS: grpc.ServerOptions = { 'grpc.max_receive_message_length': 4 * 1024 * 1024 };
 
 export class SecurePort {
   private timer: NodeJS.Timeout | undefined;
@@ -60,8 +75,10 @@ export class SecurePort {
 
   static async start(options: SecurePortOptions): Promise<SecurePort> {
     const certificates = new ReloadableCertificates();
-    const server = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
-    for (const service of options.services) service.register(server, adsAuthorizer(options.ca.trustDomain));
+    const server = new grpc.Server(options.serverOptions ?? DEFAULT_SERVER_OPTIONS);
+    const trustDomain = options.ca.trustDomain;
+    for (const service of options.services)
+      service.register(server, adsAuthorizer(trustDomain), adsPeerAuthenticator(trustDomain));
     registerCertificateService(server, { ca: options.ca, tokens: options.tokens, logger: options.logger });
     // Provider first (TLS needs a certificate before bind), then bind.
     const pending = new SecurePort(0, server, certificates, options);
@@ -137,6 +154,17 @@ export function splitSans(sans: readonly string[]): { dnsNames: string[]; ips: s
   return {
     dnsNames: sans.filter((s) => isIP(s) === 0),
     ips: sans.filter((s) => isIP(s) !== 0),
+  };
+}
+
+/**
+ * ADS on the secure port, as a stream opens: a verified workload certificate, or the stream is
+ * refused before it costs anything; its identity is what the stream is counted under.
+ */
+export function adsPeerAuthenticator(trustDomain: string): PeerAuthenticator {
+  return (call) => {
+    const peer = peerIdentity(call, trustDomain);
+    return peer.ok ? { ok: true, key: peer.identity } : { ok: false, reason: peer.reason };
   };
 }
 

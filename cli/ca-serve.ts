@@ -46,6 +46,7 @@ export async function startCa(
     ca,
     tokens: store.joinTokens,
     services: [ads],
+    ...(ads.serverOptions && { serverOptions: ads.serverOptions }),
     host: addr.host,
     port: addr.port,
     serverSans: options.serverSans,

@@ -8,6 +8,7 @@ import { addCaCommand } from './ca.js';
 import { addCaServeFlags } from './ca-options.js';
 import { addAgentCommand } from './agent.js';
 import { addCertCommand } from './cert.js';
+import { addLimitFlags } from './limit-options.js';
 import { addBootstrapCommand } from './bootstrap.js';
 import { printHistory } from './history.js';
 import {
@@ -87,6 +88,7 @@ const serve = program
   );
 for (const factory of REGISTRY_FACTORIES) factory.addFlags(serve);
 addCaServeFlags(serve);
+addLimitFlags(serve);
 
 serve.action(async (raw: RawServeOptions) => {
   let options;

@@ -3,6 +3,7 @@
 import type { LevelWithSilent } from 'pino';
 
 import { compileCaServeOptions, type CaServeOptions } from './ca-options.js';
+import { compileLimitOptions, type LimitOptions } from './limit-options.js';
 import { knownRegistries } from './registries.js';
 import {
   OptionError,
@@ -74,11 +75,15 @@ export interface ServeOptions {
   readonly flags: Readonly<Record<string, unknown>>;
   /** The built-in CA and secure xDS port (cli/ca-options.ts); absent when not run from the command line. */
   readonly ca?: CaServeOptions;
+  /** What one client may hold (cli/limit-options.ts); absent when not run from the command line (the defaults apply). */
+  readonly limits?: LimitOptions;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 const optionalCa = (ca: CaServeOptions | undefined): { ca?: CaServeOptions } => (ca ? { ca } : {});
+const optionalLimits = (limits: LimitOptions | undefined): { limits?: LimitOptions } =>
+  limits ? { limits } : {};
 
 export function compileServeOptions(raw: RawServeOptions): ServeOptions {
   const registries = raw.registries
@@ -113,5 +118,6 @@ export function compileServeOptions(raw: RawServeOptions): ServeOptions {
     autoRegistrationGraceMs: parseDurationMs(raw.autoRegistrationGrace, '--auto-registration-grace'),
     flags: raw,
     ...optionalCa(compileCaServeOptions(raw)),
+    ...optionalLimits(compileLimitOptions(raw)),
   };
 }

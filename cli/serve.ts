@@ -112,10 +112,12 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
       newStreamsPerSecond: options.pushNewStreamsPerSecond,
     },
     ...(options.ca && { trustDomain: options.ca.trustDomain }),
+    ...(options.limits && { limits: options.limits.stream, transport: options.limits.transport }),
   });
   metrics.watchAds(ads.gauges);
 
-  const grpcServer = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
+  // Request size, HTTP/2 and keepalive limits: the same on the secure port (cli/ca-serve.ts).
+  const grpcServer = new grpc.Server(ads.serverOptions);
   ads.register(grpcServer);
   const xdsPort = await new Promise<number>((resolve, reject) => {
     const { host, port } = options.xdsAddr;

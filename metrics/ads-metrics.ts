@@ -3,7 +3,13 @@
 // reports through xds's observer seam; this side only counts.
 import type { ChangeEvent } from '../model/change.js';
 import type { AdsStream } from '../xds/server/ads-stream.js';
-import type { AdsObserver, NackReceived, PushInfo, ResponseSent } from '../xds/server/observer.js';
+import type {
+  AdsObserver,
+  NackReceived,
+  PushInfo,
+  RefusalReason,
+  ResponseSent,
+} from '../xds/server/observer.js';
 import type { PortolanMetrics } from './metrics.js';
 
 export class AdsMetrics implements AdsObserver {
@@ -23,6 +29,10 @@ export class AdsMetrics implements AdsObserver {
 
   nack(_stream: AdsStream, n: NackReceived): void {
     this.metrics.nacks.inc({ type: n.type });
+  }
+
+  streamRefused(reason: RefusalReason): void {
+    this.metrics.streamsRefused.inc({ reason });
   }
 
   modelChanged(event: ChangeEvent): void {

@@ -7,6 +7,7 @@ export class PortolanMetrics {
   readonly registry = new MetricsRegistry();
   readonly pushes: Counter<'kind'>;
   readonly nacks: Counter<'type'>;
+  readonly streamsRefused: Counter<'reason'>;
   readonly responses: Counter<'type'>;
   readonly storeWriteErrors: Counter;
   readonly resourcesSent: Counter<'type'>;
@@ -30,6 +31,12 @@ export class PortolanMetrics {
       name: 'portolan_xds_nacks_total',
       help: 'Responses rejected by clients (NACK), by type',
       labelNames: ['type'],
+      registers: [this.registry],
+    });
+    this.streamsRefused = new Counter({
+      name: 'portolan_xds_streams_refused_total',
+      help: 'ADS streams a limit refused or ended, by reason: unauthenticated, peer-limit, first-request-timeout, names-limit',
+      labelNames: ['reason'],
       registers: [this.registry],
     });
     this.responses = new Counter({

@@ -211,6 +211,20 @@ export function goldenCases(): GoldenCase[] {
       wildcard: true,
     },
     {
+      name: 'grpc-client-ccore-1.51',
+      about:
+        'gRPC C-core 1.51 (Debian bookworm’s python3-grpcio) on the same mesh as grpc-client-traffic: ROUND_ROBIN where the others get RING_HASH, which crashes it (grpc/grpc#31766; xds/proxy/client-capabilities.ts).',
+      node: {
+        ...grpcNode('client-ccore'),
+        user_agent_name: 'gRPC C-core linux Python',
+        user_agent_version: 'C-core 29.0.0 Python 1.51.1',
+      },
+      catalog: fixtureCatalog(),
+      config: meshConfig(fixtureMeshConfig()),
+      named: {},
+      wildcard: true,
+    },
+    {
       name: 'grpc-client-mtls',
       about:
         'A proxyless gRPC client with DestinationRule ISTIO_MUTUAL to one.test: gRFC A29 certificate providers and SPIFFE SANs.',

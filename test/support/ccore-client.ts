@@ -23,23 +23,46 @@ export async function ccoreEchoCalls(
   xdsAddress: string,
   nodeId: string,
   calls: number,
-  { waitForReady = true }: { waitForReady?: boolean } = {},
+  {
+    waitForReady = true,
+    bootstrap: given,
+    intervalMs = 20,
+  }: {
+    waitForReady?: boolean;
+    /** Between calls: a longer run keeps the client's xDS stream open longer. */ intervalMs?: number;
+    /** A whole bootstrap instead of one for xdsAddress and nodeId. */ bootstrap?: object;
+  } = {},
 ): Promise<CallResult[]> {
   const dir = mkdtempSync(join(tmpdir(), 'portolan-ccore-'));
   const bootstrap = join(dir, 'bootstrap.json');
-  writeFileSync(bootstrap, JSON.stringify(bootstrapFor(xdsAddress, nodeId)));
+  writeFileSync(bootstrap, JSON.stringify(given ?? bootstrapFor(xdsAddress, nodeId)));
   try {
     const stdout = await new Promise<string>((resolve, reject) => {
       execFile(
         PYTHON,
         [
           SCRIPT,
-          ...['--target', target, '--calls', String(calls), '--timeout-s', '5', '--interval-ms', '20'],
+          ...[
+            '--target',
+            target,
+            '--calls',
+            String(calls),
+            '--timeout-s',
+            '5',
+            '--interval-ms',
+            String(intervalMs),
+          ],
           ...(waitForReady ? ['--wait-for-ready'] : []),
         ],
         { env: { ...process.env, GRPC_XDS_BOOTSTRAP: bootstrap }, timeout: 60_000 },
         (err, out, stderr) =>
-          err ? reject(new Error(`C-core client failed: ${err.message}\n${stderr}`)) : resolve(out),
+          err
+            ? reject(
+                new Error(
+                  `C-core client failed (${err.signal ?? `exit ${err.code}`}): ${err.message}\n${stderr}`,
+                ),
+              )
+            : resolve(out),
       );
     });
     return stdout

@@ -17,6 +17,8 @@ import { DEFAULT_GENERATORS, GeneratorTable } from '../../xds/generators/index.j
 import { AdsServer } from '../../xds/server/ads-server.js';
 import { ConnectionLogObserver, type ConnectionLog } from '../../xds/server/connection-log.js';
 import { composeObservers, type AdsObserver } from '../../xds/server/observer.js';
+import type { StreamLimits } from '../../xds/server/stream-limits.js';
+import type { TransportLimits } from '../../xds/server/transport-limits.js';
 import { checkPushConsistency } from '../../xds/validate/push-consistency.js';
 import { validatePushesEnabled } from '../../xds/validate/validating-generator.js';
 
@@ -62,6 +64,13 @@ export interface PlaneOptions {
   readonly validatePushes?: boolean;
   /** The SPIFFE trust domain TLS contexts name. */
   readonly trustDomain?: string;
+  /** Stream limits other than the defaults (names per type, streams per peer, first request). */
+  readonly limits?: Partial<StreamLimits>;
+  /**
+   * Serve with the ADS server's gRPC options (request size, HTTP/2 and keepalive limits), these
+   * overriding its defaults; without, the plane's port has grpc-js's own defaults.
+   */
+  readonly transport?: Partial<TransportLimits>;
 }
 
 export async function startInProcessPlane(options: PlaneOptions = {}): Promise<InProcessPlane> {
@@ -95,9 +104,11 @@ export async function startInProcessPlane(options: PlaneOptions = {}): Promise<I
     ...(validate && { checkPush: (contexts) => checkPushConsistency(generators, contexts, silentLogger) }),
     ...(observers.length > 0 && { observer: composeObservers(...observers) }),
     ...(options.trustDomain && { trustDomain: options.trustDomain }),
+    ...(options.limits && { limits: options.limits }),
+    ...(options.transport && { transport: options.transport }),
   });
   options.metrics?.watchAds(ads.gauges);
-  const server = new grpc.Server();
+  const server = new grpc.Server(options.transport ? ads.serverOptions : {});
   ads.register(server);
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>

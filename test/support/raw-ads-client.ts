@@ -31,8 +31,9 @@ export class RawAdsClient {
   private readonly queue: DecodedResponse[] = [];
   private finalStatus: grpc.StatusObject | undefined;
 
-  constructor(address: string) {
-    this.client = new grpc.Client(address, grpc.credentials.createInsecure());
+  /** `options`: e.g. a private subchannel pool, for a connection of its own. */
+  constructor(address: string, options: grpc.ChannelOptions = {}) {
+    this.client = new grpc.Client(address, grpc.credentials.createInsecure(), options);
     this.call = this.client.makeBidiStreamRequest(ADS_PATH, identity, identity);
     this.call.on('data', (bytes: Buffer) => this.queue.push(decodeDiscoveryResponse(bytes)));
     this.call.on('status', (s: grpc.StatusObject) => {

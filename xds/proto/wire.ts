@@ -60,15 +60,16 @@ export function encodeResponseBody(res: Omit<DiscoveryResponse, 'nonce'>): Buffe
   return encodeDiscoveryResponse({ ...res, nonce: '' });
 }
 
-/** `body` (from encodeResponseBody, or a DeltaDiscoveryResponse) followed by `nonce` as field `field`. */
-export function appendNonce(body: Buffer, nonce: string, field = 5): Buffer {
+/**
+ * The nonce as protobuf field `field` (DiscoveryResponse.nonce is 5): sent after a shared body, so
+ * every stream's response is `body` + its own few bytes and the body itself is never copied.
+ */
+export function nonceField(nonce: string, field = 5): Buffer {
   const length = Buffer.byteLength(nonce, 'utf8');
   let varintLength = 1;
   for (let n = length; n >= 0x80; n >>>= 7) varintLength += 1;
-  // One allocation per stream and response: the body is shared, the nonce is the stream's own.
-  const out = Buffer.allocUnsafe(body.length + 1 + varintLength + length);
-  body.copy(out, 0);
-  let pos = body.length;
+  const out = Buffer.allocUnsafe(1 + varintLength + length);
+  let pos = 0;
   out[pos++] = (field << 3) | 2;
   let n = length;
   while (n >= 0x80) {
@@ -78,6 +79,11 @@ export function appendNonce(body: Buffer, nonce: string, field = 5): Buffer {
   out[pos++] = n;
   out.write(nonce, pos, 'utf8');
   return out;
+}
+
+/** `body` (from encodeResponseBody, or a DeltaDiscoveryResponse) followed by `nonce` as field `field`, in one buffer. */
+export function appendNonce(body: Buffer, nonce: string, field = 5): Buffer {
+  return Buffer.concat([body, nonceField(nonce, field)]);
 }
 
 /** For tests and tools that play the client: the inverse pair. */
@@ -206,6 +212,7 @@ interface RawNode {
   id?: string;
   cluster?: string;
   user_agent_name?: string;
+  user_agent_version?: string;
   metadata?: RawStruct;
   locality?: { region?: string; zone?: string; sub_zone?: string };
 }
@@ -228,6 +235,7 @@ function toNodeInfo(node: RawNode): NodeInfo {
     ...(node.id !== undefined && { id: node.id }),
     ...(node.cluster !== undefined && { cluster: node.cluster }),
     ...(node.user_agent_name !== undefined && { user_agent_name: node.user_agent_name }),
+    ...(node.user_agent_version !== undefined && { user_agent_version: node.user_agent_version }),
     metadata: structToJson(node.metadata),
     ...(node.locality && { locality: node.locality }),
   };

@@ -14,6 +14,8 @@ export interface Proxy {
   readonly cluster: string;
   readonly kind: ProxyKind;
   readonly userAgent: string;
+  /** The node's user_agent_version ('' when absent): with userAgent, what client-capabilities.ts keys on. */
+  readonly userAgentVersion: string;
   readonly namespace: string;
   /** IPs the workload is reachable on (from the id's IP field and metadata INSTANCE_IPS). */
   readonly ips: readonly string[];
@@ -28,6 +30,7 @@ export interface NodeInfo {
   readonly id?: string;
   readonly cluster?: string;
   readonly user_agent_name?: string;
+  readonly user_agent_version?: string;
   readonly metadata?: Record<string, unknown>;
   readonly locality?: { region?: string; zone?: string; sub_zone?: string };
 }
@@ -58,6 +61,7 @@ export function proxyFromNode(node: NodeInfo): Proxy {
     cluster: node.cluster ?? '',
     kind,
     userAgent,
+    userAgentVersion: node.user_agent_version ?? '',
     namespace,
     ips: [...ips],
     locality: {

@@ -4,12 +4,18 @@
 // and the streams themselves (sotw-connection.ts, delta-connection.ts). What it serves comes from
 // the generator table it is given; what happens is reported to the observer it is given.
 import type * as grpc from '@grpc/grpc-js';
+import type { Http2Session } from 'node:http2';
 import { NO_MESH_CONFIG, type MeshConfigSource } from '../../mesh/mesh-config.js';
 import type { ServiceDiscovery } from '../../model/discovery.js';
 import type { Logger } from '../../log/logger.js';
 import type { GeneratorLookup } from '../generators/generator.js';
 import type { AdsApi, AdsStream, StreamCall, StreamDeps } from './ads-stream.js';
-import { AdsService, type AdsAuthorizer, type StreamAdmission } from './ads-service.js';
+import {
+  AdsService,
+  type AdsAuthorizer,
+  type PeerAuthenticator,
+  type StreamAdmission,
+} from './ads-service.js';
 import { DeltaConnection } from './delta-connection.js';
 import { DEFAULT_FLOW_CONTROL, PushLimiter, type FlowControlOptions } from './flow-control.js';
 import type { AdsObserver } from './observer.js';
@@ -17,9 +23,16 @@ import { DEFAULT_DEBOUNCE } from './push-debouncer.js';
 import { PushLoop, type PushCheck } from './push-loop.js';
 import { ResponseCache } from './response-cache.js';
 import { SotwConnection } from './sotw-connection.js';
+import { DEFAULT_STREAM_LIMITS, type StreamLimits } from './stream-limits.js';
 import { StreamRegistry, type StreamCount } from './stream-registry.js';
+import {
+  DEFAULT_TRANSPORT_LIMITS,
+  grpcServerOptions,
+  PingPolicy,
+  type TransportLimits,
+} from './transport-limits.js';
 
-export type { AdsAuthorizer, StreamAdmission } from './ads-service.js';
+export type { AdsAuthorizer, PeerAuthenticator, StreamAdmission } from './ads-service.js';
 
 export interface AdsServerOptions {
   readonly discovery: ServiceDiscovery;
@@ -41,6 +54,10 @@ export interface AdsServerOptions {
   readonly trustDomain?: string;
   /** Checks each stream once its node (and peer identity) is known; a refusal ends it. */
   readonly admission?: StreamAdmission;
+  /** What one client may hold: names per type, streams per peer, the first request's deadline. */
+  readonly limits?: Partial<StreamLimits>;
+  /** The connection limits of the ports ADS is served on (serverOptions; the ping policy). */
+  readonly transport?: Partial<TransportLimits>;
 }
 
 /** Live numbers of the server, read on demand (metrics gauges). */
@@ -61,7 +78,11 @@ export class AdsServer {
   private readonly service: AdsService;
   private readonly unsubscribe: (() => void)[];
   private readonly observer: AdsObserver;
+  private readonly responses = new ResponseCache();
   readonly gauges: AdsGauges;
+  /** The limits in force. */
+  readonly limits: StreamLimits;
+  readonly transport: TransportLimits;
 
   constructor(options: AdsServerOptions) {
     const observer = (this.observer = options.observer ?? {});
@@ -80,15 +101,25 @@ export class AdsServer {
       observer,
       ...(options.checkPush && { checkPush: options.checkPush }),
     });
+    this.limits = { ...DEFAULT_STREAM_LIMITS, ...options.limits };
+    this.transport = { ...DEFAULT_TRANSPORT_LIMITS, ...options.transport };
     const deps: StreamDeps = {
       generators: options.generators,
       cache: this.loop.cache,
-      responses: new ResponseCache(),
+      responses: this.responses,
       limiter: this.limiter,
       subscriptions: this.streams.subscriptions,
       observer,
       logger: options.logger,
+      limits: this.limits,
     };
+    const pingLog = options.logger;
+    const pings = new PingPolicy(this.transport, (session: Http2Session) =>
+      pingLog.warn(
+        { peer: `${session.socket?.remoteAddress ?? '?'}:${session.socket?.remotePort ?? '?'}` },
+        'closing a connection that pings too often (too_many_pings)',
+      ),
+    );
     const variants: Record<AdsApi, (id: string, peer: string, call: StreamCall) => AdsStream> = {
       sotw: (id, peer, call) => new SotwConnection(id, peer, deps, call),
       delta: (id, peer, call) => new DeltaConnection(id, peer, deps, call),
@@ -100,6 +131,8 @@ export class AdsServer {
       observer,
       ...(options.admission && { admission: options.admission }),
       logger: options.logger,
+      limits: this.limits,
+      pings,
     });
     this.unsubscribe = [
       options.discovery.onChange((e) => {
@@ -121,9 +154,18 @@ export class AdsServer {
     return this.loop.pushes;
   }
 
-  /** Serves ADS on `server`; with `authorize`, each stream's first node is checked before anything is sent. */
-  register(server: grpc.Server, authorize?: AdsAuthorizer): void {
-    this.service.register(server, authorize);
+  /** The grpc-js server options of a port that serves ADS: request size, HTTP/2 limits, keepalive. */
+  get serverOptions(): grpc.ServerOptions {
+    return grpcServerOptions(this.transport);
+  }
+
+  /**
+   * Serves ADS on `server` (made with `serverOptions`). With `authenticate`, a stream whose peer is
+   * not authenticated is refused as it opens, and streams are counted per identity; with
+   * `authorize`, each stream's first node is checked before anything is sent.
+   */
+  register(server: grpc.Server, authorize?: AdsAuthorizer, authenticate?: PeerAuthenticator): void {
+    this.service.register(server, authorize, authenticate);
   }
 
   /** A push for reasons outside the service model (traffic config changed): everything is re-evaluated. */
@@ -134,6 +176,7 @@ export class AdsServer {
   stop(): void {
     this.observer.serverStopped?.();
     this.loop.stop();
+    this.responses.stop();
     this.limiter.stop();
     for (const unsubscribe of this.unsubscribe) unsubscribe();
   }

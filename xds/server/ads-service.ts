@@ -1,12 +1,17 @@
 // envoy.service.discovery.v3.AggregatedDiscoveryService on @grpc/grpc-js: the method table, and
-// each call's life as a stream — refused until the discovery has synced, registered while open,
-// fed its requests in order, ended (with a gRPC status) on a request the stream refuses.
+// each call's life as a stream — refused until the discovery has synced, refused at once when the
+// peer is not authenticated (secure port) or already holds its share of streams, ended when no
+// request arrives in time, registered while open, fed its requests in order, ended (with a gRPC
+// status) on a request the stream refuses.
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log/logger.js';
 import { proxyFromNode, type NodeInfo, type Proxy } from '../proxy/proxy.js';
 import { firstProxy, StreamError, type AdsApi, type AdsStream, type StreamCall } from './ads-stream.js';
-import type { AdsObserver } from './observer.js';
+import { MessageWriter } from './message-writer.js';
+import type { AdsObserver, RefusalReason } from './observer.js';
+import { PeerStreams, remoteAddress, type StreamLimits } from './stream-limits.js';
 import type { StreamRegistry } from './stream-registry.js';
+import type { PingPolicy } from './transport-limits.js';
 
 const ADS_PATH = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources';
 const DELTA_PATH = '/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources';
@@ -49,6 +54,14 @@ export type StreamAdmission = (
   proxy: Proxy,
 ) => { code: grpc.status; reason: string } | undefined;
 
+/**
+ * Decides, as a stream opens and before it is registered, who its peer is: a key its streams are
+ * counted under (the SPIFFE identity on the secure port), or a refusal (no verified certificate).
+ */
+export type PeerAuthenticator = (
+  call: AdsCall,
+) => { readonly ok: true; readonly key: string } | { readonly ok: false; readonly reason: string };
+
 export interface AdsServiceDeps {
   /** Whether every registry has synced; until then streams are refused. */
   readonly ready: () => boolean;
@@ -58,22 +71,45 @@ export interface AdsServiceDeps {
   readonly observer: AdsObserver;
   readonly admission?: StreamAdmission;
   readonly logger: Logger;
+  readonly limits: StreamLimits;
+  /** Enforces the keepalive ping policy on each connection that carries a stream. */
+  readonly pings?: PingPolicy;
 }
 
 export class AdsService {
   constructor(private readonly deps: AdsServiceDeps) {}
 
-  /** Serves ADS on `server`; with `authorize`, each stream's first node is checked before anything is sent. */
-  register(server: grpc.Server, authorize?: AdsAuthorizer): void {
+  /**
+   * Serves ADS on `server`. With `authenticate`, a stream whose peer is not authenticated is refused
+   * as it opens, and streams are counted per authenticated identity (else per remote address); with
+   * `authorize`, each stream's first node is checked before anything is sent.
+   */
+  register(server: grpc.Server, authorize?: AdsAuthorizer, authenticate?: PeerAuthenticator): void {
+    // Counted per server: a peer's plaintext streams do not use up its secure-port share.
+    const peers = new PeerStreams(this.deps.limits.maxStreamsPerPeer);
+    const serve = (api: AdsApi) => (call: AdsCall) => this.serve(call, api, peers, authorize, authenticate);
     server.addService(ADS_SERVICE, {
-      StreamAggregatedResources: (call: AdsCall) => this.serve(call, 'sotw', authorize),
-      DeltaAggregatedResources: (call: AdsCall) => this.serve(call, 'delta', authorize),
+      StreamAggregatedResources: serve('sotw'),
+      DeltaAggregatedResources: serve('delta'),
     });
   }
 
-  private serve(call: AdsCall, api: AdsApi, authorize: AdsAuthorizer | undefined): void {
-    const { streams, observer, admission, logger: log } = this.deps;
+  private serve(
+    call: AdsCall,
+    api: AdsApi,
+    peers: PeerStreams,
+    authorize: AdsAuthorizer | undefined,
+    authenticate: PeerAuthenticator | undefined,
+  ): void {
+    const { streams, observer, admission, logger: log, limits } = this.deps;
     const peer = call.getPeer();
+    // Refusals at open cost nothing but the status: no stream object, no registration, no log line
+    // above debug (a client can open thousands); the metric counts them.
+    const refuse = (reason: RefusalReason, code: grpc.status, details: string): void => {
+      observer.streamRefused?.(reason);
+      log.debug({ peer, reason, details }, 'refusing ADS stream');
+      call.emit('error', { code, details });
+    };
     // Serving before every registry has synced would hand proxies a partial mesh; make them retry.
     if (!this.deps.ready()) {
       call.emit('error', {
@@ -82,10 +118,24 @@ export class AdsService {
       });
       return;
     }
+    let key = remoteAddress(peer);
+    if (authenticate) {
+      const who = authenticate(call);
+      if (!who.ok) return refuse('unauthenticated', grpc.status.UNAUTHENTICATED, who.reason);
+      key = who.key;
+    }
+    if (!peers.take(key))
+      return refuse(
+        'peer-limit',
+        grpc.status.RESOURCE_EXHAUSTED,
+        `${key} already holds ${limits.maxStreamsPerPeer} ADS streams (--max-streams-per-peer)`,
+      );
+    const writer = new MessageWriter(call);
+    this.deps.pings?.watch(writer.session);
     let closed = false;
     const stream = this.deps.open(api, streams.nextId(), peer, {
-      send: (bytes, drained) => {
-        if (!closed) call.write(bytes, drained);
+      send: (message, drained) => {
+        if (!closed) writer.write(message, drained);
       },
       ...((authorize || admission) && {
         admit: (node: NodeInfo) => {
@@ -104,9 +154,22 @@ export class AdsService {
     log.debug({ conn: id, peer, api }, 'ADS stream opened');
     observer.streamOpened?.(stream);
     let identified = false;
+    let firstRequest: NodeJS.Timeout | undefined = setTimeout(() => {
+      if (closed) return;
+      observer.streamRefused?.('first-request-timeout');
+      log.debug({ conn: id, peer }, 'ending ADS stream: no request in time');
+      close('no first request');
+      call.emit('error', {
+        code: grpc.status.DEADLINE_EXCEEDED,
+        details: `no request within ${limits.firstRequestTimeoutMs} ms of opening the stream (--first-request-timeout)`,
+      });
+    }, limits.firstRequestTimeoutMs);
+    firstRequest.unref();
     const close = (reason: string): void => {
       if (closed) return;
       closed = true;
+      clearTimeout(firstRequest);
+      peers.release(key);
       stream.close();
       streams.remove(stream);
       observer.streamClosed?.(stream, reason);
@@ -114,6 +177,10 @@ export class AdsService {
     };
     call.on('data', (bytes: Buffer) => {
       if (closed) return;
+      if (firstRequest) {
+        clearTimeout(firstRequest);
+        firstRequest = undefined;
+      }
       try {
         stream.handleRequest(bytes);
         if (!identified && stream.proxy) {
@@ -128,6 +195,7 @@ export class AdsService {
       } catch (err) {
         const code = err instanceof StreamError ? err.code : grpc.status.INVALID_ARGUMENT;
         const details = err instanceof Error ? err.message : String(err);
+        if (err instanceof StreamError && err.refusal) observer.streamRefused?.(err.refusal);
         log.warn({ conn: id, peer, code, details }, 'refusing ADS stream');
         close('refused');
         call.emit('error', { code, details });

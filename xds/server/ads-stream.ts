@@ -7,7 +7,9 @@ import type { GeneratorLookup } from '../generators/generator.js';
 import { proxyFromNode, NodeError, type NodeInfo, type Proxy } from '../proxy/proxy.js';
 import type { EncodedResource } from '../proto/resource.js';
 import type { PushLimiter } from './flow-control.js';
-import type { AdsObserver } from './observer.js';
+import type { AdsObserver, RefusalReason } from './observer.js';
+import { shortTypeName } from '../proto/type-urls.js';
+import type { StreamLimits } from './stream-limits.js';
 import type { ChangeSet, ResourceCache } from './resource-cache.js';
 import type { ResponseCache } from './response-cache.js';
 import type { Nack } from './sotw-state.js';
@@ -59,12 +61,16 @@ export interface StreamDeps {
   readonly subscriptions: SubscriptionIndex<AdsStream>;
   readonly observer: AdsObserver;
   readonly logger: Logger;
+  readonly limits: StreamLimits;
 }
+
+/** One message on the wire, whole or in parts sent back to back (a shared body, then the stream's nonce). */
+export type OutgoingMessage = Buffer | readonly Buffer[];
 
 /** What is particular to one stream's call. */
 export interface StreamCall {
   /** Writes one message; `drained` runs once gRPC has taken it. */
-  send(bytes: Buffer, drained: () => void): void;
+  send(message: OutgoingMessage, drained: () => void): void;
   /** Checks the node of the first request that carries one, before anything is answered; throws to refuse. */
   admit?(node: NodeInfo): void;
 }
@@ -74,9 +80,31 @@ export class StreamError extends Error {
   constructor(
     readonly code: GrpcStatus,
     message: string,
+    /** Set when a limit refused it (counted in metrics). */
+    readonly refusal?: RefusalReason,
   ) {
     super(message);
   }
+}
+
+/** Refuses a request listing more than `max` names of `typeUrl` (counted without decoding them). */
+export function checkNamesListed(listed: number, max: number, typeUrl: string): void {
+  if (listed > max)
+    throw new StreamError(
+      GrpcStatus.INVALID_ARGUMENT,
+      `${shortTypeName(typeUrl)}: the request lists ${listed} resource names; a stream may subscribe to at most ${max} per type (--max-names-per-type)`,
+      'names-limit',
+    );
+}
+
+/** Refuses a subscription that grew beyond `max` names of `typeUrl`. */
+export function checkNamesSubscribed(subscribed: number, max: number, typeUrl: string): void {
+  if (subscribed > max)
+    throw new StreamError(
+      GrpcStatus.INVALID_ARGUMENT,
+      `${shortTypeName(typeUrl)}: the stream would subscribe to ${subscribed} resource names; at most ${max} per type (--max-names-per-type)`,
+      'names-limit',
+    );
 }
 
 /** Reads the proxy from a stream's first request, or refuses the stream. */

@@ -4,6 +4,8 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { ResourceGenerator } from '../generators/generator.js';
 import {
+  checkNamesListed,
+  checkNamesSubscribed,
   firstProxy,
   StreamError,
   type AdsStream,
@@ -14,7 +16,7 @@ import {
 import { healthReport } from './health-report.js';
 import { DeltaStreamState } from './delta-state.js';
 import type { Proxy } from '../proxy/proxy.js';
-import { readPlainDeltaRequest } from './request-reader.js';
+import { DELTA_FIELDS, readPlainDeltaRequest, scanRequest } from './request-reader.js';
 import { wildcardKey, type ChangeSet } from './resource-cache.js';
 import type { EncodedResource } from '../proto/resource.js';
 import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
@@ -32,6 +34,8 @@ export class DeltaConnection implements AdsStream {
   /** Names to send again even if unchanged (load assignments of clusters just re-sent: warming). */
   private readonly resend = new Map<string, Set<string>>();
   private retained = false;
+  /** Lets go of the cache views this stream holds (ResourceCache.retain), on close. */
+  private readonly releases: (() => void)[] = [];
   readonly pump: StreamPump;
 
   constructor(
@@ -52,6 +56,9 @@ export class DeltaConnection implements AdsStream {
   }
 
   handleRequest(bytes: Buffer): void {
+    const max = this.deps.limits.maxNamesPerType;
+    const scan = scanRequest(bytes, DELTA_FIELDS);
+    checkNamesListed(scan.names, max, scan.typeUrl);
     const req = readPlainDeltaRequest(bytes) ?? decodeDeltaDiscoveryRequest(bytes);
     if (!this.proxyInfo && req.node) this.call.admit?.(req.node);
     if (!req.typeUrl)
@@ -83,8 +90,12 @@ export class DeltaConnection implements AdsStream {
     }
     const { added, wildcardEntered, first } = outcome.changed;
     const t = this.state.type(req.typeUrl);
+    // initial_resource_versions may name resources the stream does not subscribe to: bounded too.
+    if (t) checkNamesSubscribed(Math.max(t.names.size, t.known.size), max, req.typeUrl);
     if (t && (first || req.subscribe.length > 0 || req.unsubscribe.length > 0))
       this.deps.subscriptions.update(this, this.proxyInfo.kind, req.typeUrl, t.names, t.wildcard);
+    for (const n of req.unsubscribe)
+      this.deps.subscriptions.setMissing(this, this.proxyInfo.kind, req.typeUrl, n, false);
     if (first || wildcardEntered) this.pump.mark(req.typeUrl, { full: true, force: first });
     else if (added.length > 0) this.pump.mark(req.typeUrl, { names: added, force: true });
     else return;
@@ -119,6 +130,15 @@ export class DeltaConnection implements AdsStream {
       this.pump.mark(c.typeUrl, { names: hit });
       touched = true;
     }
+    // Names it asked for that did not exist may exist now, if their host changed.
+    if (changes.hosts && changes.hosts.size > 0) {
+      for (const typeUrl of this.state.watchedTypes()) {
+        const names = this.deps.subscriptions.missingUnder(this, proxy.kind, typeUrl, changes.hosts);
+        if (names.length === 0 || !this.generator(typeUrl)) continue;
+        this.pump.mark(typeUrl, { names });
+        touched = true;
+      }
+    }
     if (touched) {
       this.pump.join(round);
       this.pump.kick();
@@ -128,6 +148,7 @@ export class DeltaConnection implements AdsStream {
 
   close(): void {
     this.pump.close();
+    for (const release of this.releases.splice(0)) release();
   }
 
   typeStatus(): readonly TypeStatus[] {
@@ -160,7 +181,9 @@ export class DeltaConnection implements AdsStream {
   private generator(typeUrl: string): ResourceGenerator | undefined {
     if (!this.generators.has(typeUrl)) {
       const proxy = this.proxyInfo;
-      this.generators.set(typeUrl, proxy && this.deps.generators.find(proxy.kind, typeUrl));
+      const generator = proxy && this.deps.generators.find(proxy.kind, typeUrl);
+      this.generators.set(typeUrl, generator);
+      if (proxy && generator) this.releases.push(this.deps.cache.retain(generator, proxy));
     }
     return this.generators.get(typeUrl);
   }
@@ -189,6 +212,8 @@ export class DeltaConnection implements AdsStream {
     const removed: string[] = [];
     for (const name of candidates) {
       const r = generator && wanted(name) ? cache.get(generator, proxy, name) : undefined;
+      // A name it asked for that does not exist is re-evaluated when its host changes.
+      if (t.names.has(name)) this.deps.subscriptions.setMissing(this, proxy.kind, typeUrl, name, !r);
       const held = t.known.get(name);
       if (r) {
         if (held !== r.version || again?.has(name)) resources.push(r);

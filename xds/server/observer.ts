@@ -52,6 +52,9 @@ export interface PushInfo {
   readonly debounceMs: number;
 }
 
+/** Why a stream was refused by a limit: at open (unauthenticated, peer-limit), or later. */
+export type RefusalReason = 'unauthenticated' | 'peer-limit' | 'first-request-timeout' | 'names-limit';
+
 export interface AdsObserver {
   /** A stream was accepted; its proxy is not known until `streamIdentified`. */
   streamOpened?(stream: AdsStream): void;
@@ -59,6 +62,8 @@ export interface AdsObserver {
   streamIdentified?(stream: AdsStream): void;
   /** The stream ended ('client closed', 'cancelled', 'error' or 'refused'). */
   streamClosed?(stream: AdsStream, reason: string): void;
+  /** A limit refused a stream, at open (before `streamOpened`) or later (then `streamClosed` follows). */
+  streamRefused?(reason: RefusalReason): void;
   /** A request for `typeUrl` was accepted on the stream. */
   request?(stream: AdsStream, typeUrl: string): void;
   responseSent?(stream: AdsStream, response: ResponseSent): void;
@@ -85,6 +90,7 @@ export function composeObservers(...observers: readonly AdsObserver[]): AdsObser
     streamOpened: (s) => observers.forEach((o) => o.streamOpened?.(s)),
     streamIdentified: (s) => observers.forEach((o) => o.streamIdentified?.(s)),
     streamClosed: (s, reason) => observers.forEach((o) => o.streamClosed?.(s, reason)),
+    streamRefused: (reason) => observers.forEach((o) => o.streamRefused?.(reason)),
     request: (s, typeUrl) => observers.forEach((o) => o.request?.(s, typeUrl)),
     responseSent: (s, r) => observers.forEach((o) => o.responseSent?.(s, r)),
     nack: (s, n) => observers.forEach((o) => o.nack?.(s, n)),

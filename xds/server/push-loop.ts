@@ -58,6 +58,7 @@ export class PushLoop {
 
   stop(): void {
     this.debouncer.stop();
+    this.cache.stop();
   }
 
   /** What generators build from for `proxy`, in the current view. */

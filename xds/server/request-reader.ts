@@ -33,6 +33,10 @@ class Reader {
   string(): string {
     return this.bytes().toString('utf8');
   }
+  skip(n: number): void {
+    if (this.pos + n > this.buf.length) throw new RangeError('truncated field');
+    this.pos += n;
+  }
 }
 
 /** google.rpc.Status: code (1), message (2); details are not needed. */
@@ -73,6 +77,46 @@ export function readPlainRequest(buf: Buffer): DiscoveryRequest | undefined {
     return undefined;
   }
   return { versionInfo, typeUrl, responseNonce, resourceNames, ...(errorDetail && { errorDetail }) };
+}
+
+/** Where a request message keeps resource names and its type URL (tags: field << 3 | 2). */
+export interface RequestFields {
+  readonly namesTags: readonly number[];
+  readonly typeUrlTag: number;
+}
+
+/** DiscoveryRequest: resource_names = 3, type_url = 4. */
+export const SOTW_FIELDS: RequestFields = { namesTags: [26], typeUrlTag: 34 };
+/** DeltaDiscoveryRequest: resource_names_subscribe = 3, _unsubscribe = 4, initial_resource_versions = 5, type_url = 2. */
+export const DELTA_FIELDS: RequestFields = { namesTags: [26, 34, 42], typeUrlTag: 18 };
+
+/**
+ * How many resource names a request lists, and its type URL, read without decoding anything else:
+ * limits are checked before the cost of a large request is paid. A malformed message scans as what
+ * was read before the fault (the decoder then refuses it).
+ */
+export function scanRequest(buf: Buffer, fields: RequestFields): { names: number; typeUrl: string } {
+  const r = new Reader(buf);
+  let names = 0;
+  let typeUrl = '';
+  try {
+    while (!r.done) {
+      const tag = r.varint();
+      const wire = tag & 7;
+      if (fields.namesTags.includes(tag)) {
+        names += 1;
+        r.skip(r.varint());
+      } else if (tag === fields.typeUrlTag) typeUrl = r.string();
+      else if (wire === 2) r.skip(r.varint());
+      else if (wire === 0) r.varint();
+      else if (wire === 1) r.skip(8);
+      else if (wire === 5) r.skip(4);
+      else break;
+    }
+  } catch {
+    // truncated: report what was read
+  }
+  return { names, typeUrl };
 }
 
 const NO_VERSIONS: ReadonlyMap<string, string> = new Map();

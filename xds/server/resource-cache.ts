@@ -5,6 +5,14 @@
 // listeners) are rebuilt too. A service change rebuilds every entry (traffic config can make one
 // service's routes depend on another's ports). Either way, only resources whose bytes changed are
 // reported. A change with no hostnames (a config change) drops everything.
+//
+// Only resources that exist are kept: a name that builds to nothing leaves no entry (a client naming
+// 200,000 clusters that do not exist costs the server nothing shared), and an entry whose resource
+// goes away is reported and dropped. A name that does not exist can only appear through a change of
+// its own hostname (or of the config): streams keep such names themselves (the subscription index's
+// missing names) and re-evaluate them when `ChangeSet.hosts` names their hostname. Entries are kept
+// while a stream of their view is open (streams retain their views), and dropped, by a timer, once
+// their view has had no stream for IDLE_EVICT_MS.
 import type { ChangeEvent } from '../../model/change.js';
 import type { GenerateContext, ResourceGenerator } from '../generators/generator.js';
 import { parseClusterName, parseHostPort } from '../generators/names.js';
@@ -22,6 +30,11 @@ export interface ChangeSet {
   readonly types: readonly ChangedType[];
   /** wildcardKey(kind, type, viewKey) of wildcard name lists that changed. */
   readonly wildcards: ReadonlySet<string>;
+  /**
+   * The hostnames the change concerns: names of these hosts that did not exist may exist now (a
+   * stream that asked for one re-evaluates it). Empty when `all`.
+   */
+  readonly hosts?: ReadonlySet<string>;
 }
 
 export interface ChangedType {
@@ -39,12 +52,13 @@ export function wildcardKey(kind: ProxyKind, typeUrl: string, viewKey: string): 
 }
 
 interface Entry {
-  resource: EncodedResource | undefined;
+  resource: EncodedResource;
   readonly generator: ResourceGenerator;
   /** A proxy with this entry's view: rebuilding for it rebuilds for all of them. */
   readonly proxy: Proxy;
   readonly host: string | undefined;
-  usedAt: number;
+  /** viewRef(generator, viewKey): whether a stream still holds the view. */
+  readonly view: string;
 }
 
 interface WildcardEntry {
@@ -52,11 +66,23 @@ interface WildcardEntry {
   set: ReadonlySet<string>;
   readonly generator: ResourceGenerator;
   readonly proxy: Proxy;
-  usedAt: number;
+  readonly view: string;
 }
 
-/** Entries unused for this long are dropped at the next change (a stream that needs one rebuilds it). */
-const IDLE_EVICT_MS = 5 * 60_000;
+/** The entries of a view no stream has held for this long are dropped (a stream that comes back rebuilds them). */
+export const IDLE_EVICT_MS = 5 * 60_000;
+/** How often views are checked for that. */
+const SWEEP_EVERY_MS = 60_000;
+
+/** Types whose names belong to one hostname (hostOf): a change of that host may make one appear. */
+const HOST_SCOPED: readonly [ProxyKind, string][] = [
+  ['grpc', CLUSTER],
+  ['grpc', ENDPOINT],
+  ['grpc', LISTENER],
+  ['grpc', ROUTE],
+  ['envoy', CLUSTER],
+  ['envoy', ENDPOINT],
+];
 
 export class ResourceCache {
   private readonly entries = new Map<string, Entry>();
@@ -67,14 +93,46 @@ export class ResourceCache {
   private readonly epochs = new Map<string, number>();
   /** Bumped when everything is dropped. */
   private allEpoch = 0;
-  private lastSweep = Date.now();
+  /** Per view: streams holding it, and when the last one let go. */
+  private readonly views = new Map<string, { holders: number; releasedAt: number }>();
+  private readonly sweeper: NodeJS.Timeout;
   hits = 0;
   misses = 0;
 
-  constructor(private readonly context: (proxy: Proxy) => GenerateContext) {}
+  constructor(
+    private readonly context: (proxy: Proxy) => GenerateContext,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.sweeper = setInterval(() => this.sweep(), SWEEP_EVERY_MS);
+    this.sweeper.unref();
+  }
 
   get size(): number {
     return this.entries.size;
+  }
+
+  stop(): void {
+    clearInterval(this.sweeper);
+  }
+
+  /**
+   * A stream serves `proxy` the resources of `generator`: their entries stay while it does. Returns
+   * the release, called once when the stream closes.
+   */
+  retain(generator: ResourceGenerator, proxy: Proxy): () => void {
+    const view = viewRef(generator, generator.viewKey(proxy));
+    let v = this.views.get(view);
+    if (!v) this.views.set(view, (v = { holders: 0, releasedAt: 0 }));
+    v.holders += 1;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const held = this.views.get(view);
+      if (!held) return;
+      held.holders -= 1;
+      held.releasedAt = this.now();
+    };
   }
 
   epoch(kind: ProxyKind, typeUrl: string): number {
@@ -87,18 +145,20 @@ export class ResourceCache {
   }
 
   get(generator: ResourceGenerator, proxy: Proxy, name: string): EncodedResource | undefined {
-    const key = `${generator.proxyKind}\0${generator.typeUrl}\0${generator.viewKey(proxy)}\0${name}`;
+    const viewKey = generator.viewKey(proxy);
+    const key = `${generator.proxyKind}\0${generator.typeUrl}\0${viewKey}\0${name}`;
     const cached = this.entries.get(key);
-    const now = Date.now();
     if (cached) {
       this.hits += 1;
-      cached.usedAt = now;
       return cached.resource;
     }
     this.misses += 1;
     const resource = generator.build(this.context(proxy), name);
+    if (!resource) return undefined; // nothing shared for a name that does not exist
     const host = hostOf(generator.proxyKind, generator.typeUrl, name);
-    this.entries.set(key, { resource, generator, proxy, host, usedAt: now });
+    const view = viewRef(generator, viewKey);
+    this.touchView(view);
+    this.entries.set(key, { resource, generator, proxy, host, view });
     if (host === undefined) this.global.add(key);
     else {
       let keys = this.byHost.get(host);
@@ -113,29 +173,28 @@ export class ResourceCache {
     generator: ResourceGenerator,
     proxy: Proxy,
   ): { names: readonly string[]; set: ReadonlySet<string> } {
-    const key = wildcardKey(generator.proxyKind, generator.typeUrl, generator.viewKey(proxy));
-    const now = Date.now();
+    const viewKey = generator.viewKey(proxy);
+    const key = wildcardKey(generator.proxyKind, generator.typeUrl, viewKey);
     let entry = this.wildcard.get(key);
     if (!entry) {
       const names = generator.wildcardNames(this.context(proxy));
-      entry = { names, set: new Set(names), generator, proxy, usedAt: now };
+      const view = viewRef(generator, viewKey);
+      this.touchView(view);
+      entry = { names, set: new Set(names), generator, proxy, view };
       this.wildcard.set(key, entry);
     }
-    entry.usedAt = now;
     return entry;
   }
 
   /** Applies a change to the cache (the catalog behind `context` is already the new one). */
   apply(event: ChangeEvent): ChangeSet {
-    const now = Date.now();
     if (event.hostnames.size === 0) {
       this.entries.clear();
       this.byHost.clear();
       this.global.clear();
       this.wildcard.clear();
       this.allEpoch += 1;
-      this.lastSweep = now;
-      return { all: true, names: new Map(), types: [], wildcards: new Set() };
+      return { all: true, names: new Map(), types: [], wildcards: new Set(), hosts: new Set() };
     }
     const names = new Map<string, Set<string>>();
     const wildcards = new Set<string>();
@@ -145,8 +204,9 @@ export class ResourceCache {
       const { generator } = entry;
       if (!affects(generator, event, entry.host !== undefined)) return;
       const next = generator.build(this.context(entry.proxy), key.slice(key.lastIndexOf('\0') + 1));
-      if (next?.version === entry.resource?.version) return;
-      entry.resource = next;
+      if (next?.version === entry.resource.version) return;
+      if (next) entry.resource = next;
+      else this.drop(key, entry); // gone: reported below, and no longer kept
       const tk = typeKey(generator.proxyKind, generator.typeUrl);
       let set = names.get(tk);
       if (!set) names.set(tk, (set = new Set()));
@@ -158,6 +218,7 @@ export class ResourceCache {
     } else {
       // A service change can reach resources of other hostnames through the traffic config (a
       // route to another service's port): rebuild every entry, and report only changed bytes.
+      // (Deleting during a Map's iteration is safe: entries not yet visited are skipped.)
       for (const key of this.entries.keys()) rebuild(key);
     }
     for (const [key, entry] of this.wildcard) {
@@ -177,22 +238,47 @@ export class ResourceCache {
       const [kind = 'grpc', typeUrl = ''] = tk.split(' ');
       types.push({ kind: kind as ProxyKind, typeUrl, names: set });
     }
-    if (now - this.lastSweep > IDLE_EVICT_MS) this.sweep(now);
-    return { all: false, names, types, wildcards };
+    // A name of these hosts that built to nothing (and so has no entry) may exist now: a shared
+    // response that lacked it must not be served again.
+    for (const [kind, typeUrl] of HOST_SCOPED) {
+      const tk = typeKey(kind, typeUrl);
+      if (!names.has(tk)) this.epochs.set(tk, (this.epochs.get(tk) ?? 0) + 1);
+    }
+    return { all: false, names, types, wildcards, hosts: event.hostnames };
   }
 
-  private sweep(now: number): void {
-    this.lastSweep = now;
-    for (const [key, entry] of this.entries) {
-      if (now - entry.usedAt < IDLE_EVICT_MS) continue;
-      this.entries.delete(key);
-      this.global.delete(key);
-      if (entry.host !== undefined) this.byHost.get(entry.host)?.delete(key);
-    }
-    for (const [host, keys] of this.byHost) if (keys.size === 0) this.byHost.delete(host);
-    for (const [key, entry] of this.wildcard)
-      if (now - entry.usedAt >= IDLE_EVICT_MS) this.wildcard.delete(key);
+  /** Drops the entries of views no stream has held for IDLE_EVICT_MS (run by a timer). */
+  sweep(now = this.now()): void {
+    const idle = new Set<string>();
+    for (const [view, v] of this.views)
+      if (v.holders <= 0 && now - v.releasedAt >= IDLE_EVICT_MS) {
+        idle.add(view);
+        this.views.delete(view);
+      }
+    if (idle.size === 0) return;
+    for (const [key, entry] of this.entries) if (idle.has(entry.view)) this.drop(key, entry);
+    for (const [key, entry] of this.wildcard) if (idle.has(entry.view)) this.wildcard.delete(key);
   }
+
+  /** A view used without a stream holding it (a one-off read) counts as just released. */
+  private touchView(view: string): void {
+    const v = this.views.get(view);
+    if (!v) this.views.set(view, { holders: 0, releasedAt: this.now() });
+    else if (v.holders <= 0) v.releasedAt = this.now();
+  }
+
+  private drop(key: string, entry: Entry): void {
+    this.entries.delete(key);
+    this.global.delete(key);
+    if (entry.host === undefined) return;
+    const keys = this.byHost.get(entry.host);
+    keys?.delete(key);
+    if (keys?.size === 0) this.byHost.delete(entry.host);
+  }
+}
+
+function viewRef(generator: ResourceGenerator, viewKey: string): string {
+  return `${generator.proxyKind}\0${generator.typeUrl}\0${viewKey}`;
 }
 
 /**

@@ -1,6 +1,9 @@
 // Shared SotW responses: streams of one view that subscribe to the same names send the same bytes,
-// encoded once (without the nonce, which each stream appends). Entries live for one epoch of their
-// type (ResourceCache.epoch): when anything of that type changes, the type's responses are dropped.
+// encoded once (without the nonce, which each stream sends after the body). Entries live for one
+// epoch of their type (ResourceCache.epoch): when anything of that type changes, the type's responses
+// are dropped. Bounded besides: at most `maxEntries` responses and `maxBytes` of bodies, least
+// recently used first out, and a timer drops those unused for `idleMs`. A stream that still holds a
+// dropped body (a client that does not read) keeps that one body alive, shared with its peers.
 import type { EncodedResource } from '../proto/resource.js';
 import { versionOf } from '../proto/resource.js';
 import { encodeResponseBody } from '../proto/wire.js';
@@ -13,10 +16,51 @@ export interface SharedResponse {
   readonly body: Buffer;
 }
 
+export interface ResponseCacheLimits {
+  readonly maxEntries: number;
+  readonly maxBytes: number;
+  readonly idleMs: number;
+}
+
+export const DEFAULT_RESPONSE_CACHE_LIMITS: ResponseCacheLimits = {
+  // A distinct response per view and subscription: thousands of gRPC clients with their own
+  // targets, a wildcard CDS per Envoy view (about 0.5 MB at 1,000 services).
+  maxEntries: 10_000,
+  maxBytes: 256 * 1024 * 1024,
+  idleMs: 5 * 60_000,
+};
+
+interface Cached {
+  readonly typeKey: string;
+  readonly response: SharedResponse;
+  usedAt: number;
+}
+
 export class ResponseCache {
-  private readonly byType = new Map<string, { epoch: number; responses: Map<string, SharedResponse> }>();
+  /** Least recently used first (a hit moves an entry to the end). */
+  private readonly entries = new Map<string, Cached>();
+  private readonly types = new Map<string, { epoch: number; keys: Set<string> }>();
+  private bodyBytes = 0;
+  private readonly sweeper: NodeJS.Timeout;
   hits = 0;
   misses = 0;
+
+  constructor(
+    private readonly limits: ResponseCacheLimits = DEFAULT_RESPONSE_CACHE_LIMITS,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.sweeper = setInterval(() => this.sweep(), Math.min(60_000, limits.idleMs));
+    this.sweeper.unref();
+  }
+
+  /** Responses kept, and the bytes of their bodies. */
+  get size(): { entries: number; bytes: number } {
+    return { entries: this.entries.size, bytes: this.bodyBytes };
+  }
+
+  stop(): void {
+    clearInterval(this.sweeper);
+  }
 
   get(
     typeKey: string,
@@ -25,24 +69,47 @@ export class ResponseCache {
     typeUrl: string,
     resources: () => readonly EncodedResource[],
   ): SharedResponse {
-    let slot = this.byType.get(typeKey);
-    if (!slot || slot.epoch !== epoch) this.byType.set(typeKey, (slot = { epoch, responses: new Map() }));
-    const cached = slot.responses.get(key);
+    let type = this.types.get(typeKey);
+    if (!type || type.epoch !== epoch) {
+      if (type) for (const k of type.keys) this.remove(k);
+      this.types.set(typeKey, (type = { epoch, keys: new Set() }));
+    }
+    const full = `${typeKey}\0${key}`;
+    const cached = this.entries.get(full);
     if (cached) {
       this.hits += 1;
-      return cached;
+      cached.usedAt = this.now();
+      this.entries.delete(full);
+      this.entries.set(full, cached);
+      return cached.response;
     }
     this.misses += 1;
-    const list = resources();
-    const version = versionOf(list);
-    const response = {
-      version,
-      resources: list,
-      names: list.map((r) => r.name),
-      body: encodeResponseBody({ versionInfo: version, resources: list, typeUrl }),
-    };
-    slot.responses.set(key, response);
+    const response = ownResponse(typeUrl, resources());
+    this.entries.set(full, { typeKey, response, usedAt: this.now() });
+    type.keys.add(full);
+    this.bodyBytes += response.body.length;
+    for (const [oldest] of this.entries) {
+      if (this.entries.size <= this.limits.maxEntries && this.bodyBytes <= this.limits.maxBytes) break;
+      if (oldest === full) break; // the one just built is served even if it alone is over the limit
+      this.remove(oldest);
+    }
     return response;
+  }
+
+  /** Drops responses unused for `idleMs` (run by a timer). */
+  sweep(now = this.now()): void {
+    for (const [key, c] of this.entries) {
+      if (now - c.usedAt < this.limits.idleMs) break; // least recently used first: the rest are newer
+      this.remove(key);
+    }
+  }
+
+  private remove(key: string): void {
+    const c = this.entries.get(key);
+    if (!c) return;
+    this.entries.delete(key);
+    this.bodyBytes -= c.response.body.length;
+    this.types.get(c.typeKey)?.keys.delete(key);
   }
 }
 

@@ -5,22 +5,25 @@ import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { ResourceGenerator } from '../generators/generator.js';
 import type { Proxy } from '../proxy/proxy.js';
 import {
+  checkNamesListed,
   firstProxy,
   StreamError,
   type AdsStream,
+  type OutgoingMessage,
   type StreamCall,
   type StreamDeps,
   type TypeStatus,
 } from './ads-stream.js';
 import { healthReport } from './health-report.js';
-import { readPlainRequest } from './request-reader.js';
+import { readPlainRequest, scanRequest, SOTW_FIELDS } from './request-reader.js';
 import { typeKey, wildcardKey, type ChangeSet } from './resource-cache.js';
 import type { EncodedResource } from '../proto/resource.js';
 import { ownResponse, type SharedResponse } from './response-cache.js';
 import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
 import { StreamState } from './sotw-state.js';
 import { CLUSTER, ENDPOINT, HEALTH_INFO, LISTENER, ROUTE, shortTypeName } from '../proto/type-urls.js';
-import { appendNonce, decodeDiscoveryRequest } from '../proto/wire.js';
+import { decodeDiscoveryRequest, nonceField } from '../proto/wire.js';
+import { subscriptionKey } from './subscription-key.js';
 
 /** Types whose SotW responses need not repeat unchanged resources (xDS: all but LDS and CDS). */
 function partialAllowed(typeUrl: string): boolean {
@@ -51,6 +54,8 @@ export class SotwConnection implements AdsStream {
   >();
   /** A CDS or EDS response kept removed resources (make-before-break): clean up once LDS/RDS went out. */
   private retained = false;
+  /** Lets go of the cache views this stream holds (ResourceCache.retain), on close. */
+  private readonly releases: (() => void)[] = [];
   readonly pump: StreamPump;
 
   constructor(
@@ -71,6 +76,9 @@ export class SotwConnection implements AdsStream {
   }
 
   handleRequest(bytes: Buffer): void {
+    // Counted before anything is decoded: an oversized list costs a scan, not 100,000 strings.
+    const scan = scanRequest(bytes, SOTW_FIELDS);
+    checkNamesListed(scan.names, this.deps.limits.maxNamesPerType, scan.typeUrl);
     const req = readPlainRequest(bytes) ?? decodeDiscoveryRequest(bytes);
     if (!this.proxyInfo && req.node) this.call.admit?.(req.node);
     if (!req.typeUrl)
@@ -137,6 +145,16 @@ export class SotwConnection implements AdsStream {
       if (partialAllowed(c.typeUrl)) this.pump.mark(c.typeUrl, { names: hit });
       else this.pump.mark(c.typeUrl, { full: true });
     }
+    // Names it asked for that did not exist may exist now, if their host changed.
+    if (changes.hosts && changes.hosts.size > 0) {
+      for (const typeUrl of this.state.watchedTypes()) {
+        const names = this.deps.subscriptions.missingUnder(this, proxy.kind, typeUrl, changes.hosts);
+        if (names.length === 0 || !this.typeView(typeUrl).generator) continue;
+        touched = true;
+        if (partialAllowed(typeUrl)) this.pump.mark(typeUrl, { names });
+        else this.pump.mark(typeUrl, { full: true });
+      }
+    }
     if (touched) {
       this.pump.join(round);
       this.pump.kick();
@@ -146,6 +164,7 @@ export class SotwConnection implements AdsStream {
 
   close(): void {
     this.pump.close();
+    for (const release of this.releases.splice(0)) release();
   }
 
   typeStatus(): readonly TypeStatus[] {
@@ -183,18 +202,17 @@ export class SotwConnection implements AdsStream {
         typeKey: typeKey(proxy?.kind ?? 'grpc', typeUrl),
       };
       this.views.set(typeUrl, v);
+      if (proxy && generator) this.releases.push(this.deps.cache.retain(generator, proxy));
     }
     return v;
   }
 
   private subscriptionKey(typeUrl: string): string {
     const sub = this.state.subscription(typeUrl);
-    if (!sub) return '';
-    const names = [...sub.names].sort();
-    return `${sub.wildcard ? '*' : '-'}\0${names.join('\0')}`;
+    return sub ? subscriptionKey(sub.wildcard, sub.names) : '';
   }
 
-  private build(typeUrl: string, work: PendingWork): Buffer | undefined {
+  private build(typeUrl: string, work: PendingWork): OutgoingMessage | undefined {
     const proxy = this.proxyInfo;
     const sub = this.state.subscription(typeUrl);
     if (!proxy || !sub) return undefined;
@@ -212,9 +230,14 @@ export class SotwConnection implements AdsStream {
       if (names.length === 1 && !sub.names.has(names[0] ?? '')) return undefined;
       if (names.length === 0) return undefined;
       partial = true;
-      response = this.deps.responses.get(tk, epoch, `${view.viewKey}\0p\0${names.join('\0')}`, typeUrl, () =>
-        present(names.map((n) => cache.get(generator, proxy, n))),
+      response = this.deps.responses.get(
+        tk,
+        epoch,
+        `${view.viewKey}\0p\0${names.length === 1 ? names[0] : subscriptionKey(false, names)}`,
+        typeUrl,
+        () => present(names.map((n) => cache.get(generator, proxy, n))),
       );
+      this.noteMissing(typeUrl, names, response.names);
       if (response.resources.length === 0) return undefined;
     } else {
       const collect = (): EncodedResource[] => {
@@ -224,6 +247,7 @@ export class SotwConnection implements AdsStream {
         return present([...names].map((n) => cache.get(generator, proxy, n)));
       };
       response = this.deps.responses.get(tk, epoch, `${view.viewKey}\0${view.subKey}`, typeUrl, collect);
+      this.noteMissing(typeUrl, sub.names, response.names, true);
       response = this.makeBeforeBreak(typeUrl, response);
     }
     if (!partial && !this.state.shouldSend(typeUrl, response.version, work.force)) return undefined;
@@ -233,7 +257,9 @@ export class SotwConnection implements AdsStream {
         ? updatedNames(this.heldResources(CLUSTER), response.resources)
         : [];
     const nonce = `${++this.nonceCounter}`;
-    const bytes = appendNonce(response.body, nonce);
+    // The shared body and this stream's nonce go out as parts: the body is never copied per stream.
+    const tail = nonceField(nonce);
+    const message = [response.body, tail];
     this.state.recordSent(typeUrl, {
       version: response.version,
       nonce,
@@ -250,10 +276,37 @@ export class SotwConnection implements AdsStream {
       typeUrl,
       type: shortTypeName(typeUrl),
       resources: response.resources.length,
-      bytes: bytes.length,
+      bytes: response.body.length + tail.length,
       buildMs: performance.now() - started,
     });
-    return bytes;
+    return message;
+  }
+
+  /**
+   * Records which of `asked` the answer lacks (they do not exist for this proxy), so a change of
+   * their host re-evaluates them; with `whole`, `asked` is the entire subscription and names no
+   * longer asked for are forgotten.
+   */
+  private noteMissing(
+    typeUrl: string,
+    asked: Iterable<string>,
+    answered: readonly string[],
+    whole = false,
+  ): void {
+    const proxy = this.proxyInfo;
+    if (!proxy) return;
+    const index = this.deps.subscriptions;
+    const before = index.missingNames(this, proxy.kind, typeUrl);
+    const wanted = [...asked];
+    if (wanted.length === 0 && before.size === 0) return;
+    const got = new Set(answered);
+    const now = new Set<string>();
+    for (const n of wanted) if (!got.has(n)) now.add(n);
+    const drop = whole
+      ? [...before.keys()].filter((n) => !now.has(n))
+      : wanted.filter((n) => got.has(n) && before.has(n));
+    for (const n of drop) index.setMissing(this, proxy.kind, typeUrl, n, false);
+    for (const n of now) index.setMissing(this, proxy.kind, typeUrl, n, true);
   }
 
   /**

@@ -2,6 +2,7 @@
 // flight. Work on a type is a flag plus, for partial pushes, the names that changed: a stream that
 // cannot keep up accumulates at most one entry per type and name, never a backlog of responses, and
 // gets the latest state when it drains. Types go out in make-before-break order (xds/proto/type-urls.ts).
+import type { OutgoingMessage } from './ads-stream.js';
 import type { PushLimiter, SlotHolder } from './flow-control.js';
 import { PUSH_ORDER } from '../proto/type-urls.js';
 
@@ -18,10 +19,10 @@ export interface PushRound {
   done(): void;
 }
 
-export interface PumpTarget {
+export interface PumpTarget<M = OutgoingMessage> {
   /** Builds the response for `typeUrl`, or undefined when there is nothing to send. */
-  build(typeUrl: string, work: PendingWork): Buffer | undefined;
-  write(bytes: Buffer, drained: () => void): void;
+  build(typeUrl: string, work: PendingWork): M | undefined;
+  write(message: M, drained: () => void): void;
   /** Nothing is pending or in flight any more. */
   idle(): void;
 }
@@ -29,7 +30,7 @@ export interface PumpTarget {
 /** About 13 s of pushes at the quiet-period cadence under churn. */
 export const MAX_HELD_ROUNDS = 64;
 
-export class StreamPump implements SlotHolder {
+export class StreamPump<M = OutgoingMessage> implements SlotHolder {
   private readonly pending = new Map<string, PendingWork>();
   private rounds: PushRound[] = [];
   private writing = false;
@@ -39,7 +40,7 @@ export class StreamPump implements SlotHolder {
 
   constructor(
     private readonly limiter: PushLimiter,
-    private readonly target: PumpTarget,
+    private readonly target: PumpTarget<M>,
   ) {}
 
   /** Whether work is pending for `typeUrl` (the make-before-break rule asks). */
@@ -85,10 +86,10 @@ export class StreamPump implements SlotHolder {
       const work = this.pending.get(typeUrl);
       this.pending.delete(typeUrl);
       if (!work) continue;
-      const bytes = this.target.build(typeUrl, work);
-      if (!bytes) continue;
+      const message = this.target.build(typeUrl, work);
+      if (!message) continue;
       this.writing = true;
-      this.target.write(bytes, () => this.drained());
+      this.target.write(message, () => this.drained());
       return;
     }
     this.limiter.release(this);

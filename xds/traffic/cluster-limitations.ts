@@ -15,6 +15,8 @@ export interface TrafficLimitation {
   readonly field: string;
   readonly clients: readonly ClientKind[];
   readonly reason: string;
+  /** Set when only some versions of those clients are concerned: the rule's id in xds/proxy/client-capabilities.ts. */
+  readonly rule?: string;
 }
 
 const GRPC_TCP_POOL = 'gRPC clients do not take TCP connection-pool settings from xDS';

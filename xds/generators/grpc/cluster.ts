@@ -4,8 +4,10 @@
 // DestinationRule visible to the client's namespace defines the subset. A DestinationRule's policy
 // is rendered as far as gRPC honours it: ROUND_ROBIN, or RING_HASH for consistentHash (A42), and
 // http2MaxRequests as the circuit breaker's max_requests (A32). The rest is accepted and listed as
-// a gRPC limitation (xds/traffic/cluster-limitations.ts). Sidecar scoping does not apply: a gRPC
-// client is sent only the names it asks for (docs/traffic.md).
+// a gRPC limitation (xds/traffic/cluster-limitations.ts). Which lb_policy a client may be sent is
+// its client profile's (xds/proxy/client-capabilities.ts): gRPC C-core 1.50–1.51 crash on RING_HASH
+// and get ROUND_ROBIN. Sidecar scoping does not apply: a gRPC client is sent only the names it asks
+// for (docs/traffic.md).
 import type { Cluster } from '../../generated/envoy/config/cluster/v3/Cluster.js';
 import type { GenerateContext, ResourceGenerator } from '../generator.js';
 import { clusterName, parseClusterName } from '../names.js';
@@ -14,6 +16,8 @@ import { CLUSTER } from '../../proto/type-urls.js';
 import { findPort, type Service, type ServicePort } from '../../../model/service.js';
 import { findSubset, subsetEndpoints } from '../../traffic/subsets.js';
 import { clusterPolicy, type ClusterPolicy } from '../../traffic/traffic-policy.js';
+import { clientProfile, type ClientProfile, type LbPolicy } from '../../proxy/client-capabilities.js';
+import type { LoadBalancerSettings } from '../../../mesh/types.js';
 
 /** gRPC's default ring size (A42) when `minimumRingSize` is not set, the same as Envoy's. */
 const DEFAULT_MIN_RING_SIZE = 1024;
@@ -22,8 +26,12 @@ import { withGrpcClientTls } from './cluster-security.js';
 export const grpcClusterGenerator: ResourceGenerator = {
   typeUrl: CLUSTER,
   proxyKind: 'grpc',
-  // DestinationRules (policies and subsets) are seen by namespace.
-  viewKey: (proxy) => proxy.namespace,
+  // DestinationRules (policies and subsets) are seen by namespace; clients with a known defect get
+  // their own rendering (client-capabilities.ts).
+  viewKey: (proxy) => {
+    const { key } = clientProfile(proxy);
+    return key ? `${proxy.namespace}\0${key}` : proxy.namespace;
+  },
   wildcardNames: (ctx) =>
     ctx.catalog
       .services()
@@ -58,7 +66,7 @@ export const grpcClusterGenerator: ResourceGenerator = {
         ctx,
         service,
         port.number,
-        source ? applyPolicy(cluster, source.policy) : cluster,
+        source ? applyPolicy(cluster, source.policy, clientProfile(ctx.proxy)) : cluster,
         key.subset,
       );
     return secured && encodeResource(CLUSTER, name, secured);
@@ -113,17 +121,33 @@ function baseCluster(
   };
 }
 
-function applyPolicy(cluster: Cluster, policy: ClusterPolicy): Cluster {
+function applyPolicy(cluster: Cluster, policy: ClusterPolicy, client: ClientProfile): Cluster {
   const out: Cluster = { ...cluster };
   const hash = policy.loadBalancer?.consistentHash;
-  if (hash) {
+  if (client.lbPolicy(wantedPolicy(policy.loadBalancer)) === 'RING_HASH') {
     out.lb_policy = 'RING_HASH';
     out.ring_hash_lb_config = {
-      minimum_ring_size: { value: hash.minimumRingSize || DEFAULT_MIN_RING_SIZE },
+      minimum_ring_size: { value: hash?.minimumRingSize || DEFAULT_MIN_RING_SIZE },
     };
   }
   const maxRequests = policy.connectionPool?.http?.http2MaxRequests;
   if (maxRequests !== undefined)
     out.circuit_breakers = { thresholds: [{ priority: 'DEFAULT', max_requests: { value: maxRequests } }] };
   return out;
+}
+
+/** The lb_policy a DestinationRule's loadBalancer asks for (before the client's profile has its say). */
+function wantedPolicy(lb: LoadBalancerSettings | undefined): LbPolicy {
+  if (lb?.consistentHash) return 'RING_HASH';
+  switch (lb?.simple) {
+    case 'LEAST_CONN':
+    case 'LEAST_REQUEST':
+      return 'LEAST_REQUEST';
+    case 'RANDOM':
+      return 'RANDOM';
+    case 'PASSTHROUGH':
+      return 'CLUSTER_PROVIDED';
+    default:
+      return 'ROUND_ROBIN';
+  }
 }

@@ -1,0 +1,78 @@
+// Writes a stream's responses so that a body shared by many streams is never copied per stream.
+// grpc-js frames every message into a fresh buffer (5-byte header + a copy of the message), and a
+// stream whose client does not read holds that copy until it does: 200 stuck Envoys held 200 copies
+// of one 0.5 MB CDS body. Here the frame goes to the call's HTTP/2 stream in parts — the 5-byte
+// header, the shared body, the stream's own nonce field — so a stuck stream holds a reference to the
+// shared body and a few bytes of its own.
+//
+// grpc-js has no public way to write pre-framed bytes: the HTTP/2 stream is read from its call
+// object (grpc-js 1.14 keeps it at `call.call.stream`). When that shape is not found (another
+// grpc-js version, interceptors), messages go through `call.write` as before, copied once;
+// test/integration/ads-stream-limits.test.ts ("never read") fails if the installed grpc-js stops
+// offering the shape.
+import type { Http2Session, ServerHttp2Stream } from 'node:http2';
+import * as grpc from '@grpc/grpc-js';
+import type { OutgoingMessage } from './ads-stream.js';
+
+/** The server call's side that matters here: grpc-js's ServerDuplexStream. */
+type ServerCall = grpc.ServerDuplexStream<Buffer, Buffer>;
+
+/** The HTTP/2 stream under a grpc-js server call, or undefined when this grpc-js does not expose it. */
+export function http2StreamOf(call: ServerCall): ServerHttp2Stream | undefined {
+  const inner = (call as unknown as { call?: { stream?: unknown } }).call;
+  const stream = inner?.stream;
+  return isHttp2Stream(stream) ? stream : undefined;
+}
+
+function isHttp2Stream(value: unknown): value is ServerHttp2Stream {
+  if (typeof value !== 'object' || value === null) return false;
+  const s = value as Partial<Record<'write' | 'cork' | 'uncork' | 'respond', unknown>> & {
+    session?: unknown;
+  };
+  return (
+    typeof s.write === 'function' &&
+    typeof s.cork === 'function' &&
+    typeof s.uncork === 'function' &&
+    typeof s.respond === 'function' &&
+    typeof s.session === 'object'
+  );
+}
+
+export class MessageWriter {
+  private readonly raw: ServerHttp2Stream | undefined;
+
+  constructor(private readonly call: ServerCall) {
+    this.raw = http2StreamOf(call);
+  }
+
+  /** The call's HTTP/2 connection, when known. */
+  get session(): Http2Session | undefined {
+    return this.raw?.session ?? undefined;
+  }
+
+  /** Whether messages are written in parts, uncopied (false: through grpc-js, copied once). */
+  get sharesBodies(): boolean {
+    return this.raw !== undefined;
+  }
+
+  write(message: OutgoingMessage, drained: () => void): void {
+    const parts = Buffer.isBuffer(message) ? [message] : message;
+    const raw = this.raw;
+    if (!raw) {
+      this.call.write(Buffer.concat(parts), drained);
+      return;
+    }
+    if (raw.destroyed || raw.writableEnded) return; // the call is ending; its close releases the slot
+    // Response headers first, as grpc-js sends them before its first message (once per call).
+    this.call.sendMetadata(new grpc.Metadata());
+    let length = 0;
+    for (const p of parts) length += p.length;
+    const header = Buffer.allocUnsafe(5);
+    header[0] = 0; // not compressed
+    header.writeUInt32BE(length, 1);
+    raw.cork();
+    raw.write(header);
+    parts.forEach((p, i) => raw.write(p, i === parts.length - 1 ? () => drained() : undefined));
+    raw.uncork();
+  }
+}
