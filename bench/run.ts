@@ -3,6 +3,7 @@
 import { agentBench } from './agent.js';
 import { editLatency } from './edit-latency.js';
 import { floodBench } from './flood.js';
+import { dnsBench, probeBench } from './onboard.js';
 import { kubernetesBench } from './kubernetes.js';
 import { pushFanout } from './push-fanout.js';
 import { pushScale } from './push-scale.js';
@@ -20,6 +21,8 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   zookeeper: zookeeperLatency,
   flood: floodBench,
   agent: () => agentBench(),
+  'onboard-probe': () => probeBench(),
+  'onboard-dns': dnsBench,
 };
 
 const chosen = process.argv.slice(2);
