@@ -60,21 +60,22 @@ test('registration on the plaintext port is refused with the reason; other strea
     'apiVersion: networking.istio.io/v1\nkind: WorkloadGroup\nmetadata: {name: echo-vms, namespace: shop}\nspec: {}\n',
   );
   // The plane's config registry is made by the plane; the wiring is given it once it exists.
-  let wired: ReturnType<typeof wireAutoRegistration> | undefined;
+  const late: { wired?: ReturnType<typeof wireAutoRegistration> } = {};
   const plane = await startInProcessPlane({
     configDir: dir,
-    admission: (stream, proxy) => wired?.admission(stream, proxy),
+    admission: (stream, proxy) => late.wired?.admission(stream, proxy),
     observers: [
       {
-        streamIdentified: (s) => wired?.observer.streamIdentified?.(s),
-        streamClosed: (s, r) => wired?.observer.streamClosed?.(s, r),
+        streamIdentified: (s) => late.wired?.observer.streamIdentified?.(s),
+        streamClosed: (s, r) => late.wired?.observer.streamClosed?.(s, r),
       },
     ],
   });
   assert.ok(plane.config);
-  wired = wireAutoRegistration(plane.config, undefined, 1000, silentLogger);
+  const wired = wireAutoRegistration(plane.config, undefined, 1000, silentLogger);
+  late.wired = wired;
   t.after(async () => {
-    wired?.stop();
+    wired.stop();
     await plane.stop();
     rmSync(dir, { recursive: true, force: true });
   });
