@@ -11,6 +11,7 @@ import {
   type AgentClaim,
   type RegistrationStore,
 } from '../../../registration/auto-registration.js';
+import { peerAddress } from '../../../cli/auto-registration.js';
 import { eventually } from '../../support/eventually.js';
 
 function group(name: string, spec: WorkloadGroupSpec, namespace = 'shop'): WorkloadGroupResource {
@@ -255,4 +256,12 @@ test('the config registry selects auto-registered entries into ServiceEntries by
   await eventually(() => endpoints().length === 1 && endpoints()[0]?.address === '10.0.0.99', {
     timeoutMs: 5000,
   });
+});
+
+test('without --instance-ip, a VM registers with the address its connection comes from', () => {
+  assert.equal(peerAddress('127.0.0.20:43210'), '127.0.0.20');
+  assert.equal(peerAddress('ipv4:10.0.0.7:5000'), '10.0.0.7');
+  assert.equal(peerAddress('[fd00::7]:5000'), 'fd00::7');
+  assert.equal(peerAddress('[::ffff:10.0.0.8]:5000'), '10.0.0.8');
+  assert.equal(peerAddress('fd00::9'), 'fd00::9');
 });
