@@ -22,6 +22,7 @@ import type { PushHistory } from './push-history.js';
 import { servicez } from './servicez.js';
 import { syncz } from './syncz.js';
 import { UiAssets } from './ui-assets.js';
+import type { RegistrationView } from '../registration/auto-registration.js';
 import { configDump } from '../xds/server/config-dump.js';
 import { envoyConfigDump } from '../xds/server/envoy-config-dump.js';
 
@@ -31,6 +32,8 @@ export interface AdminDeps {
   /** The config directory (for /debug/configz), when the `config` registry is enabled. */
   readonly config?: { debugState(): ConfigDebugState; meshConfig(): MeshConfig };
   readonly mock?: MockRegistry;
+  /** VMs registered through their agents, listed in /debug/registryz. */
+  readonly autoRegistration?: { list(): readonly RegistrationView[] };
   readonly metrics?: PortolanMetrics;
   readonly store?: Store;
   /** Recent pushes and NACKs (/debug/push_status), when the ADS server reports to it. */
@@ -160,7 +163,7 @@ export class AdminServer {
         return sendJson(res, 200, caz(this.deps.ca, this.deps.store));
       }
       case '/debug/registryz':
-        return sendJson(res, 200, registryz(this.deps.discovery));
+        return sendJson(res, 200, registryz(this.deps.discovery, this.deps.autoRegistration));
       case '/debug/configz':
         if (!this.deps.config)
           throw new HttpError(404, 'the config registry is not enabled (--registries config)');

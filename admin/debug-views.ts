@@ -1,11 +1,15 @@
 // JSON views for /debug/registryz and /debug/adsz, built from the live objects on each request.
 import type { AggregateDiscovery } from '../aggregate/aggregate-discovery.js';
+import type { RegistrationView } from '../registration/auto-registration.js';
 import type { AdsServer } from '../xds/server/ads-server.js';
 import { clientProfile } from '../xds/proxy/client-capabilities.js';
 import type { Proxy } from '../xds/proxy/proxy.js';
 import { shortTypeName } from '../xds/proto/type-urls.js';
 
-export function registryz(discovery: AggregateDiscovery): unknown {
+export function registryz(
+  discovery: AggregateDiscovery,
+  autoRegistration?: { list(): readonly RegistrationView[] },
+): unknown {
   return {
     synced: discovery.hasSynced(),
     registries: discovery.registries.map((r) => {
@@ -21,6 +25,8 @@ export function registryz(discovery: AggregateDiscovery): unknown {
       };
     }),
     conflicts: discovery.conflicts(),
+    // VMs registered through their agent (WorkloadGroup): node, connection state, probe health.
+    ...(autoRegistration && { autoRegistered: autoRegistration.list() }),
   };
 }
 

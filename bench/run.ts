@@ -5,6 +5,7 @@ import { agentBench } from './agent.js';
 import { authzBench } from './authz.js';
 import { editLatency } from './edit-latency.js';
 import { floodBench } from './flood.js';
+import { dnsBench, probeBench } from './onboard.js';
 import { kubernetesBench } from './kubernetes.js';
 import { localityViews } from './locality-views.js';
 import { pushFanout } from './push-fanout.js';
@@ -26,6 +27,8 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   ca: caBench,
   agent: () => agentBench(),
   authz: authzBench,
+  'onboard-probe': () => probeBench(),
+  'onboard-dns': dnsBench,
 };
 
 const chosen = process.argv.slice(2);

@@ -2,11 +2,17 @@
 // the work; docs/agent.md is the manual). This file is the command line: flags, their checks, the
 // bootstraps it prints or writes (built by `portolan bootstrap`'s own builders), signals.
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { startAgent, type AgentConfig, type RunningAgent } from '../agent/agent.js';
+import { DnsModule } from '../agent/dns/dns-module.js';
+import { parseUpstreams, systemUpstreams, UpstreamError, type Upstream } from '../agent/dns/upstreams.js';
+import type { AgentModule } from '../agent/module.js';
 import { SocketError } from '../agent/unix-socket.js';
+import { ControlModule } from '../agent/workload/control-module.js';
+import { RegistrationModule } from '../agent/workload/registration-module.js';
 import { parseDuration } from '../ca/duration.js';
 import { readCertDir } from '../ca/cert-dir.js';
 import { IdentityError, parseSpiffeUri, validateTrustDomain, workloadIdentity } from '../ca/identity.js';
@@ -30,6 +36,7 @@ export const AGENT_DEFAULTS = {
   cacheMaxBytes: '64MiB',
   cacheFallback: '3s',
   drainTimeout: '20s',
+  dnsAddr: '127.0.0.1:15053',
   logLevel: 'info',
 } as const;
 
@@ -60,6 +67,12 @@ interface AgentFlags {
   cacheFallback: string;
   drainTimeout: string;
   logLevel: string;
+  group?: string;
+  instanceIp?: string;
+  /** false with --no-dns (commander sets true otherwise). */
+  dns?: boolean;
+  dnsAddr?: string;
+  dnsUpstream?: string;
 }
 
 /** The flags, checked and resolved. */
@@ -88,6 +101,11 @@ export interface AgentSettings {
   readonly cacheMaxBytes: number;
   readonly fallbackMs: number;
   readonly drainMs: number;
+  /** `--group`: the WorkloadGroup (in the agent's namespace) the VM registers into. */
+  readonly group?: string;
+  readonly instanceIp?: string;
+  /** The DNS proxy; absent with --no-dns. Upstreams absent: /etc/resolv.conf's. */
+  readonly dns?: { readonly addr: HostAndPort; readonly upstreams?: readonly Upstream[] };
 }
 
 export function addAgentCommand(program: Command): void {
@@ -168,6 +186,24 @@ export function addAgentCommand(program: Command): void {
       'how long the command may take to exit after SIGTERM',
       AGENT_DEFAULTS.drainTimeout,
     )
+    .option(
+      '--group <name>',
+      'register this VM into the WorkloadGroup NAME (in --namespace) while the agent runs, and run its probe',
+    )
+    .option(
+      '--instance-ip <ip>',
+      'the address the VM registers with (default: the one the control plane sees)',
+    )
+    .option(
+      '--dns-addr <host:port>',
+      'the DNS proxy: mesh hostnames from the control plane, the rest forwarded (UDP and TCP)',
+      AGENT_DEFAULTS.dnsAddr,
+    )
+    .option('--no-dns', 'no DNS proxy')
+    .option(
+      '--dns-upstream <host[:port],...>',
+      'resolvers for names outside the mesh (default: /etc/resolv.conf)',
+    )
     .addOption(
       new Option('--log-level <level>', 'log level')
         .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
@@ -219,10 +255,11 @@ async function runAgent(
     ...(program && { command: { command: program, args, drainMs: settings.drainMs } }),
     logger,
   };
+  const modules = agentModules(settings);
   let agent: RunningAgent;
   try {
     // The bootstraps are written before the command starts, with the ports actually bound.
-    agent = await startAgent(config);
+    agent = await startAgent(config, modules.all);
   } catch (err) {
     if (err instanceof SocketError) {
       process.stderr.write(`error: ${err.message}\n`);
@@ -241,6 +278,8 @@ async function runAgent(
       xds: agent.addresses.xds,
       sds: agent.addresses.sds,
       status: agent.addresses.status,
+      ...(modules.dns && { dns: modules.dns.address }),
+      ...(settings.group && { group: `${settings.identity.namespace}/${settings.group}` }),
       ...(agent.supervisor && { commandPid: agent.supervisor.pid }),
     },
     'portolan agent serving',
@@ -310,6 +349,18 @@ export function compileAgentSettings(flags: AgentFlags, envToken: string | undef
   parseAddress(xdsAddr, '--xds-addr');
   const xdsSocket = socket(flags.xdsSocket, 'xds.sock');
   const sdsSocket = socket(flags.sdsSocket, 'sds.sock');
+  if (flags.group !== undefined && !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(flags.group))
+    throw new OptionError(`--group: "${flags.group}" is not a WorkloadGroup name`);
+  if (flags.instanceIp !== undefined && isIP(flags.instanceIp) === 0)
+    throw new OptionError(`--instance-ip: "${flags.instanceIp}" is not an IP address`);
+  let upstreams: Upstream[] | undefined;
+  try {
+    upstreams = flags.dnsUpstream === undefined ? undefined : parseUpstreams(flags.dnsUpstream);
+  } catch (err) {
+    if (err instanceof UpstreamError) throw new OptionError(`--dns-upstream: ${err.message}`);
+    throw err;
+  }
+  if (upstreams?.length === 0) throw new OptionError('--dns-upstream: name at least one resolver');
   return {
     identity: { trustDomain, namespace: flags.namespace, serviceAccount: flags.serviceAccount },
     spiffeId,
@@ -331,7 +382,46 @@ export function compileAgentSettings(flags: AgentFlags, envToken: string | undef
     cacheMaxBytes: parseBytes(flags.cacheMaxBytes, '--cache-max-bytes'),
     fallbackMs: parseDurationMs(flags.cacheFallback, '--cache-fallback'),
     drainMs: durationSeconds(flags.drainTimeout, '--drain-timeout') * 1000,
+    ...(flags.group && { group: flags.group }),
+    ...(flags.instanceIp && { instanceIp: flags.instanceIp }),
+    ...(flags.dns === true && {
+      dns: {
+        addr: parseAddress(flags.dnsAddr ?? AGENT_DEFAULTS.dnsAddr, '--dns-addr'),
+        ...(upstreams && { upstreams }),
+      },
+    }),
   };
+}
+
+/** The node id of the agent's own stream to the control plane (beside its local clients' streams). */
+export function agentNodeId(settings: AgentSettings): string {
+  return `agent/${settings.nodeId}`;
+}
+
+/** The modules the flags ask for: the agent's own stream, registration and probes, the DNS proxy. */
+export function agentModules(settings: AgentSettings): { all: AgentModule[]; dns?: DnsModule } {
+  if (!settings.group && !settings.dns) return { all: [] };
+  const control = new ControlModule({
+    nodeId: agentNodeId(settings),
+    ...(settings.group && { group: settings.group }),
+    ...(settings.instanceIp && { instanceIp: settings.instanceIp }),
+  });
+  const all: AgentModule[] = [control];
+  if (settings.group)
+    all.push(new RegistrationModule(control, settings.group, settings.instanceIp ?? '127.0.0.1'));
+  let dns: DnsModule | undefined;
+  if (settings.dns) {
+    const { addr, upstreams } = settings.dns;
+    // Never forward to ourselves (a resolv.conf pointing at the proxy).
+    const self = (u: Upstream): boolean => u.host === addr.host && u.port === addr.port;
+    dns = new DnsModule(control, {
+      host: addr.host,
+      port: addr.port,
+      upstreams: upstreams ? () => upstreams : () => systemUpstreams().filter((u) => !self(u)),
+    });
+    all.push(dns);
+  }
+  return { all, ...(dns && { dns }) };
 }
 
 /** A bootstrap pointing at this agent: Envoy (ADS on the xDS socket, SDS on the SDS socket) or gRPC. */
@@ -342,7 +432,12 @@ export function renderBootstrap(kind: 'envoy' | 'grpc', s: AgentSettings): strin
     namespace: s.identity.namespace,
     xdsAddr: s.listenXds,
     adminAddr: s.adminAddr,
-    metadata: { SERVICE_ACCOUNT: s.identity.serviceAccount, PORTOLAN_CERT_DIR: s.certDir },
+    metadata: {
+      SERVICE_ACCOUNT: s.identity.serviceAccount,
+      PORTOLAN_CERT_DIR: s.certDir,
+      // With the DNS proxy on, transparent capture listens on the addresses it answers (Istio's keys).
+      ...(s.dns && { DNS_CAPTURE: 'true', DNS_AUTO_ALLOCATE: 'true' }),
+    },
     certDir: s.certDir,
     kind,
     maxConnections: 50_000,

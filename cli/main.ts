@@ -98,6 +98,11 @@ const serve = program
     '--shutdown-timeout <duration>',
     'longest a shutdown may take; past it the process exits with code 1, naming what it waited for',
     SHUTDOWN_TIMEOUT_DEFAULT,
+  )
+  .option(
+    '--auto-registration-grace <duration>',
+    "how long a VM's auto-registered WorkloadEntry outlives its agent's connection",
+    SERVE_DEFAULTS.autoRegistrationGrace,
   );
 for (const factory of REGISTRY_FACTORIES) factory.addFlags(serve);
 addCaServeFlags(serve);

@@ -30,6 +30,7 @@ export interface RawServeOptions {
   serveStale: boolean;
   resetStore: boolean;
   historyLimit: string;
+  autoRegistrationGrace: string;
   [flag: string]: unknown;
 }
 
@@ -47,6 +48,7 @@ export const SERVE_DEFAULTS: RawServeOptions = {
   serveStale: true,
   resetStore: false,
   historyLimit: '10000',
+  autoRegistrationGrace: '10s',
 };
 
 export interface ServeOptions {
@@ -67,6 +69,8 @@ export interface ServeOptions {
   readonly resetStore: boolean;
   /** Rows kept per history table. */
   readonly historyLimit: number;
+  /** How long an auto-registered VM's entry outlives its agent's connection (default 10 s). */
+  readonly autoRegistrationGraceMs?: number;
   /** All flags as given, for the registries' factories. */
   readonly flags: Readonly<Record<string, unknown>>;
   /** The built-in CA and secure xDS port (cli/ca-options.ts); absent when not run from the command line. */
@@ -111,6 +115,7 @@ export function compileServeOptions(raw: RawServeOptions): ServeOptions {
     serveStale: raw.serveStale,
     resetStore: raw.resetStore,
     historyLimit: parsePositiveInt(raw.historyLimit, '--history-limit'),
+    autoRegistrationGraceMs: parseDurationMs(raw.autoRegistrationGrace, '--auto-registration-grace'),
     flags: raw,
     ...optionalCa(compileCaServeOptions(raw)),
     ...optionalLimits(compileLimitOptions(raw)),

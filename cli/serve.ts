@@ -24,6 +24,7 @@ import { PortolanMetrics } from '../metrics/metrics.js';
 import { DataDirLockedError, lockDataDir, type DataDirLock } from '../store/data-dir-lock.js';
 import { RegistryPersistence } from '../store/registry-persistence.js';
 import { Store } from '../store/store.js';
+import { DEFAULT_GRACE_MS, wireAutoRegistration } from './auto-registration.js';
 import { startCa, type RunningCa } from './ca-serve.js';
 import { OptionError, type HostAndPort, type ServeOptions } from './options.js';
 import { REGISTRY_FACTORIES } from './registries.js';
@@ -99,6 +100,15 @@ async function startLocked(
   // config directory; the admin API writes to the mock registry.
   const config = builtBy(configDirFactory, registries);
   const mock = builtBy(mockRegistryFactory, registries);
+  // VMs registering through their agent (--group) become WorkloadEntries of the config registry.
+  const auto =
+    config &&
+    wireAutoRegistration(
+      config,
+      store,
+      options.autoRegistrationGraceMs ?? DEFAULT_GRACE_MS,
+      logger.child({ component: 'auto-registration' }),
+    );
   metrics.watchRegistries(registries);
   metrics.countRegistryEvents(registries);
   const persistence = new RegistryPersistence(store, registries, logger.child({ component: 'store' }));
@@ -132,7 +142,9 @@ async function startLocked(
       new AdsMetrics(metrics),
       new ConnectionLogObserver(store.proxies),
       pushHistory,
+      ...(auto ? [auto.observer] : []),
     ),
+    ...(auto && { admission: auto.admission }),
     pushWindowMs: options.pushWindowMs,
     maxPushDelayMs: options.pushMaxDelayMs,
     flowControl: {
@@ -171,6 +183,7 @@ async function startLocked(
     ads,
     ...(config && { config }),
     ...(mock && { mock }),
+    ...(auto && { autoRegistration: auto.registration }),
     metrics,
     store,
     pushHistory,
@@ -214,6 +227,7 @@ async function startLocked(
     ...(mock && { mock }),
     async stop() {
       ads.stop();
+      auto?.stop();
       await steps.run('CA and secure xDS port', () => ca?.stop());
       const streams = ads.streamList().length;
       await steps.run(

@@ -13,6 +13,7 @@ import {
   type SidecarResource,
   type VirtualServiceResource,
   type WorkloadEntryResource,
+  type WorkloadGroupResource,
 } from '../mesh/types.js';
 
 export interface ResourceRef {
@@ -40,6 +41,7 @@ export interface MergedConfig {
   readonly peerAuthentications: readonly PeerAuthenticationResource[];
   readonly authorizationPolicies: readonly AuthorizationPolicyResource[];
   readonly requestAuthentications: readonly RequestAuthenticationResource[];
+  readonly workloadGroups: readonly WorkloadGroupResource[];
   readonly conflicts: readonly ConfigConflict[];
 }
 
@@ -84,6 +86,7 @@ export function mergeFiles(files: Iterable<FileLoad>): MergedConfig {
     requestAuthentications: all.filter(
       (r): r is RequestAuthenticationResource => r.kind === 'RequestAuthentication',
     ),
+    workloadGroups: all.filter((r): r is WorkloadGroupResource => r.kind === 'WorkloadGroup'),
     conflicts,
   };
 }

@@ -19,7 +19,8 @@ import {
   type MeshConfig,
   type MeshConfigSource,
 } from '../mesh/mesh-config.js';
-import { resourceKey } from '../mesh/types.js';
+import { resourceKey, type WorkloadEntryResource } from '../mesh/types.js';
+import type { WorkloadEntrySource } from '../mesh/workload-entries.js';
 import type { ConfigIssue } from './issue.js';
 import { DirWatcher } from './watcher.js';
 import { unknownSubsetWarnings } from './validate/virtual-service.js';
@@ -81,6 +82,7 @@ const EMPTY_MERGED: MergedConfig = {
   peerAuthentications: [],
   authorizationPolicies: [],
   requestAuthentications: [],
+  workloadGroups: [],
   conflicts: [],
 };
 
@@ -100,6 +102,8 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   private crossWarnings: readonly CrossResourceWarning[] = [];
   /** Whether a snapshot read from the directory has been published (a restored one does not count). */
   private published = false;
+  /** WorkloadEntries from outside the directory (auto-registered VMs), selected like the files' own. */
+  private entrySource: WorkloadEntrySource | undefined;
 
   constructor(private readonly options: ConfigDirOptions) {
     super();
@@ -143,6 +147,23 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   /** Fires when the mesh config changes (after meshConfig() returns the new one), naming the files edited. */
   onConfigChange(listener: (trigger?: ChangeTrigger) => void): () => void {
     return this.configListeners.add(listener);
+  }
+
+  /**
+   * Adds WorkloadEntries from outside the directory (auto-registration): ServiceEntries select them
+   * by label like the files' own, and a file's entry of the same namespace/name wins. Their changes
+   * re-run the selection only (the files are not merged again). Returns the function that detaches it.
+   */
+  addWorkloadEntries(source: WorkloadEntrySource): () => void {
+    this.entrySource = source;
+    const stop = source.onWorkloadEntriesChange(() => {
+      if (this.published) this.publish([], this.merged);
+    });
+    if (this.published) this.publish([], this.merged);
+    return () => {
+      stop();
+      this.entrySource = undefined;
+    };
   }
 
   /** Resolves when pending reloads have been applied (useful in tests). */
@@ -305,11 +326,11 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   }
 
   /** Recomputes everything from the in-force file versions and publishes what changed (`files`: the edit). */
-  private publish(files: readonly string[] = []): void {
-    this.settleCandidates();
-    const goods = [...this.files.values()].flatMap((f) => (f.good ? [f.good] : []));
-    const merged = mergeFiles(goods);
-    const conversion = buildSnapshot(merged.serviceEntries, merged.workloadEntries);
+  private publish(files: readonly string[] = [], reuse?: MergedConfig): void {
+    // `reuse`: the files are as they were (only the outside WorkloadEntries changed).
+    if (!reuse) this.settleCandidates();
+    const merged = reuse ?? mergeFiles([...this.files.values()].flatMap((f) => (f.good ? [f.good] : [])));
+    const conversion = buildSnapshot(merged.serviceEntries, this.withSourceEntries(merged.workloadEntries));
     const conflicts = [...this.claimConflicts, ...merged.conflicts, ...conversion.conflicts];
     this.logNew(conflicts, this.conflicts, (c) => [
       { file: c.ignored.file, line: c.ignored.line, kept: c.kept, ignored: c.ignored },
@@ -344,6 +365,13 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     this.published = true;
     if (this.mesh.generation !== previousMesh.generation)
       this.configListeners.emit({ registries: [this.name], files });
+  }
+
+  private withSourceEntries(own: readonly WorkloadEntryResource[]): readonly WorkloadEntryResource[] {
+    const extra = this.entrySource?.workloadEntries() ?? [];
+    if (extra.length === 0) return own;
+    const taken = new Set(own.map(resourceKey));
+    return [...own, ...extra.filter((e) => !taken.has(resourceKey(e)))];
   }
 
   private logNew<T>(

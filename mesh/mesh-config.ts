@@ -1,7 +1,7 @@
 // The traffic config the xDS generators read besides the service catalog: one frozen value per
 // change of the config directory's VirtualServices, DestinationRules, Gateways, Sidecars,
-// PeerAuthentications, AuthorizationPolicies and RequestAuthentications. Its generation tells caches that something changed without comparing the
-// contents.
+// PeerAuthentications, AuthorizationPolicies, RequestAuthentications and WorkloadGroups. Its
+// generation tells caches that something changed without comparing the contents.
 import type { ChangeTrigger } from '../model/change.js';
 import type {
   AuthorizationPolicyResource,
@@ -11,6 +11,7 @@ import type {
   PeerAuthenticationResource,
   RequestAuthenticationResource,
   VirtualServiceResource,
+  WorkloadGroupResource,
 } from './types.js';
 
 export interface MeshConfig {
@@ -26,6 +27,8 @@ export interface MeshConfig {
   readonly authorizationPolicies: readonly AuthorizationPolicyResource[];
   /** Which JWTs requests to each workload may carry (xds/traffic/jwt-authn.ts). */
   readonly requestAuthentications: readonly RequestAuthenticationResource[];
+  /** The groups VMs register into through `portolan agent --group` (auto-registration); absent: none. */
+  readonly workloadGroups?: readonly WorkloadGroupResource[];
 }
 
 export const EMPTY_MESH_CONFIG: MeshConfig = Object.freeze({
@@ -37,6 +40,7 @@ export const EMPTY_MESH_CONFIG: MeshConfig = Object.freeze({
   peerAuthentications: [],
   authorizationPolicies: [],
   requestAuthentications: [],
+  workloadGroups: [],
 });
 
 /** Where the ADS server reads the mesh config, and learns that it changed (and, if known, why). */
@@ -64,6 +68,7 @@ export function nextMeshConfig(previous: MeshConfig, merged: Omit<MeshConfig, 'g
     peerAuthentications: merged.peerAuthentications,
     authorizationPolicies: merged.authorizationPolicies,
     requestAuthentications: merged.requestAuthentications,
+    workloadGroups: merged.workloadGroups,
   };
   const changed = contentKey(next) !== contentKey(previous);
   return Object.freeze({ generation: previous.generation + (changed ? 1 : 0), ...next });
@@ -80,6 +85,7 @@ function contentKey(config: Omit<MeshConfig, 'generation'>): string {
       config.peerAuthentications,
       config.authorizationPolicies,
       config.requestAuthentications,
+      config.workloadGroups ?? [],
     ].map((list) =>
       list.map((r) => [r.kind, r.apiVersion, r.namespace, r.name, r.labels, r.annotations, r.spec]),
     ),

@@ -16,6 +16,7 @@ export const SECURITY_API_VERSIONS = ['security.istio.io/v1', 'security.istio.io
 export type ConfigKind =
   | 'ServiceEntry'
   | 'WorkloadEntry'
+  | 'WorkloadGroup'
   | 'VirtualService'
   | 'DestinationRule'
   | 'Gateway'
@@ -46,6 +47,7 @@ export interface ConfigResource<T, K extends ConfigKind = ConfigKind> {
 
 export type ServiceEntryResource = ConfigResource<ServiceEntrySpec, 'ServiceEntry'>;
 export type WorkloadEntryResource = ConfigResource<WorkloadEntrySpec, 'WorkloadEntry'>;
+export type WorkloadGroupResource = ConfigResource<WorkloadGroupSpec, 'WorkloadGroup'>;
 export type VirtualServiceResource = ConfigResource<VirtualServiceSpec, 'VirtualService'>;
 export type DestinationRuleResource = ConfigResource<DestinationRuleSpec, 'DestinationRule'>;
 export type GatewayResource = ConfigResource<GatewaySpec, 'Gateway'>;
@@ -59,6 +61,7 @@ export type RequestAuthenticationResource = ConfigResource<
 export type AnyConfigResource =
   | ServiceEntryResource
   | WorkloadEntryResource
+  | WorkloadGroupResource
   | VirtualServiceResource
   | DestinationRuleResource
   | GatewayResource
@@ -85,6 +88,47 @@ export interface WorkloadEntrySpec {
   readonly locality?: string;
   readonly weight?: number;
   readonly serviceAccount?: string;
+}
+
+// ---- WorkloadGroup ---------------------------------------------------------------------------
+
+/** What the WorkloadEntries a group creates start from: a WorkloadEntry without its address. */
+export type WorkloadTemplate = Omit<WorkloadEntrySpec, 'address'>;
+
+export interface HttpHeader {
+  readonly name: string;
+  readonly value?: string;
+}
+
+/** Istio's ReadinessProbe: exactly one of httpGet, tcpSocket, grpc, exec. Times in seconds. */
+export interface ReadinessProbe {
+  readonly initialDelaySeconds?: number;
+  readonly timeoutSeconds?: number;
+  readonly periodSeconds?: number;
+  readonly successThreshold?: number;
+  readonly failureThreshold?: number;
+  readonly httpGet?: {
+    readonly path?: string;
+    readonly port: number;
+    /** Defaults to the workload's own address. */
+    readonly host?: string;
+    readonly scheme?: 'HTTP' | 'HTTPS';
+    readonly httpHeaders?: readonly HttpHeader[];
+  };
+  readonly tcpSocket?: { readonly host?: string; readonly port: number };
+  readonly grpc?: { readonly port: number; readonly service?: string };
+  readonly exec?: { readonly command: readonly string[] };
+}
+
+export interface WorkloadGroupSpec {
+  /** Labels and annotations of the WorkloadEntries the group creates. */
+  readonly metadata?: {
+    readonly labels?: Readonly<Record<string, string>>;
+    readonly annotations?: Readonly<Record<string, string>>;
+  };
+  /** Absent: entries with no ports, labels or service account of their own. */
+  readonly template?: WorkloadTemplate;
+  readonly probe?: ReadinessProbe;
 }
 
 // ---- ServiceEntry ----------------------------------------------------------------------------

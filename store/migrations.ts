@@ -102,4 +102,11 @@ export const MIGRATIONS: readonly string[] = [
    DROP TABLE issued_certificates;
    ALTER TABLE issued_certificates_v4 RENAME TO issued_certificates;
    CREATE INDEX issued_certificates_enrollment ON issued_certificates (enrollment_id);`,
+
+  // 5: VMs registered through their agent (WorkloadGroup auto-registration), kept across restarts.
+  `CREATE TABLE auto_registrations (
+     key TEXT PRIMARY KEY,            -- namespace/entry-name
+     registration TEXT NOT NULL,      -- JSON, see registration/entry.ts
+     updated_at TEXT NOT NULL
+   );`,
 ];

@@ -5,6 +5,7 @@ import { chmodSync, existsSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Logger } from '../log/logger.js';
+import { AutoRegistrationTable } from './auto-registrations.js';
 import { CaMaterialTable } from './ca-material.js';
 import { salvageCaState, restoreCaState, type CaState } from './ca-salvage.js';
 import { EnrollmentTable } from './enrollments.js';
@@ -59,6 +60,7 @@ export class Store {
   readonly joinTokens: JoinTokenTable;
   readonly enrollments: EnrollmentTable;
   readonly revocations: RevocationTable;
+  readonly autoRegistrations: AutoRegistrationTable;
   writeErrors = 0;
   private readonly db: Database.Database;
 
@@ -78,6 +80,7 @@ export class Store {
     this.revocations = new RevocationTable(db, guard);
     this.joinTokens = new JoinTokenTable(db, guard, this.revocations);
     this.enrollments = new EnrollmentTable(db, guard);
+    this.autoRegistrations = new AutoRegistrationTable(db, guard);
   }
 
   /** Opens (creating and migrating as needed) the store in `dataDir`; throws StoreError with the reason. */

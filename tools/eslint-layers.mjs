@@ -18,7 +18,9 @@ export const ALLOWED = {
   'config-dir': ['mesh', 'adapters'],
   ca: ['mesh', 'store'],
   metrics: ['xds'],
-  admin: ['mesh', 'adapters', 'aggregate', 'store', 'xds', 'config-dir', 'ca', 'metrics'],
+  // Auto-registration (WorkloadGroup): a registry of VMs the control plane owns, fed through seams.
+  registration: ['mesh'],
+  admin: ['mesh', 'adapters', 'aggregate', 'store', 'xds', 'config-dir', 'ca', 'metrics', 'registration'],
   // `portolan agent`, the VM side: the workload certificate (ca), an xDS proxy (xds), SDS.
   agent: ['ca', 'xds', 'mesh'],
   cli: '*',

@@ -19,10 +19,12 @@ import { serviceEntrySpec } from './service-entry.js';
 import { sidecarSpec } from './sidecar.js';
 import { virtualServiceSpec } from './virtual-service.js';
 import { checkHealthAnnotation, workloadEntrySpec } from './workload-entry.js';
+import { workloadGroupSpec } from './workload-group.js';
 
 const SPECS: Record<ConfigKind, Check<unknown>> = {
   ServiceEntry: serviceEntrySpec,
   WorkloadEntry: workloadEntrySpec,
+  WorkloadGroup: workloadGroupSpec,
   VirtualService: virtualServiceSpec,
   DestinationRule: destinationRuleSpec,
   Gateway: gatewaySpec,

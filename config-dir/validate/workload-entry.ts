@@ -1,6 +1,6 @@
 // WorkloadEntry: one VM or host. The same shape is used inline as a ServiceEntry's `endpoints`.
 import type { Health } from '../../model/endpoint.js';
-import type { WorkloadEntrySpec } from '../../mesh/types.js';
+import type { WorkloadEntrySpec, WorkloadTemplate } from '../../mesh/types.js';
 import { addressKind, portNumber, stringMap } from './common.js';
 import type { FieldPath } from '../parse.js';
 import { int, mapOf, obj, str, type Check, type Problems } from './schema.js';
@@ -24,20 +24,31 @@ const locality = str({
       : undefined,
 });
 
+const entryFields = {
+  ports: mapOf(portNumber),
+  labels: stringMap,
+  network: str(),
+  locality,
+  // proto3 cannot tell 0 from unset, so Istio (and we) treat 0 as the default weight 1.
+  weight: int(0, 4_294_967_295),
+  serviceAccount: str(),
+};
+
 export const workloadEntrySpec: Check<WorkloadEntrySpec> = obj(
-  {
-    address,
-    ports: mapOf(portNumber),
-    labels: stringMap,
-    network: str(),
-    locality,
-    // proto3 cannot tell 0 from unset, so Istio (and we) treat 0 as the default weight 1.
-    weight: int(0, 4_294_967_295),
-    serviceAccount: str(),
-  },
+  { address, ...entryFields },
   // Istio allows an empty address for endpoints behind a network gateway; we have no gateways, so it is required.
   { required: ['address'] },
 );
+
+/** A WorkloadGroup's template: a WorkloadEntry whose address comes from the VM that registers. */
+export const workloadTemplate: Check<WorkloadTemplate> = obj({
+  address: (value, path, problems) => {
+    if (value !== '')
+      problems.error(path, 'must be empty: each VM registers with its own address (agent --instance-ip)');
+    return undefined;
+  },
+  ...entryFields,
+});
 
 /** The health an operator set on a WorkloadEntry (case-insensitive); undefined for a value we do not know. */
 export function healthOf(annotations: Readonly<Record<string, string>>): Health | undefined {

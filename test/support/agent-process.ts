@@ -12,6 +12,8 @@ export interface AgentProcess {
   /** The plaintext local xDS address (HOST:PORT). */
   readonly xdsAddress: string;
   readonly statusBase: string;
+  /** The DNS proxy's HOST:PORT (UDP and TCP), unless --no-dns. */
+  readonly dnsAddress?: string;
   /** The command the agent supervises, if any. */
   readonly commandPid?: number;
   readonly logs: Record<string, unknown>[];
@@ -28,7 +30,18 @@ export async function startAgentProcess(
 ): Promise<AgentProcess> {
   const child = spawn(
     process.execPath,
-    [MAIN, 'agent', '--listen-xds', '127.0.0.1:0', '--status-addr', '127.0.0.1:0', ...args],
+    // The DNS proxy on an ephemeral port too, so agents in parallel tests do not share one.
+    [
+      MAIN,
+      'agent',
+      '--listen-xds',
+      '127.0.0.1:0',
+      '--status-addr',
+      '127.0.0.1:0',
+      '--dns-addr',
+      '127.0.0.1:0',
+      ...args,
+    ],
     { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } },
   );
   const logs: Record<string, unknown>[] = [];
@@ -78,6 +91,7 @@ export async function startAgentProcess(
       pid: child.pid ?? 0,
       xdsAddress: xds,
       statusBase: `http://${String(serving.status)}`,
+      ...(typeof serving.dns === 'string' && { dnsAddress: serving.dns }),
       ...(typeof serving.commandPid === 'number' && { commandPid: serving.commandPid }),
       logs,
       stop,

@@ -14,7 +14,7 @@ import { RegistryPersistence } from '../../store/registry-persistence.js';
 import type { Store } from '../../store/store.js';
 import type { GeneratorLookup } from '../../xds/generators/generator.js';
 import { DEFAULT_GENERATORS, GeneratorTable } from '../../xds/generators/index.js';
-import { AdsServer } from '../../xds/server/ads-server.js';
+import { AdsServer, type StreamAdmission } from '../../xds/server/ads-server.js';
 import { ConnectionLogObserver, type ConnectionLog } from '../../xds/server/connection-log.js';
 import { composeObservers, type AdsObserver } from '../../xds/server/observer.js';
 import type { StreamLimits } from '../../xds/server/stream-limits.js';
@@ -64,6 +64,8 @@ export interface PlaneOptions {
   readonly validatePushes?: boolean;
   /** The SPIFFE trust domain TLS contexts name. */
   readonly trustDomain?: string;
+  /** Checks each stream once its node is known (auto-registration's refusals). */
+  readonly admission?: StreamAdmission;
   /** Stream limits other than the defaults (names per type, streams per peer, first request). */
   readonly limits?: Partial<StreamLimits>;
   /**
@@ -104,6 +106,7 @@ export async function startInProcessPlane(options: PlaneOptions = {}): Promise<I
     ...(validate && { checkPush: (contexts) => checkPushConsistency(generators, contexts, silentLogger) }),
     ...(observers.length > 0 && { observer: composeObservers(...observers) }),
     ...(options.trustDomain && { trustDomain: options.trustDomain }),
+    ...(options.admission && { admission: options.admission }),
     ...(options.limits && { limits: options.limits }),
     ...(options.transport && { transport: options.transport }),
   });

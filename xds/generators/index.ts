@@ -7,6 +7,8 @@ import { grpcEndpointGenerator } from './grpc/endpoint.js';
 import { grpcListenerGenerator } from './grpc/listener.js';
 import { grpcRouteGenerator } from './grpc/route.js';
 import { envoyGenerators } from './envoy/generators.js';
+import { nameTableGenerator } from './agent/name-table.js';
+import { registrationGenerator } from './agent/registration.js';
 import { validatingGenerator } from '../validate/validating-generator.js';
 
 export const DEFAULT_GENERATORS: readonly ResourceGenerator[] = [
@@ -15,6 +17,11 @@ export const DEFAULT_GENERATORS: readonly ResourceGenerator[] = [
   grpcListenerGenerator,
   grpcRouteGenerator,
   ...envoyGenerators(),
+  // `portolan agent`'s own stream identifies as a proxyless client; an Envoy node may ask too.
+  registrationGenerator('grpc'),
+  registrationGenerator('envoy'),
+  nameTableGenerator('grpc'),
+  nameTableGenerator('envoy'),
 ];
 
 export class GeneratorTable implements GeneratorLookup {

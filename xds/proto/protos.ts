@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import protobuf from 'protobufjs';
+import { AGENT_PROTO, REGISTRATION_PROTO } from './agent-protos.js';
 
 interface ProtoSpec {
   readonly includeDirs: readonly string[];
@@ -40,6 +41,8 @@ export function protoRoot(): protobuf.Root {
     return existsSync(bundled) ? bundled : target; // else protobufjs's built-in well-known types
   };
   r.loadSync([...spec.files], { keepCase: true });
+  protobuf.parse(AGENT_PROTO, r, { keepCase: true });
+  protobuf.parse(REGISTRATION_PROTO, r, { keepCase: true });
   r.resolveAll();
   root = r;
   return r;

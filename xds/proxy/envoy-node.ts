@@ -36,6 +36,11 @@ export interface EnvoyNode {
   readonly certDir: string;
   /** The bootstrap cluster serving SDS (`portolan agent`), or '' for the files in certDir. */
   readonly sdsCluster: string;
+  /**
+   * DNS_AUTO_ALLOCATE (Istio's name; `portolan agent` sets it with its DNS proxy on): a captured TCP
+   * service without an address gets a listener on its auto-allocated one, which the DNS proxy answers.
+   */
+  readonly dnsAutoAllocate: boolean;
 }
 
 export const DEFAULT_HTTP_PROXY_PORT = 15080;
@@ -79,6 +84,8 @@ export function parseEnvoyNode(idType: string | undefined, metadata: Record<stri
     appPorts: parseAppPorts(metadata[META.appPorts]),
     certDir: parseCertDir(metadata[META.certDir]),
     sdsCluster: parseClusterName(metadata[META.sdsCluster]),
+    dnsAutoAllocate:
+      parseEnum(metadata.DNS_AUTO_ALLOCATE, 'DNS_AUTO_ALLOCATE', ['true', 'false'], 'false') === 'true',
   };
 }
 

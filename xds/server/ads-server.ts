@@ -16,6 +16,7 @@ import {
   type AdsAuthorizer,
   type PeerAuthenticator,
   type StreamSelector,
+  type StreamAdmission,
 } from './ads-service.js';
 import { DeltaConnection } from './delta-connection.js';
 import { DEFAULT_FLOW_CONTROL, PushLimiter, type FlowControlOptions } from './flow-control.js';
@@ -33,7 +34,7 @@ import {
   type TransportLimits,
 } from './transport-limits.js';
 
-export type { AdsAuthorizer, PeerAuthenticator, StreamSelector } from './ads-service.js';
+export type { AdsAuthorizer, PeerAuthenticator, StreamAdmission, StreamSelector } from './ads-service.js';
 
 export interface AdsServerOptions {
   readonly discovery: ServiceDiscovery;
@@ -53,6 +54,8 @@ export interface AdsServerOptions {
   readonly flowControl?: Partial<FlowControlOptions>;
   /** The SPIFFE trust domain, for the peer identities TLS contexts match. */
   readonly trustDomain?: string;
+  /** Checks each stream once its node (and peer identity) is known; a refusal ends it. */
+  readonly admission?: StreamAdmission;
   /** What one client may hold: names per type, streams per peer, the first request's deadline. */
   readonly limits?: Partial<StreamLimits>;
   /** The connection limits of the ports ADS is served on (serverOptions; the ping policy). */
@@ -128,6 +131,7 @@ export class AdsServer {
       streams: this.streams,
       open: (api, id, peer, call) => variants[api](id, peer, call),
       observer,
+      ...(options.admission && { admission: options.admission }),
       logger: options.logger,
       limits: this.limits,
       pings,

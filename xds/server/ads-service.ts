@@ -6,7 +6,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log/logger.js';
 import { proxyFromNode, type NodeInfo, type Proxy } from '../proxy/proxy.js';
-import { StreamError, type AdsApi, type AdsStream, type StreamCall } from './ads-stream.js';
+import { firstProxy, StreamError, type AdsApi, type AdsStream, type StreamCall } from './ads-stream.js';
 import { MessageWriter } from './message-writer.js';
 import type { AdsObserver, RefusalReason } from './observer.js';
 import { PeerStreams, remoteAddress, type StreamLimits } from './stream-limits.js';
@@ -45,6 +45,16 @@ export type AdsAuthorizer = (
 ) => { code: grpc.status; reason: string } | { identity: string } | undefined;
 
 /**
+ * A check of every stream on every port once its node is known (and, on the secure port, its peer
+ * identity), before anything is answered: a refusal ends the stream with its status and reason.
+ * Auto-registration refuses agents that may not join their WorkloadGroup this way.
+ */
+export type StreamAdmission = (
+  stream: AdsStream,
+  proxy: Proxy,
+) => { code: grpc.status; reason: string } | undefined;
+
+/**
  * Decides, as a stream opens and before it is registered, who its peer is: a key its streams are
  * counted under (the SPIFFE identity on the secure port), or a refusal (no verified certificate).
  */
@@ -59,6 +69,7 @@ export interface AdsServiceDeps {
   /** A new stream of the variant the client called. */
   readonly open: (api: AdsApi, id: string, peer: string, call: StreamCall) => AdsStream;
   readonly observer: AdsObserver;
+  readonly admission?: StreamAdmission;
   readonly logger: Logger;
   readonly limits: StreamLimits;
   /** Enforces the keepalive ping policy on each connection that carries a stream. */
@@ -113,7 +124,7 @@ export class AdsService {
     authorize: AdsAuthorizer | undefined,
     authenticate: PeerAuthenticator | undefined,
   ): void {
-    const { streams, observer, logger: log, limits } = this.deps;
+    const { streams, observer, admission, logger: log, limits } = this.deps;
     const peer = call.getPeer();
     // Refusals at open cost nothing but the status: no stream object, no registration, no log line
     // above debug (a client can open thousands); the metric counts them.
@@ -149,11 +160,15 @@ export class AdsService {
       send: (message, drained) => {
         if (!closed) writer.write(message, drained);
       },
-      ...(authorize && {
+      ...((authorize || admission) && {
         admit: (node: NodeInfo) => {
-          const verdict = authorize(proxyFromNode(node), call);
-          if (verdict && 'code' in verdict) throw new StreamError(verdict.code, verdict.reason);
-          if (verdict) stream.peerIdentity = verdict.identity;
+          if (authorize) {
+            const verdict = authorize(proxyFromNode(node), call);
+            if (verdict && 'code' in verdict) throw new StreamError(verdict.code, verdict.reason);
+            if (verdict) stream.peerIdentity = verdict.identity;
+          }
+          const refusal = admission?.(stream, firstProxy(node));
+          if (refusal) throw new StreamError(refusal.code, refusal.reason);
         },
       }),
     });

@@ -13,13 +13,14 @@ import {
   type StreamDeps,
   type TypeStatus,
 } from './ads-stream.js';
+import { healthReport } from './health-report.js';
 import { DeltaStreamState } from './delta-state.js';
 import type { Proxy } from '../proxy/proxy.js';
 import { DELTA_FIELDS, readPlainDeltaRequest, scanRequest } from './request-reader.js';
 import { wildcardKey, type ChangeSet } from './resource-cache.js';
 import type { EncodedResource } from '../proto/resource.js';
 import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE, shortTypeName } from '../proto/type-urls.js';
+import { CLUSTER, ENDPOINT, HEALTH_INFO, LISTENER, ROUTE, shortTypeName } from '../proto/type-urls.js';
 import { decodeDeltaDiscoveryRequest, encodeDeltaDiscoveryResponse } from '../proto/wire.js';
 
 export class DeltaConnection implements AdsStream {
@@ -63,6 +64,10 @@ export class DeltaConnection implements AdsStream {
     if (!req.typeUrl)
       throw new StreamError(GrpcStatus.INVALID_ARGUMENT, 'DeltaDiscoveryRequest.type_url is required on ADS');
     this.proxyInfo ??= firstProxy(req.node);
+    if (req.typeUrl === HEALTH_INFO) {
+      this.deps.observer.healthReported?.(this, healthReport(req.errorDetail));
+      return;
+    }
     this.deps.observer.request?.(this, req.typeUrl);
     const outcome = this.state.onRequest(req);
     if (outcome.action === 'nack') {

@@ -31,6 +31,13 @@ export interface NackReceived {
   readonly message: string;
 }
 
+/** A workload's readiness as its agent reported it (an `istio.io/health` request). */
+export interface HealthReport {
+  readonly healthy: boolean;
+  /** The probe's error when unhealthy. */
+  readonly message: string;
+}
+
 /** eds: endpoints only; services: a service changed; config: the mesh config changed. */
 export type PushKind = 'eds' | 'services' | 'config';
 
@@ -70,6 +77,8 @@ export interface AdsObserver {
   request?(stream: AdsStream, typeUrl: string): void;
   responseSent?(stream: AdsStream, response: ResponseSent): void;
   nack?(stream: AdsStream, nack: NackReceived): void;
+  /** The agent on the stream reported its workload's readiness probe (auto-registration). */
+  healthReported?(stream: AdsStream, report: HealthReport): void;
   /** The service model changed (one event from the discovery, before debouncing). */
   modelChanged?(event: ChangeEvent): void;
   /** A push started: the new serving view is about to be applied. */
@@ -94,6 +103,7 @@ export function composeObservers(...observers: readonly AdsObserver[]): AdsObser
     request: (s, typeUrl) => observers.forEach((o) => o.request?.(s, typeUrl)),
     responseSent: (s, r) => observers.forEach((o) => o.responseSent?.(s, r)),
     nack: (s, n) => observers.forEach((o) => o.nack?.(s, n)),
+    healthReported: (s, r) => observers.forEach((o) => o.healthReported?.(s, r)),
     modelChanged: (e) => observers.forEach((o) => o.modelChanged?.(e)),
     pushStarted: (p) => observers.forEach((o) => o.pushStarted?.(p)),
     pushHandedOut: (p, ms, n) => observers.forEach((o) => o.pushHandedOut?.(p, ms, n)),

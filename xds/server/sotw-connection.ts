@@ -14,13 +14,14 @@ import {
   type StreamDeps,
   type TypeStatus,
 } from './ads-stream.js';
+import { healthReport } from './health-report.js';
 import { readPlainRequest, scanRequest, SOTW_FIELDS } from './request-reader.js';
 import { typeKey, wildcardKey, type ChangeSet } from './resource-cache.js';
 import type { EncodedResource } from '../proto/resource.js';
 import { ownResponse, type SharedResponse } from './response-cache.js';
 import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
 import { StreamState } from './sotw-state.js';
-import { CLUSTER, ENDPOINT, LISTENER, ROUTE, shortTypeName } from '../proto/type-urls.js';
+import { CLUSTER, ENDPOINT, HEALTH_INFO, LISTENER, ROUTE, shortTypeName } from '../proto/type-urls.js';
 import { decodeDiscoveryRequest, nonceField } from '../proto/wire.js';
 import { subscriptionKey } from './subscription-key.js';
 
@@ -83,6 +84,10 @@ export class SotwConnection implements AdsStream {
     if (!req.typeUrl)
       throw new StreamError(GrpcStatus.INVALID_ARGUMENT, 'DiscoveryRequest.type_url is required on ADS');
     this.proxyInfo ??= firstProxy(req.node);
+    if (req.typeUrl === HEALTH_INFO) {
+      this.deps.observer.healthReported?.(this, healthReport(req.errorDetail));
+      return;
+    }
     this.deps.observer.request?.(this, req.typeUrl);
     const outcome = this.state.onRequest(req);
     const log = {

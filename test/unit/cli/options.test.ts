@@ -38,8 +38,14 @@ test('the defaults compile to the documented values', () => {
     serveStale: true,
     resetStore: false,
     historyLimit: 10000,
+    autoRegistrationGraceMs: 10_000,
     flags: SERVE_DEFAULTS,
   });
+});
+
+test('--auto-registration-grace takes a duration', () => {
+  assert.equal(compile({ autoRegistrationGrace: '2.5s' }).autoRegistrationGraceMs, 2500);
+  rejects({ autoRegistrationGrace: 'soon' }, /--auto-registration-grace: expected a duration/);
 });
 
 const registryCases: { registries: string; expect: string[] }[] = [

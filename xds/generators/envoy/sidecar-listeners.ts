@@ -39,6 +39,7 @@ import {
 } from './filters.js';
 import { PLAINTEXT_INBOUND, type InboundSecurity } from './inbound-tls.js';
 import { NO_AUTHZ, type InboundAuthz } from './authz-filters.js';
+import { autoAddresses } from '../auto-addresses.js';
 
 export const VIRTUAL_OUTBOUND_PORT = 15001;
 export const VIRTUAL_INBOUND_PORT = 15006;
@@ -185,6 +186,9 @@ function virtualOutbound(node: EnvoyNode): Listener {
  */
 function capturedOutboundListeners(ctx: GenerateContext, scope: ServiceScope): Listener[] {
   const { catalog } = ctx;
+  // Applications that resolve through the agent's DNS proxy connect to auto-allocated addresses.
+  const dnsAutoAllocate = ctx.proxy.envoy?.dnsAutoAllocate ?? false;
+  const allocated = autoAddresses(ctx);
   const listeners = new Map<string, Listener>();
   const byPort = new Map<number, { http: boolean; tcp: Service[] }>();
   for (const s of catalog.services()) {
@@ -208,7 +212,9 @@ function capturedOutboundListeners(ctx: GenerateContext, scope: ServiceScope): L
     for (const s of tcp) {
       const target = tcpTargetForHost(routeContext(ctx, 'envoy', port), s.hostname);
       const proxy = (): ReturnType<typeof tcpProxy> => tcpProxy(tcpTargetName(target), target);
-      const vips = s.addresses.filter((a) => isIP(a) !== 0);
+      const own = s.addresses.filter((a) => isIP(a) !== 0);
+      const auto = own.length === 0 && dnsAutoAllocate ? allocated.get(s.hostname)?.v4 : undefined;
+      const vips = auto ? [auto] : own;
       for (const vip of vips) {
         const name = socketListenerName(vip, port);
         if (!listeners.has(name)) listeners.set(name, captured(name, vip, port, proxy()));

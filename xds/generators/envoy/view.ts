@@ -25,6 +25,7 @@ const NO_NODE: EnvoyNode = {
   appPorts: {},
   certDir: DEFAULT_CERT_DIR,
   sdsCluster: '',
+  dnsAutoAllocate: false,
 };
 
 export function envoyNode(proxy: Proxy): EnvoyNode {

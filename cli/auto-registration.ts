@@ -1,0 +1,100 @@
+// Auto-registration as part of `portolan serve`: the registry of VMs that joined a WorkloadGroup
+// through their agent (registration/), fed by the ADS server's seams — the admission check refuses
+// an agent that may not join its group, the observer tells it of agent streams coming and going and
+// of their health reports — stored in the store, and handed to the config registry, whose
+// ServiceEntries select the entries by label.
+import { isIP } from 'node:net';
+import * as grpc from '@grpc/grpc-js';
+import type { ConfigDirRegistry } from '../config-dir/registry.js';
+import type { Logger } from '../log/logger.js';
+import { AutoRegistration, type AgentClaim } from '../registration/auto-registration.js';
+import type { Store } from '../store/store.js';
+import type { AdsStream } from '../xds/server/ads-stream.js';
+import type { StreamAdmission } from '../xds/server/ads-server.js';
+import type { AdsObserver } from '../xds/server/observer.js';
+import type { Proxy } from '../xds/proxy/proxy.js';
+
+/** The node metadata an agent started with `--group` sets (Istio's name). */
+export const GROUP_META = 'AUTO_REGISTER_GROUP';
+
+export const DEFAULT_GRACE_MS = 10_000;
+
+export interface WiredAutoRegistration {
+  readonly registration: AutoRegistration;
+  readonly admission: StreamAdmission;
+  readonly observer: AdsObserver;
+  stop(): void;
+}
+
+export function wireAutoRegistration(
+  config: ConfigDirRegistry,
+  store: Store | undefined,
+  graceMs: number,
+  logger: Logger,
+): WiredAutoRegistration {
+  const registration = new AutoRegistration({
+    groups: () => config.meshConfig().workloadGroups ?? [],
+    graceMs,
+    ...(store && { store: store.autoRegistrations }),
+    logger,
+  });
+  registration.restore();
+  const detach = config.addWorkloadEntries(registration);
+  const unsubscribe = config.onConfigChange(() => registration.groupsChanged());
+  const registering = new Set<string>();
+  return {
+    registration,
+    admission: (stream, proxy) => {
+      const claim = claimOf(stream, proxy);
+      if (!claim) return undefined;
+      const reason = registration.refusal(claim);
+      if (!reason) return undefined;
+      logger.warn({ node: proxy.id, group: claim.group, reason }, 'auto-registration refused');
+      return { code: grpc.status.PERMISSION_DENIED, reason };
+    },
+    observer: {
+      streamIdentified(stream) {
+        const claim = stream.proxy && claimOf(stream, stream.proxy);
+        if (!claim) return;
+        registering.add(stream.id);
+        registration.connected(stream.id, claim);
+      },
+      streamClosed(stream) {
+        if (registering.delete(stream.id)) registration.disconnected(stream.id);
+      },
+      healthReported(stream, report) {
+        if (registering.has(stream.id)) registration.reportHealth(stream.id, report.healthy, report.message);
+      },
+    },
+    stop() {
+      unsubscribe();
+      detach();
+      registration.stop();
+    },
+  };
+}
+
+/** What an agent's stream claims for auto-registration; undefined for any other stream. */
+function claimOf(stream: AdsStream, proxy: Proxy): AgentClaim | undefined {
+  const group = proxy.metadata[GROUP_META];
+  if (typeof group !== 'string' || group === '') return undefined;
+  const sa = proxy.metadata.SERVICE_ACCOUNT;
+  return {
+    nodeId: proxy.id,
+    group,
+    namespace: proxy.namespace,
+    serviceAccount: typeof sa === 'string' ? sa : '',
+    identity: stream.peerIdentity,
+    address: proxy.ips[0] ?? peerAddress(stream.peer),
+  };
+}
+
+/** The IP of a gRPC peer string: `1.2.3.4:5678`, `[::1]:5678`, `ipv4:…`, IPv4-mapped IPv6 unwrapped. */
+export function peerAddress(peer: string): string {
+  let host = peer.replace(/^ipv[46]:/, '');
+  const bracket = /^\[([^\]]+)\](?::\d+)?$/.exec(host);
+  if (bracket?.[1]) host = bracket[1];
+  else if (isIP(host) === 0) host = host.replace(/:\d+$/, '');
+  if (host.startsWith('::ffff:') && isIP(host.slice(7)) === 4) host = host.slice(7);
+  return host;
+}

@@ -1,0 +1,285 @@
+// Auto-registration: VMs whose agent connects with `--group NAME` become WorkloadEntries built from
+// that WorkloadGroup, for as long as the agent is connected and a grace period after (so a reconnect
+// does not flap the endpoint), then they are removed. Registrations are stored, so a control-plane
+// restart keeps them (each given a fresh grace) until their agents reconnect.
+//
+// Level-triggered: the entries are recomputed from the registrations and the groups in force, so a
+// group's edit updates its entries, and a deleted group's entries go (and come back if it returns
+// while its VMs are still connected). The control plane learns of agent streams through the ADS
+// server's observer seam (cli/ wires it); nothing here knows about xDS.
+import type { Logger } from '../log/logger.js';
+import { Listeners } from '../model/listeners.js';
+import type { WorkloadEntryResource, WorkloadGroupResource } from '../mesh/types.js';
+import type { WorkloadEntrySource } from '../mesh/workload-entries.js';
+import { buildEntry, registrationKey, type ProbeHealth, type Registration } from './entry.js';
+
+/** What an agent's stream claims, after the secure port verified who it is. */
+export interface AgentClaim {
+  readonly nodeId: string;
+  readonly group: string;
+  /** The agent's namespace and service account (its certificate's). */
+  readonly namespace: string;
+  readonly serviceAccount: string;
+  /** Its verified SPIFFE ID; undefined on a connection without one (the plaintext port). */
+  readonly identity: string | undefined;
+  /** `--instance-ip`, else the address the connection comes from. */
+  readonly address: string;
+}
+
+/** Where registrations are kept across restarts (store/auto-registrations.ts, by key). */
+export interface RegistrationStore {
+  all(): readonly { readonly key: string; readonly value: string }[];
+  put(key: string, value: string): void;
+  delete(key: string): void;
+}
+
+export interface AutoRegistrationOptions {
+  /** The WorkloadGroups in force (the mesh config's). */
+  readonly groups: () => readonly WorkloadGroupResource[];
+  /** How long an entry outlives its agent's connection (`serve --auto-registration-grace`). */
+  readonly graceMs: number;
+  readonly store?: RegistrationStore;
+  readonly logger: Logger;
+  /** Registrations kept at most (a bound on what agents can make the control plane hold). */
+  readonly maxEntries?: number;
+}
+
+export type ConnectionState = 'connected' | 'disconnected';
+
+interface Held {
+  registration: Registration;
+  state: ConnectionState;
+  /** The stream holding it while connected. */
+  connection: string | undefined;
+  since: string;
+  graceTimer: NodeJS.Timeout | undefined;
+}
+
+/** One row of /debug/registryz's `autoRegistered`. */
+export interface RegistrationView {
+  readonly entry: string;
+  readonly group: string;
+  readonly address: string;
+  readonly node: string;
+  readonly state: ConnectionState;
+  readonly since: string;
+  /** While disconnected: when the entry goes unless the agent is back. */
+  readonly removeAt?: string;
+  /** 'HEALTHY', 'UNHEALTHY' (with `reason`), or 'UNKNOWN' before a probing group's first report. */
+  readonly health: 'HEALTHY' | 'UNHEALTHY' | 'UNKNOWN';
+  readonly reason?: string;
+  /** False when its group is gone: no entry is made until it returns. */
+  readonly groupExists: boolean;
+}
+
+export class AutoRegistration implements WorkloadEntrySource {
+  private readonly held = new Map<string, Held>();
+  /** Stream id → the key it holds. */
+  private readonly byConnection = new Map<string, string>();
+  private readonly listeners = new Listeners<void>();
+  private entries: readonly WorkloadEntryResource[] = [];
+
+  constructor(private readonly options: AutoRegistrationOptions) {}
+
+  /**
+   * Registrations stored by an earlier run, each disconnected with a fresh grace: the agents have
+   * that long to reconnect to this control plane.
+   */
+  restore(): number {
+    const stored = this.options.store?.all() ?? [];
+    let restored = 0;
+    for (const { key, value } of stored) {
+      const registration = parseStored(value);
+      if (!registration || registrationKey(registration) !== key) {
+        this.options.logger.warn({ key }, 'auto-registration: unreadable stored registration dropped');
+        this.options.store?.delete(key);
+        continue;
+      }
+      const held: Held = {
+        registration,
+        state: 'disconnected',
+        connection: undefined,
+        since: new Date().toISOString(),
+        graceTimer: undefined,
+      };
+      this.held.set(key, held);
+      this.startGrace(key, held);
+      restored += 1;
+    }
+    if (restored > 0) {
+      this.options.logger.info({ registrations: restored }, 'auto-registration: restored from the store');
+      this.recompute();
+    }
+    return restored;
+  }
+
+  /** Why `claim` may not register; undefined when it may. */
+  refusal(claim: AgentClaim): string | undefined {
+    const group = this.findGroup(claim.namespace, claim.group);
+    const name = `WorkloadGroup ${claim.namespace}/${claim.group}`;
+    if (!claim.identity)
+      return `auto-registration into ${name} needs a verified workload certificate: connect to the secure port`;
+    if (!group) return `${name} does not exist`;
+    const wanted = group.spec.template?.serviceAccount;
+    if (wanted && wanted !== claim.serviceAccount)
+      return `${name} is for service account ${wanted}, but this agent is ${claim.identity}`;
+    const max = this.options.maxEntries ?? 10_000;
+    const key = registrationKey(claim);
+    if (!this.held.has(key) && this.held.size >= max)
+      return `auto-registration holds its maximum of ${max} entries`;
+    return undefined;
+  }
+
+  /** The agent's stream `connection` was admitted (`refusal` said yes): its entry exists from now on. */
+  connected(connection: string, claim: AgentClaim): void {
+    const key = registrationKey(claim);
+    const previous = this.held.get(key);
+    if (previous?.graceTimer) clearTimeout(previous.graceTimer);
+    if (previous?.connection) this.byConnection.delete(previous.connection);
+    const registration: Registration = {
+      group: claim.group,
+      namespace: claim.namespace,
+      address: claim.address,
+      nodeId: claim.nodeId,
+      serviceAccount: claim.serviceAccount,
+      // A reconnect keeps the last report until the agent sends a new one.
+      ...(previous?.registration.health && { health: previous.registration.health }),
+    };
+    this.held.set(key, {
+      registration,
+      state: 'connected',
+      connection,
+      since: new Date().toISOString(),
+      graceTimer: undefined,
+    });
+    this.byConnection.set(connection, key);
+    this.save(key, registration);
+    this.options.logger.info(
+      { entry: key, node: claim.nodeId, group: claim.group, reconnect: previous !== undefined },
+      'auto-registration: VM registered',
+    );
+    this.recompute();
+  }
+
+  /** The stream ended: the entry stays for the grace period, then goes unless the agent is back. */
+  disconnected(connection: string): void {
+    const key = this.byConnection.get(connection);
+    if (key === undefined) return;
+    this.byConnection.delete(connection);
+    const held = this.held.get(key);
+    if (!held || held.connection !== connection) return;
+    held.state = 'disconnected';
+    held.connection = undefined;
+    held.since = new Date().toISOString();
+    this.startGrace(key, held);
+    this.options.logger.info(
+      { entry: key, node: held.registration.nodeId, graceMs: this.options.graceMs },
+      'auto-registration: agent disconnected; entry kept for the grace period',
+    );
+  }
+
+  /** A probe result the agent on `connection` reported. */
+  reportHealth(connection: string, healthy: boolean, message: string): void {
+    const key = this.byConnection.get(connection);
+    const held = key === undefined ? undefined : this.held.get(key);
+    if (!held || key === undefined) return;
+    const before = held.registration.health;
+    if (before && before.healthy === healthy && before.message === message) return;
+    const health: ProbeHealth = { healthy, message, at: new Date().toISOString() };
+    held.registration = { ...held.registration, health };
+    this.save(key, held.registration);
+    this.options.logger.info(
+      { entry: key, node: held.registration.nodeId, healthy, ...(message && { reason: message }) },
+      healthy ? 'auto-registration: VM healthy' : 'auto-registration: VM unhealthy',
+    );
+    if (before?.healthy !== healthy) this.recompute();
+  }
+
+  /** The groups changed: entries follow their templates, and go with their group. */
+  groupsChanged(): void {
+    this.recompute();
+  }
+
+  workloadEntries(): readonly WorkloadEntryResource[] {
+    return this.entries;
+  }
+
+  onWorkloadEntriesChange(listener: () => void): () => void {
+    return this.listeners.add(listener);
+  }
+
+  list(): RegistrationView[] {
+    return [...this.held.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([key, h]) => {
+        const group = this.findGroup(h.registration.namespace, h.registration.group);
+        const probing = group?.spec.probe !== undefined;
+        const report = h.registration.health;
+        const health = report ? (report.healthy ? 'HEALTHY' : 'UNHEALTHY') : probing ? 'UNKNOWN' : 'HEALTHY';
+        return {
+          entry: key,
+          group: h.registration.group,
+          address: h.registration.address,
+          node: h.registration.nodeId,
+          state: h.state,
+          since: h.since,
+          ...(h.state === 'disconnected' && {
+            removeAt: new Date(Date.parse(h.since) + this.options.graceMs).toISOString(),
+          }),
+          health,
+          ...(report && !report.healthy && { reason: report.message }),
+          groupExists: group !== undefined,
+        };
+      });
+  }
+
+  stop(): void {
+    for (const h of this.held.values()) if (h.graceTimer) clearTimeout(h.graceTimer);
+  }
+
+  private startGrace(key: string, held: Held): void {
+    if (held.graceTimer) clearTimeout(held.graceTimer);
+    held.graceTimer = setTimeout(() => {
+      if (this.held.get(key) !== held || held.state !== 'disconnected') return;
+      this.held.delete(key);
+      this.options.store?.delete(key);
+      this.options.logger.info(
+        { entry: key, node: held.registration.nodeId },
+        'auto-registration: grace period over; entry removed',
+      );
+      this.recompute();
+    }, this.options.graceMs);
+    held.graceTimer.unref();
+  }
+
+  private findGroup(namespace: string, name: string): WorkloadGroupResource | undefined {
+    return this.options.groups().find((g) => g.namespace === namespace && g.name === name);
+  }
+
+  private save(key: string, registration: Registration): void {
+    this.options.store?.put(key, JSON.stringify(registration));
+  }
+
+  private recompute(): void {
+    const next: WorkloadEntryResource[] = [];
+    for (const h of this.held.values()) {
+      const group = this.findGroup(h.registration.namespace, h.registration.group);
+      if (group) next.push(buildEntry(h.registration, group));
+    }
+    next.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    if (JSON.stringify(next) === JSON.stringify(this.entries)) return;
+    this.entries = next;
+    this.listeners.emit();
+  }
+}
+
+function parseStored(text: string): Registration | undefined {
+  try {
+    const r = JSON.parse(text) as Partial<Registration>;
+    const strings = [r.group, r.namespace, r.address, r.nodeId, r.serviceAccount];
+    if (strings.some((s) => typeof s !== 'string' || s === '')) return undefined;
+    return r as Registration;
+  } catch {
+    return undefined;
+  }
+}
