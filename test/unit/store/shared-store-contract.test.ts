@@ -1,0 +1,233 @@
+// The SharedStore contract (store/shared-store.ts), run against both implementations: SQLite (two
+// connections to one file) and a real PostgreSQL (two pools to one database, as two replicas would
+// open it). Then what only PostgreSQL promises: migrations under a lock, a newer schema refused, the
+// CA root created once by replicas starting together.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { silentLogger } from '../../../log/logger.js';
+import { PG_MIGRATIONS } from '../../../store/postgres/migrations.js';
+import { PostgresStore } from '../../../store/postgres/postgres-store.js';
+import type { SharedStore } from '../../../store/shared-store.js';
+import { SqliteSharedStore } from '../../../store/sqlite-shared.js';
+import { Store } from '../../../store/store.js';
+import { startPostgres, type PostgresServer } from '../../support/postgres.js';
+
+const ORDERS = 'spiffe://cluster.local/ns/shop/sa/orders';
+const HOUR = 3600_000;
+const NOW = new Date('2026-05-01T00:00:00Z');
+
+/** Two replicas' views of one fresh shared store. */
+type Pair = () => Promise<[SharedStore, SharedStore]>;
+
+const hash = (token: string): string => createHash('sha256').update(token).digest('hex');
+
+let counter = 0;
+async function newToken(store: SharedStore, uses: number, expiresAt = new Date(NOW.getTime() + HOUR)) {
+  counter += 1;
+  const token = { id: `tok${counter}`, secret: `tok${counter}.secret`, uses };
+  await store.insertJoinToken({
+    id: token.id,
+    hash: hash(token.secret),
+    identity: ORDERS,
+    expiresAt: expiresAt.toISOString(),
+    uses,
+  });
+  return token;
+}
+
+function contract(name: string, pair: Pair): void {
+  describe(`SharedStore contract: ${name}`, () => {
+    test('every migration is applied, and both replicas see the same version', async () => {
+      const [a, b] = await pair();
+      assert.ok((await a.schemaVersion()) > 0);
+      assert.equal(await a.schemaVersion(), await b.schemaVersion());
+    });
+
+    test('CA material created by replicas at once is one value, seen by both', async () => {
+      const [a, b] = await pair();
+      const make = (label: string) => async () => Buffer.from(`root from ${label}`);
+      const [fromA, fromB] = await Promise.all([
+        a.getOrCreateMaterial('roots', make('a')),
+        b.getOrCreateMaterial('roots', make('b')),
+      ]);
+      assert.deepEqual(fromA, fromB);
+      assert.deepEqual(await b.getMaterial('roots'), fromA);
+      assert.deepEqual(await a.getOrCreateMaterial('roots', make('again')), fromA);
+    });
+
+    test('replacing material is compare-and-set', async () => {
+      const [a, b] = await pair();
+      const first = await a.getOrCreateMaterial('roots', async () => Buffer.from('v1'));
+      assert.equal(await b.replaceMaterial('roots', first, Buffer.from('v2')), true);
+      assert.equal(
+        await a.replaceMaterial('roots', first, Buffer.from('v3')),
+        false,
+        'a stale expected value loses',
+      );
+      assert.deepEqual(await a.getMaterial('roots'), Buffer.from('v2'));
+    });
+
+    test('a single-use token raced on two replicas is spent exactly once', async () => {
+      const [a, b] = await pair();
+      const token = await newToken(a, 1);
+      const attempts = Array.from({ length: 20 }, (_, i) =>
+        (i % 2 ? a : b).consumeJoinToken(hash(token.secret), NOW),
+      );
+      const spent = (await Promise.all(attempts)).filter((identity) => identity !== undefined);
+      assert.deepEqual(spent, [ORDERS]);
+      assert.equal((await a.findJoinToken(hash(token.secret)))?.usesLeft, 0);
+    });
+
+    test('a three-use token raced on two replicas is spent exactly three times', async () => {
+      const [a, b] = await pair();
+      const token = await newToken(b, 3);
+      const attempts = Array.from({ length: 12 }, (_, i) =>
+        (i % 2 ? a : b).consumeJoinToken(hash(token.secret), NOW),
+      );
+      const spent = (await Promise.all(attempts)).filter((identity) => identity !== undefined);
+      assert.equal(spent.length, 3);
+    });
+
+    test('a refunded use can be spent again; an expired or unknown token cannot be spent', async () => {
+      const [a, b] = await pair();
+      const token = await newToken(a, 1);
+      assert.equal(await b.consumeJoinToken(hash(token.secret), NOW), ORDERS);
+      assert.equal(await a.consumeJoinToken(hash(token.secret), NOW), undefined);
+      await a.refundJoinToken(hash(token.secret));
+      assert.equal(await b.consumeJoinToken(hash(token.secret), NOW), ORDERS);
+      const expired = await newToken(a, 1, new Date(NOW.getTime() - 1));
+      assert.equal(await b.consumeJoinToken(hash(expired.secret), NOW), undefined);
+      assert.equal(await b.consumeJoinToken(hash('nobody'), NOW), undefined);
+      assert.equal(await b.findJoinToken(hash('nobody')), undefined);
+      assert.ok((await b.listJoinTokens()).some((t) => t.id === token.id));
+    });
+
+    test("revoking a token on one replica revokes its enrollments and moves the other's revision", async () => {
+      const [a, b] = await pair();
+      const token = await newToken(a, 2);
+      await a.startEnrollment({
+        id: `enr-${token.id}`,
+        identity: ORDERS,
+        tokenId: token.id,
+        startedAt: NOW.toISOString(),
+      });
+      const before = await a.revocationRevision();
+      const outcome = await b.revokeJoinToken(token.id, NOW);
+      assert.deepEqual(outcome, { found: true, tokens: 1, enrollments: 1 });
+      assert.ok((await a.revocationRevision()) > before, 'the other replica sees a new revision');
+      assert.notEqual((await a.getEnrollment(`enr-${token.id}`))?.revokedAt, null);
+      assert.equal(
+        await a.consumeJoinToken(hash(token.secret), NOW),
+        undefined,
+        'a revoked token is not spent',
+      );
+      assert.equal((await a.listRevocations())[0]?.subject, token.id);
+      assert.deepEqual(await a.revokeJoinToken('no-such-token', NOW), {
+        found: false,
+        tokens: 0,
+        enrollments: 0,
+      });
+    });
+  });
+}
+
+const dirs: string[] = [];
+after(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+contract('SQLite', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'portolan-shared-'));
+  dirs.push(dir);
+  const stores = [
+    Store.open({ dataDir: dir, logger: silentLogger }),
+    Store.open({ dataDir: dir, logger: silentLogger }),
+  ];
+  after(() => stores.forEach((s) => s.close()));
+  return [new SqliteSharedStore(stores[0]!), new SqliteSharedStore(stores[1]!)];
+});
+
+let server: PostgresServer | undefined;
+const opened: PostgresStore[] = [];
+let databases = 0;
+
+async function freshDatabase(): Promise<string> {
+  if (!server) server = await startPostgres();
+  databases += 1;
+  return server.createDatabase(`portolan_${databases}`);
+}
+
+async function openReplica(
+  url: string,
+  replica: string,
+  extra: Partial<Parameters<typeof PostgresStore.open>[0]> = {},
+) {
+  const store = await PostgresStore.open({ url, replica, ...extra });
+  opened.push(store);
+  return store;
+}
+
+after(async () => {
+  await Promise.all(opened.map((s) => s.close().catch(() => undefined)));
+  await server?.destroy();
+});
+
+contract('PostgreSQL', async () => {
+  const url = await freshDatabase();
+  return Promise.all([openReplica(url, 'replica-a'), openReplica(url, 'replica-b')]);
+});
+
+describe('PostgreSQL store', () => {
+  before(async () => {
+    if (!server) server = await startPostgres();
+  });
+
+  test('replicas opening a fresh database at once apply each migration once', async () => {
+    const url = await freshDatabase();
+    const replicas = await Promise.all(['a', 'b', 'c'].map((r) => openReplica(url, r)));
+    for (const r of replicas) assert.equal(await r.schemaVersion(), PG_MIGRATIONS.length);
+  });
+
+  test('the CA root is created once by replicas starting together', async () => {
+    const url = await freshDatabase();
+    const replicas = await Promise.all(['a', 'b', 'c'].map((r) => openReplica(url, r)));
+    let created = 0;
+    const values = await Promise.all(
+      replicas.map((r) =>
+        r.getOrCreateMaterial('roots', async () => {
+          created += 1;
+          await new Promise((resolve) => setTimeout(resolve, 50)); // a root takes a while to make
+          return Buffer.from(`root by ${r.replica}`);
+        }),
+      ),
+    );
+    assert.equal(created, 1);
+    assert.equal(new Set(values.map((v) => v.toString())).size, 1);
+  });
+
+  test('a database from a newer Portolan is refused, naming both versions', async () => {
+    const url = await freshDatabase();
+    await openReplica(url, 'newer', {
+      migrations: [...PG_MIGRATIONS, 'CREATE TABLE from_the_future (x INT)'],
+    });
+    await assert.rejects(
+      openReplica(url, 'older'),
+      new RegExp(
+        `schema version ${PG_MIGRATIONS.length + 1} is newer than this Portolan understands \\(${PG_MIGRATIONS.length}\\)`,
+      ),
+    );
+  });
+
+  test('an unreachable database fails the open with the URL, its password hidden', async () => {
+    const url = `postgres://portolan:hunter2@127.0.0.1:${server!.port}/no_such_database`;
+    await assert.rejects(openReplica(url, 'x'), (err: Error) => {
+      assert.match(err.message, /no_such_database/);
+      assert.doesNotMatch(err.message, /hunter2/);
+      return true;
+    });
+  });
+});
