@@ -2,9 +2,10 @@
 // tokens, enrollments and the revocation deny list. Asynchronous, because PostgreSQL is; the SQLite
 // implementation (sqlite-shared.ts) resolves at once over the synchronous tables. Nothing on the xDS
 // push path calls it: the CA and the secure port do, on enrollment, renewal and revocation sweeps.
+import type { IssuedCertificate } from './ca-material.js';
 import type { EnrollmentRow } from './enrollments.js';
 import type { JoinTokenRow } from './join-tokens.js';
-import type { RevocationOutcome, RevocationRow } from './revocations.js';
+import type { DeniedSerial, RevocationOutcome, RevocationRow } from './revocations.js';
 
 export interface NewJoinToken {
   readonly id: string;
@@ -45,8 +46,16 @@ export interface SharedStore {
   findJoinToken(hash: string): Promise<JoinTokenRow | undefined>;
   listJoinTokens(): Promise<JoinTokenRow[]>;
 
+  /** Logs an issued certificate (how a renewal on any replica finds its enrollment). */
+  recordIssued(cert: IssuedCertificate): Promise<void>;
+  /** The log entry of one certificate (serial in hex), while it is kept. */
+  issuedBySerial(serial: string): Promise<IssuedCertificate | undefined>;
+
   startEnrollment(enrollment: NewEnrollment): Promise<void>;
   getEnrollment(id: string): Promise<EnrollmentRow | undefined>;
+  /** Forgets an enrollment whose first certificate was not issued. */
+  removeEnrollment(id: string): Promise<void>;
+  countEnrollmentsByToken(tokenId: string): Promise<number>;
 
   /** A join token and every enrollment it started. */
   revokeJoinToken(
@@ -54,9 +63,24 @@ export interface SharedStore {
     now: Date,
     reason?: string,
   ): Promise<RevocationOutcome & { found: boolean }>;
+  /** Every enrollment and unused join token of an identity, and its certificates from before enrollments. */
+  revokeIdentity(identity: string, now: Date, reason?: string): Promise<RevocationOutcome>;
+  /** One certificate, and the enrollment it belongs to when the issuance log knows it. */
+  revokeSerial(
+    serial: string,
+    now: Date,
+    reason?: string,
+  ): Promise<RevocationOutcome & { enrollmentId?: string }>;
   /** Changes whenever the deny list does: what a replica polls to notice another's revocation. */
   revocationRevision(): Promise<number>;
+  /** Every serial refused as of `now` (as RevocationTable.deniedSerials). */
+  deniedSerials(now: Date): Promise<DeniedSerial[]>;
   listRevocations(): Promise<RevocationRow[]>;
+  /**
+   * Calls `onChange` soon after the deny list changes on any replica (PostgreSQL: LISTEN/NOTIFY,
+   * with a poll as a backstop; SQLite: a poll of the revision). Returns the function that stops it.
+   */
+  watchRevocations(onChange: () => void, pollMs?: number): () => void;
 
   close(): Promise<void>;
 }

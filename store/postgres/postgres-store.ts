@@ -4,9 +4,16 @@
 // what libpq users expect (user, password, host, port, database, sslmode); PGPASSWORD and the other
 // PG* variables fill what it leaves out.
 import pg from 'pg';
+import type { IssuedCertificate } from '../ca-material.js';
 import type { EnrollmentRow } from '../enrollments.js';
 import type { JoinTokenRow } from '../join-tokens.js';
-import type { RevocationOutcome, RevocationRow, RevocationKind } from '../revocations.js';
+import {
+  normalizeSerial,
+  type DeniedSerial,
+  type RevocationKind,
+  type RevocationOutcome,
+  type RevocationRow,
+} from '../revocations.js';
 import type { NewEnrollment, NewJoinToken, SharedStore } from '../shared-store.js';
 import { PG_MIGRATIONS } from './migrations.js';
 
@@ -14,6 +21,9 @@ import { PG_MIGRATIONS } from './migrations.js';
 const MIGRATION_LOCK = 0x706f72746f6c01n;
 
 const DAY_MS = 24 * 3600 * 1000;
+
+/** The channel a revocation is announced on (delivered at commit, to every replica listening). */
+const REVOCATION_CHANNEL = 'portolan_revocations';
 
 export interface PostgresStoreOptions {
   readonly url: string;
@@ -53,6 +63,7 @@ export class PostgresStore implements SharedStore {
   private constructor(
     private readonly pool: pg.Pool,
     readonly replica: string,
+    private readonly url: string,
   ) {}
 
   /** Connects, migrates (under an advisory lock) and returns the store; throws with the reason. */
@@ -71,7 +82,7 @@ export class PostgresStore implements SharedStore {
     try {
       const migrations = options.migrations ?? PG_MIGRATIONS;
       await migrate(pool, migrations, options.migrateTo ?? migrations.length, migrations.length);
-      return new PostgresStore(pool, options.replica);
+      return new PostgresStore(pool, options.replica, options.url);
     } catch (err) {
       await pool.end().catch(() => undefined);
       throw new Error(`PostgreSQL store ${redact(options.url)}: ${(err as Error).message}`, { cause: err });
@@ -199,22 +210,189 @@ export class PostgresStore implements SharedStore {
       const found =
         tokens > 0 ||
         ((await client.query('SELECT id FROM join_tokens WHERE id = $1', [tokenId])).rowCount ?? 0) > 0;
-      const enrollments =
-        (
-          await client.query(
-            'UPDATE enrollments SET revoked_at = $1, revoked_reason = $2 WHERE token_id = $3 AND revoked_at IS NULL',
-            [at, reason ?? `join token ${tokenId} revoked`, tokenId],
-          )
-        ).rowCount ?? 0;
-      if (tokens + enrollments > 0) {
-        await client.query(
-          `INSERT INTO revocations (kind, subject, revoked_at, reason, prune_after, replica)
-           VALUES ('token', $1, $2, $3, $4, $5)`,
-          [tokenId, at, reason ?? null, new Date(now.getTime() + DAY_MS).toISOString(), this.replica],
-        );
-      }
+      const enrollments = await revokeEnrollments(
+        client,
+        'token_id',
+        tokenId,
+        at,
+        reason ?? `join token ${tokenId} revoked`,
+      );
+      if (tokens + enrollments > 0)
+        await this.insertRevocation(client, 'token', tokenId, at, reason, new Date(now.getTime() + DAY_MS));
       return { found, tokens, enrollments };
     });
+  }
+
+  async recordIssued(cert: IssuedCertificate): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO issued_certificates (serial, identity, node_id, enrollment_id, not_before, not_after, issued_at, replica)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [
+        cert.serial,
+        cert.identity,
+        cert.nodeId,
+        cert.enrollmentId ?? null,
+        cert.notBefore,
+        cert.notAfter,
+        cert.issuedAt,
+        this.replica,
+      ],
+    );
+  }
+
+  async issuedBySerial(serial: string): Promise<IssuedCertificate | undefined> {
+    const hex = serial.toLowerCase().replace(/^0+(?=.)/, '');
+    const res = await this.pool.query<{
+      serial: string;
+      identity: string;
+      node_id: string | null;
+      enrollment_id: string | null;
+      not_before: string;
+      not_after: string;
+      issued_at: string;
+    }>('SELECT * FROM issued_certificates WHERE serial IN ($1, $2)', [hex, `0${hex}`]);
+    const r = res.rows[0];
+    return (
+      r && {
+        serial: r.serial,
+        identity: r.identity,
+        nodeId: r.node_id,
+        enrollmentId: r.enrollment_id,
+        notBefore: r.not_before,
+        notAfter: r.not_after,
+        issuedAt: r.issued_at,
+      }
+    );
+  }
+
+  async removeEnrollment(id: string): Promise<void> {
+    await this.pool.query('DELETE FROM enrollments WHERE id = $1', [id]);
+  }
+
+  async countEnrollmentsByToken(tokenId: string): Promise<number> {
+    const res = await this.pool.query<{ n: string }>(
+      'SELECT COUNT(*) AS n FROM enrollments WHERE token_id = $1',
+      [tokenId],
+    );
+    return Number(res.rows[0]?.n ?? 0);
+  }
+
+  async revokeIdentity(identity: string, now: Date, reason?: string): Promise<RevocationOutcome> {
+    return this.transaction(async (client) => {
+      const at = now.toISOString();
+      const tokens =
+        (
+          await client.query(
+            'UPDATE join_tokens SET revoked_at = $1 WHERE identity = $2 AND revoked_at IS NULL',
+            [at, identity],
+          )
+        ).rowCount ?? 0;
+      const enrollments = await revokeEnrollments(
+        client,
+        'identity',
+        identity,
+        at,
+        reason ?? `identity ${identity} revoked`,
+      );
+      await this.insertRevocation(client, 'identity', identity, at, reason, undefined);
+      return { tokens, enrollments };
+    });
+  }
+
+  async revokeSerial(
+    serial: string,
+    now: Date,
+    reason?: string,
+  ): Promise<RevocationOutcome & { enrollmentId?: string }> {
+    const key = normalizeSerial(serial);
+    return this.transaction(async (client) => {
+      const at = now.toISOString();
+      const issued = (
+        await client.query<{ enrollment_id: string | null; not_after: string }>(
+          'SELECT enrollment_id, not_after FROM issued_certificates WHERE serial = $1 OR serial = $2',
+          [key, key.length % 2 ? `0${key}` : key],
+        )
+      ).rows[0];
+      const enrollmentId = issued?.enrollment_id ?? undefined;
+      const enrollments = enrollmentId
+        ? await revokeEnrollments(client, 'id', enrollmentId, at, reason ?? `certificate ${key} revoked`)
+        : 0;
+      await this.insertRevocation(
+        client,
+        'serial',
+        key,
+        at,
+        reason,
+        issued ? new Date(issued.not_after) : undefined,
+      );
+      return { tokens: 0, enrollments, ...(enrollmentId && { enrollmentId }) };
+    });
+  }
+
+  async deniedSerials(now: Date): Promise<DeniedSerial[]> {
+    const res = await this.pool.query<{ serial: string; reason: string }>(
+      `SELECT subject AS serial, COALESCE(reason, 'certificate revoked') AS reason
+         FROM revocations WHERE kind = 'serial'
+       UNION ALL
+       SELECT c.serial, COALESCE(e.revoked_reason, 'enrollment revoked') FROM issued_certificates c
+         JOIN enrollments e ON e.id = c.enrollment_id
+         WHERE e.revoked_at IS NOT NULL AND c.not_after > $1
+       UNION ALL
+       SELECT c.serial, COALESCE(r.reason, 'identity ' || r.subject || ' revoked') FROM issued_certificates c
+         JOIN revocations r ON r.kind = 'identity' AND r.subject = c.identity
+         WHERE c.enrollment_id IS NULL AND c.not_after > $1`,
+      [now.toISOString()],
+    );
+    return res.rows.map((r) => ({ serial: normalizeSerial(r.serial), reason: r.reason }));
+  }
+
+  watchRevocations(onChange: () => void, pollMs = 2000): () => void {
+    let stopped = false;
+    let listener: pg.Client | undefined;
+    let revision: number | undefined;
+    // The poll is the backstop: it catches what a notification missed while the listener reconnected.
+    const poll = async (): Promise<void> => {
+      try {
+        const now = await this.revocationRevision();
+        if (revision !== undefined && now !== revision) onChange();
+        revision = now;
+      } catch {
+        // the database is unreachable: what this replica has seen still applies; try again later
+      }
+    };
+    const listen = async (): Promise<void> => {
+      if (stopped || listener) return;
+      const client = new pg.Client({
+        connectionString: this.url,
+        application_name: `portolan ${this.replica} listen`,
+      });
+      client.on('error', () => undefined);
+      client.on('end', () => {
+        if (listener === client) listener = undefined;
+      });
+      client.on('notification', () => void poll());
+      try {
+        await client.connect();
+        await client.query(`LISTEN ${REVOCATION_CHANNEL}`);
+        if (stopped) await client.end();
+        else listener = client;
+      } catch {
+        await client.end().catch(() => undefined);
+      }
+    };
+    void poll();
+    void listen();
+    const timer = setInterval(() => {
+      void poll();
+      void listen();
+    }, pollMs);
+    timer.unref();
+    return () => {
+      stopped = true;
+      clearInterval(timer);
+      void listener?.end().catch(() => undefined);
+      listener = undefined;
+    };
   }
 
   async revocationRevision(): Promise<number> {
@@ -241,6 +419,23 @@ export class PostgresStore implements SharedStore {
     await this.pool.end();
   }
 
+  /** Adds a deny-list entry tagged with this replica, and announces it to every replica at commit. */
+  private async insertRevocation(
+    client: pg.PoolClient,
+    kind: RevocationKind,
+    subject: string,
+    at: string,
+    reason: string | undefined,
+    pruneAfter: Date | undefined,
+  ): Promise<void> {
+    await client.query(
+      `INSERT INTO revocations (kind, subject, revoked_at, reason, prune_after, replica)
+       VALUES ($1, $2, $3, $4, $5, $6)`,
+      [kind, subject, at, reason ?? null, pruneAfter?.toISOString() ?? null, this.replica],
+    );
+    await client.query('SELECT pg_notify($1, $2)', [REVOCATION_CHANNEL, kind]);
+  }
+
   private async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     try {
@@ -255,6 +450,20 @@ export class PostgresStore implements SharedStore {
       client.release();
     }
   }
+}
+
+async function revokeEnrollments(
+  client: pg.PoolClient,
+  column: 'id' | 'identity' | 'token_id',
+  value: string,
+  at: string,
+  reason: string,
+): Promise<number> {
+  const res = await client.query(
+    `UPDATE enrollments SET revoked_at = $1, revoked_reason = $2 WHERE ${column} = $3 AND revoked_at IS NULL`,
+    [at, reason, value],
+  );
+  return res.rowCount ?? 0;
 }
 
 async function readVersion(db: pg.Pool | pg.PoolClient): Promise<number> {

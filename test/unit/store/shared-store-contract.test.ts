@@ -8,7 +8,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { eventually } from '../../support/eventually.js';
 import { silentLogger } from '../../../log/logger.js';
+import pg from 'pg';
 import { PG_MIGRATIONS } from '../../../store/postgres/migrations.js';
 import { PostgresStore } from '../../../store/postgres/postgres-store.js';
 import type { SharedStore } from '../../../store/shared-store.js';
@@ -132,6 +134,65 @@ function contract(name: string, pair: Pair): void {
         enrollments: 0,
       });
     });
+
+    test("revoking a certificate or an identity on one replica reaches the other's deny list", async () => {
+      const [a, b] = await pair();
+      const token = await newToken(a, 1);
+      const enrollment = `enr-${token.id}`;
+      await a.startEnrollment({
+        id: enrollment,
+        identity: ORDERS,
+        tokenId: token.id,
+        startedAt: NOW.toISOString(),
+      });
+      const cert = (serial: string, enrollmentId: string | null) => ({
+        serial,
+        identity: ORDERS,
+        nodeId: 'vm-1',
+        enrollmentId,
+        notBefore: NOW.toISOString(),
+        notAfter: new Date(NOW.getTime() + HOUR).toISOString(),
+        issuedAt: NOW.toISOString(),
+      });
+      await a.recordIssued(cert('0abc12', enrollment));
+      await a.recordIssued(cert('abc2', enrollment));
+      assert.equal((await b.issuedBySerial('ABC12'))?.enrollmentId, enrollment, 'found on the other replica');
+      assert.equal(await b.countEnrollmentsByToken(token.id), 1);
+      const outcome = await b.revokeSerial('0ABC12', NOW, 'key stolen');
+      assert.deepEqual(outcome, { tokens: 0, enrollments: 1, enrollmentId: enrollment });
+      const denied = new Map((await a.deniedSerials(NOW)).map((d) => [d.serial, d.reason]));
+      assert.equal(denied.get('abc12'), 'key stolen');
+      assert.equal(denied.get('abc2'), 'key stolen', "the enrollment's other certificate too");
+      assert.equal(
+        (await a.deniedSerials(new Date(NOW.getTime() + 2 * HOUR))).some((d) => d.serial === 'abc2'),
+        false,
+        'an expired certificate is left to TLS',
+      );
+
+      await a.recordIssued(cert('def1', null));
+      assert.deepEqual(await a.revokeIdentity(ORDERS, NOW), { tokens: 1, enrollments: 0 });
+      assert.ok(
+        (await b.deniedSerials(NOW)).some((d) => d.serial === 'def1'),
+        'a pre-enrollment certificate',
+      );
+      await b.removeEnrollment(enrollment);
+      assert.equal(await a.getEnrollment(enrollment), undefined);
+    });
+
+    test('a revocation on one replica is announced to a watcher on the other', async () => {
+      const [a, b] = await pair();
+      const token = await newToken(a, 1);
+      let changes = 0;
+      const stop = a.watchRevocations(() => (changes += 1), 100);
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 300)); // the watcher has its baseline
+        assert.equal(changes, 0);
+        await b.revokeJoinToken(token.id, NOW);
+        await eventually(() => changes > 0, { timeoutMs: 10_000, what: 'the watcher to see the revocation' });
+      } finally {
+        stop();
+      }
+    });
   });
 }
 
@@ -159,6 +220,20 @@ async function freshDatabase(): Promise<string> {
   if (!server) server = await startPostgres();
   databases += 1;
   return server.createDatabase(`portolan_${databases}`);
+}
+
+/** Sessions LISTENing anywhere in the server (pg_stat_activity shows the LISTEN as their last query). */
+async function listeners(): Promise<number> {
+  const client = new pg.Client({ connectionString: server!.url('postgres') });
+  await client.connect();
+  try {
+    const res = await client.query<{ n: string }>(
+      "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE query LIKE 'LISTEN portolan_revocations%'",
+    );
+    return Number(res.rows[0]?.n ?? 0);
+  } finally {
+    await client.end();
+  }
 }
 
 async function openReplica(
@@ -222,6 +297,21 @@ describe('PostgreSQL store', () => {
     );
   });
 
+  test('LISTEN/NOTIFY announces a revocation without waiting for the poll', async () => {
+    const url = await freshDatabase();
+    const [a, b] = await Promise.all([openReplica(url, 'a'), openReplica(url, 'b')]);
+    const token = await newToken(a, 1);
+    let changes = 0;
+    const stop = a.watchRevocations(() => (changes += 1), 600_000);
+    try {
+      await eventually(async () => (await listeners()) > 0, { what: 'the LISTEN connection' });
+      await b.revokeJoinToken(token.id, NOW);
+      await eventually(() => changes > 0, { timeoutMs: 10_000, what: 'the notification' });
+    } finally {
+      stop();
+    }
+  });
+
   test('an unreachable database fails the open with the URL, its password hidden', async () => {
     const url = `postgres://portolan:hunter2@127.0.0.1:${server!.port}/no_such_database`;
     await assert.rejects(openReplica(url, 'x'), (err: Error) => {
@@ -229,5 +319,32 @@ describe('PostgreSQL store', () => {
       assert.doesNotMatch(err.message, /hunter2/);
       return true;
     });
+  });
+
+  test('PostgreSQL stopped: calls fail fast, the watcher survives; back: the same store works again', async () => {
+    const url = await freshDatabase();
+    const [a, b] = await Promise.all([
+      openReplica(url, 'a', { timeoutMs: 1000 }),
+      openReplica(url, 'b', { timeoutMs: 1000 }),
+    ]);
+    const token = await newToken(a, 2);
+    let changes = 0;
+    const stop = a.watchRevocations(() => (changes += 1), 200);
+    try {
+      await server!.stop();
+      await assert.rejects(b.consumeJoinToken(hash(token.secret), NOW));
+      await server!.start();
+      assert.equal(
+        await eventually(() => b.consumeJoinToken(hash(token.secret), NOW), {
+          what: 'the pool to reconnect',
+        }),
+        ORDERS,
+      );
+      // A pooled connection that died with the server may fail one more call; the next one works.
+      await eventually(() => b.revokeJoinToken(token.id, NOW), { what: 'a revocation after the restart' });
+      await eventually(() => changes > 0, { timeoutMs: 10_000, what: 'the watcher after the restart' });
+    } finally {
+      stop();
+    }
   });
 });
