@@ -50,4 +50,11 @@ export const PG_MIGRATIONS: readonly string[] = [
      prune_after TEXT,
      replica TEXT NOT NULL
    );`,
+  // 2: replica heartbeats, for /debug/replicas.
+  `CREATE TABLE replicas (
+     replica TEXT PRIMARY KEY,
+     started_at TEXT NOT NULL,
+     heartbeat_at TEXT NOT NULL,
+     proxies TEXT NOT NULL DEFAULT '[]'   -- JSON array of node ids connected at the last heartbeat
+   );`,
 ];

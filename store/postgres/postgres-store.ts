@@ -14,7 +14,9 @@ import {
   type RevocationOutcome,
   type RevocationRow,
 } from '../revocations.js';
+import type { Leadership, ReplicaCoordination, ReplicaHeartbeat } from '../replicas.js';
 import type { NewEnrollment, NewJoinToken, SharedStore } from '../shared-store.js';
+import { leadJob } from './leadership.js';
 import { PG_MIGRATIONS } from './migrations.js';
 
 /** Advisory lock keys (any constant 64-bit numbers, unique to Portolan's uses). */
@@ -57,7 +59,7 @@ const toToken = (r: TokenRow): JoinTokenRow => ({
   createdAt: r.created_at,
 });
 
-export class PostgresStore implements SharedStore {
+export class PostgresStore implements SharedStore, ReplicaCoordination {
   readonly kind = 'postgres' as const;
 
   private constructor(
@@ -351,13 +353,17 @@ export class PostgresStore implements SharedStore {
     let listener: pg.Client | undefined;
     let revision: number | undefined;
     // The poll is the backstop: it catches what a notification missed while the listener reconnected.
+    let unreachable = false;
     const poll = async (): Promise<void> => {
       try {
         const now = await this.revocationRevision();
-        if (revision !== undefined && now !== revision) onChange();
+        // Back from an outage: anything may have changed meanwhile (even before a first baseline).
+        if ((revision !== undefined && now !== revision) || unreachable) onChange();
         revision = now;
+        unreachable = false;
       } catch {
         // the database is unreachable: what this replica has seen still applies; try again later
+        unreachable = true;
       }
     };
     const listen = async (): Promise<void> => {
@@ -413,6 +419,33 @@ export class PostgresStore implements SharedStore {
       revokedAt: r.revoked_at,
       reason: r.reason,
     }));
+  }
+
+  async heartbeat(startedAt: string, proxies: readonly string[], now = new Date()): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO replicas (replica, started_at, heartbeat_at, proxies) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (replica) DO UPDATE SET started_at = $2, heartbeat_at = $3, proxies = $4`,
+      [this.replica, startedAt, now.toISOString(), JSON.stringify(proxies)],
+    );
+  }
+
+  async listReplicas(): Promise<ReplicaHeartbeat[]> {
+    const res = await this.pool.query<{
+      replica: string;
+      started_at: string;
+      heartbeat_at: string;
+      proxies: string;
+    }>('SELECT * FROM replicas ORDER BY heartbeat_at DESC');
+    return res.rows.map((r) => ({
+      replica: r.replica,
+      startedAt: r.started_at,
+      heartbeatAt: r.heartbeat_at,
+      proxies: JSON.parse(r.proxies) as string[],
+    }));
+  }
+
+  lead(job: string, onChange: (leading: boolean) => void = () => undefined, retryMs = 2000): Leadership {
+    return leadJob(this.url, this.replica, job, onChange, retryMs);
   }
 
   async close(): Promise<void> {

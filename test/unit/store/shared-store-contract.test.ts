@@ -236,6 +236,19 @@ async function listeners(): Promise<number> {
   }
 }
 
+/** Ends the server-side sessions of one application name (a replica's connection dying). */
+async function terminate(applicationName: string): Promise<void> {
+  const client = new pg.Client({ connectionString: server!.url('postgres') });
+  await client.connect();
+  try {
+    await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [
+      applicationName,
+    ]);
+  } finally {
+    await client.end();
+  }
+}
+
 async function openReplica(
   url: string,
   replica: string,
@@ -310,6 +323,46 @@ describe('PostgreSQL store', () => {
     } finally {
       stop();
     }
+  });
+
+  test('one replica leads a job; a dropped leader connection or a stopped leader hands it on', async () => {
+    const url = await freshDatabase();
+    const [a, b] = await Promise.all([openReplica(url, 'a'), openReplica(url, 'b')]);
+    let aLost = false;
+    const leadA = a.lead('prune', (leading) => (aLost ||= !leading), 100);
+    await eventually(() => leadA.isLeader(), { what: 'a to lead' });
+    const leadB = b.lead('prune', undefined, 100);
+    const other = b.lead('retire-roots', undefined, 100);
+    try {
+      await eventually(() => other.isLeader(), { what: 'b to lead another job' });
+      assert.equal(leadB.isLeader(), false, 'one leader per job');
+      // The leader's connection dies (as when its replica is killed): the lock is free again, and
+      // exactly one of the two takes it (a, still alive here, competes too).
+      await terminate('portolan a leader:prune');
+      await eventually(() => aLost, { what: 'a to notice the loss' });
+      await eventually(() => leadA.isLeader() !== leadB.isLeader(), { what: 'one new leader' });
+      const [leader, follower] = leadA.isLeader() ? [leadA, leadB] : [leadB, leadA];
+      await leader.stop();
+      await eventually(() => follower.isLeader(), { what: 'the other replica to take over' });
+    } finally {
+      await Promise.all([leadA.stop(), leadB.stop(), other.stop()]);
+    }
+  });
+
+  test('heartbeats list every replica with the proxies connected to it', async () => {
+    const url = await freshDatabase();
+    const [a, b] = await Promise.all([openReplica(url, 'a'), openReplica(url, 'b')]);
+    await a.heartbeat(NOW.toISOString(), ['vm-1', 'vm-2'], NOW);
+    await b.heartbeat(NOW.toISOString(), [], new Date(NOW.getTime() + 1000));
+    await a.heartbeat(NOW.toISOString(), ['vm-1'], new Date(NOW.getTime() + 2000));
+    const replicas = await b.listReplicas();
+    assert.deepEqual(
+      replicas.map((r) => [r.replica, r.proxies]),
+      [
+        ['a', ['vm-1']],
+        ['b', []],
+      ],
+    );
   });
 
   test('an unreachable database fails the open with the URL, its password hidden', async () => {
