@@ -1,5 +1,5 @@
 // Run by `npm test` before anything else: the system packages some suites use (a second xDS client
-// in gRPC C-core, a real ZooKeeper, kubectl, headless Chromium). Each is checked the way its tests use it. As root,
+// in gRPC C-core, a real ZooKeeper, kubectl, headless Chromium, PostgreSQL). Each is checked the way its tests use it. As root,
 // missing ones are installed with apt-get; otherwise they are named with the command to install
 // them, and npm test stops here, before any test runs. One line per package below.
 import { spawnSync } from 'node:child_process';
@@ -29,6 +29,11 @@ const NEEDED = [
     deb: 'kubernetes-client',
     why: 'kubectl, against the stand-in Kubernetes API server',
     present: () => onPath('kubectl'),
+  },
+  {
+    deb: 'postgresql',
+    why: 'a real PostgreSQL server for the shared store (replicas on one database)',
+    present: () => ok('sh', ['-c', 'ls /usr/lib/postgresql/*/bin/initdb']),
   },
 ];
 

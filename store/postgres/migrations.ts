@@ -1,0 +1,60 @@
+// The PostgreSQL schema, as an append-only list of migrations like SQLite's (store/migrations.ts),
+// reaching the same tables in PostgreSQL's dialect. `portolan_schema.version` records how many have
+// been applied; a database from a newer Portolan is refused, naming both versions.
+
+export const PG_MIGRATIONS: readonly string[] = [
+  // 1: the state replicas share: CA material, issued certificates, join tokens, enrollments,
+  // revocations (each row's id is the deny list's revision, which replicas poll).
+  `CREATE TABLE ca_material (
+     name TEXT PRIMARY KEY,
+     value BYTEA NOT NULL,
+     created_at TEXT NOT NULL
+   );
+   CREATE TABLE issued_certificates (
+     id BIGSERIAL PRIMARY KEY,
+     serial TEXT NOT NULL UNIQUE,
+     identity TEXT NOT NULL,
+     node_id TEXT,
+     enrollment_id TEXT,
+     not_before TEXT NOT NULL,
+     not_after TEXT NOT NULL,
+     issued_at TEXT NOT NULL,
+     replica TEXT NOT NULL
+   );
+   CREATE INDEX issued_certificates_enrollment ON issued_certificates (enrollment_id);
+   CREATE TABLE join_tokens (
+     id TEXT PRIMARY KEY,
+     hash TEXT NOT NULL UNIQUE,
+     identity TEXT NOT NULL,
+     expires_at TEXT NOT NULL,
+     uses_left INTEGER NOT NULL,
+     revoked_at TEXT,
+     created_at TEXT NOT NULL
+   );
+   CREATE TABLE enrollments (
+     id TEXT PRIMARY KEY,
+     identity TEXT NOT NULL,
+     token_id TEXT,
+     started_at TEXT NOT NULL,
+     revoked_at TEXT,
+     revoked_reason TEXT
+   );
+   CREATE INDEX enrollments_token ON enrollments (token_id);
+   CREATE INDEX enrollments_identity ON enrollments (identity);
+   CREATE TABLE revocations (
+     id BIGSERIAL PRIMARY KEY,
+     kind TEXT NOT NULL CHECK (kind IN ('serial', 'identity', 'token')),
+     subject TEXT NOT NULL,
+     revoked_at TEXT NOT NULL,
+     reason TEXT,
+     prune_after TEXT,
+     replica TEXT NOT NULL
+   );`,
+  // 2: replica heartbeats, for /debug/replicas.
+  `CREATE TABLE replicas (
+     replica TEXT PRIMARY KEY,
+     started_at TEXT NOT NULL,
+     heartbeat_at TEXT NOT NULL,
+     proxies TEXT NOT NULL DEFAULT '[]'   -- JSON array of node ids connected at the last heartbeat
+   );`,
+];

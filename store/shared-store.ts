@@ -1,0 +1,86 @@
+// The seam for state that several control-plane replicas share (issue #20): the CA's material, join
+// tokens, enrollments and the revocation deny list. Asynchronous, because PostgreSQL is; the SQLite
+// implementation (sqlite-shared.ts) resolves at once over the synchronous tables. Nothing on the xDS
+// push path calls it: the CA and the secure port do, on enrollment, renewal and revocation sweeps.
+import type { IssuedCertificate } from './ca-material.js';
+import type { EnrollmentRow } from './enrollments.js';
+import type { JoinTokenRow } from './join-tokens.js';
+import type { DeniedSerial, RevocationOutcome, RevocationRow } from './revocations.js';
+
+export interface NewJoinToken {
+  readonly id: string;
+  /** sha256 of the whole token, hex: the token itself is never stored. */
+  readonly hash: string;
+  readonly identity: string;
+  readonly expiresAt: string;
+  readonly uses: number;
+}
+
+export interface NewEnrollment {
+  readonly id: string;
+  readonly identity: string;
+  readonly tokenId: string | null;
+  readonly startedAt: string;
+}
+
+export interface SharedStore {
+  readonly kind: 'sqlite' | 'postgres';
+  /** The schema version applied (the count of migrations). */
+  schemaVersion(): Promise<number>;
+
+  /** CA material under `name`, or undefined. */
+  getMaterial(name: string): Promise<Buffer | undefined>;
+  /**
+   * The material under `name`, created by `create` when absent. On PostgreSQL the check and the
+   * creation run under an advisory lock, so replicas starting at once create it exactly once and
+   * every one of them returns that one value.
+   */
+  getOrCreateMaterial(name: string, create: () => Promise<Buffer>): Promise<Buffer>;
+  /** Replaces the value only if it is still `expected`; whether it did. */
+  replaceMaterial(name: string, expected: Buffer, value: Buffer): Promise<boolean>;
+
+  insertJoinToken(token: NewJoinToken): Promise<void>;
+  /** Spends one use of a live token atomically (across replicas); its identity, or undefined. */
+  consumeJoinToken(hash: string, now: Date): Promise<string | undefined>;
+  refundJoinToken(hash: string): Promise<void>;
+  findJoinToken(hash: string): Promise<JoinTokenRow | undefined>;
+  listJoinTokens(): Promise<JoinTokenRow[]>;
+
+  /** Logs an issued certificate (how a renewal on any replica finds its enrollment). */
+  recordIssued(cert: IssuedCertificate): Promise<void>;
+  /** The log entry of one certificate (serial in hex), while it is kept. */
+  issuedBySerial(serial: string): Promise<IssuedCertificate | undefined>;
+
+  startEnrollment(enrollment: NewEnrollment): Promise<void>;
+  getEnrollment(id: string): Promise<EnrollmentRow | undefined>;
+  /** Forgets an enrollment whose first certificate was not issued. */
+  removeEnrollment(id: string): Promise<void>;
+  countEnrollmentsByToken(tokenId: string): Promise<number>;
+
+  /** A join token and every enrollment it started. */
+  revokeJoinToken(
+    tokenId: string,
+    now: Date,
+    reason?: string,
+  ): Promise<RevocationOutcome & { found: boolean }>;
+  /** Every enrollment and unused join token of an identity, and its certificates from before enrollments. */
+  revokeIdentity(identity: string, now: Date, reason?: string): Promise<RevocationOutcome>;
+  /** One certificate, and the enrollment it belongs to when the issuance log knows it. */
+  revokeSerial(
+    serial: string,
+    now: Date,
+    reason?: string,
+  ): Promise<RevocationOutcome & { enrollmentId?: string }>;
+  /** Changes whenever the deny list does: what a replica polls to notice another's revocation. */
+  revocationRevision(): Promise<number>;
+  /** Every serial refused as of `now` (as RevocationTable.deniedSerials). */
+  deniedSerials(now: Date): Promise<DeniedSerial[]>;
+  listRevocations(): Promise<RevocationRow[]>;
+  /**
+   * Calls `onChange` soon after the deny list changes on any replica (PostgreSQL: LISTEN/NOTIFY,
+   * with a poll as a backstop; SQLite: a poll of the revision). Returns the function that stops it.
+   */
+  watchRevocations(onChange: () => void, pollMs?: number): () => void;
+
+  close(): Promise<void>;
+}
