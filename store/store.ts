@@ -159,6 +159,7 @@ export class Store {
   }
 
   close(): void {
+    if (this.db.open && !this.options.readonly) this.history.flush();
     if (this.db.open) this.db.close();
   }
 
