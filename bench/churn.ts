@@ -71,11 +71,16 @@ async function churnAt(services: number): Promise<ChurnResult> {
       resource_names: [cluster],
     });
     client.ack(await client.next(60_000), [cluster]);
-    await sleep(1000);
+    // The initial load's tail (history, snapshot save, GC) must not count against the changes:
+    // wait (bounded) for a quiet second, then take the idle rate from the next few.
+    for (let i = 0; i < 60; i++) {
+      const before = cpuSeconds(portolan.pid);
+      await sleep(1000);
+      if (cpuSeconds(portolan.pid) - before <= 0.05) break;
+    }
     const idleStart = cpuSeconds(portolan.pid);
     await sleep(IDLE_SECONDS * 1000);
     const idlePerSecond = (cpuSeconds(portolan.pid) - idleStart) / IDLE_SECONDS;
-
     const cpuStart = cpuSeconds(portolan.pid);
     const started = performance.now();
     for (let g = 1; g <= CHANGES; g++) {
@@ -91,7 +96,7 @@ async function churnAt(services: number): Promise<ChurnResult> {
       await sleep(Math.max(0, at + 1000 / RATE - performance.now()));
     }
     const seconds = (performance.now() - started) / 1000;
-    const busy = cpuSeconds(portolan.pid) - cpuStart - idlePerSecond * seconds;
+    const busy = Math.max(0, cpuSeconds(portolan.pid) - cpuStart - idlePerSecond * seconds);
     const sorted = [...latencies].sort((a, b) => a - b);
     return {
       services,
