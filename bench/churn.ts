@@ -1,6 +1,7 @@
-// Cost of one change as the mesh grows: `portolan serve --config-dir` as a child process with N
-// ServiceEntry files (one service × 10 endpoints each), one stream watching the churned service's
-// endpoints, and one file rewritten CHANGES times at RATE per second. Reports server CPU per change
+// Cost of one change as the mesh grows: `portolan serve` as a child process with N services × 10
+// endpoints, from a config directory (one ServiceEntry file each) or the mock registry (its HTTP
+// API), one stream watching the churned service's endpoints, and that service changed CHANGES times
+// at RATE per second (its file rewritten, or its endpoints PUT). Reports server CPU per change
 // (from /proc, idle CPU subtracted) and change → EDS response p99, at 1,000 and 10,000 services,
 // and their ratio: a path that is O(mesh) per change shows up as a ratio far above 1.
 // PORTOLAN_BENCH_PROFILE=<dir> writes a V8 CPU profile of each child (`node --cpu-prof`).
@@ -39,28 +40,64 @@ ${endpoints}
 `;
 }
 
+type Source = 'config-dir' | 'mock';
+
+const endpointsOf = (generation: number): { address: string; ports: { grpc: number } }[] =>
+  Array.from({ length: ENDPOINTS }, (_, e) => ({
+    address: `10.${(generation >> 8) & 255}.${generation & 255}.${e + 1}`,
+    ports: { grpc: 7070 },
+  }));
+
+async function put(base: string, path: string, body: unknown): Promise<void> {
+  const res = await fetch(`${base}${path}`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!res.ok) throw new Error(`PUT ${path}: ${res.status} ${await res.text()}`);
+}
+
+async function populateMock(base: string, services: number): Promise<void> {
+  const work = Array.from({ length: services }, (_, i) => i);
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      for (let i = work.shift(); i !== undefined; i = work.shift()) {
+        await put(base, `/mock/services/${host(i)}`, {
+          ports: [{ name: 'grpc', number: 7070, protocol: 'GRPC' }],
+        });
+        await put(base, `/mock/services/${host(i)}/endpoints`, endpointsOf(0));
+      }
+    }),
+  );
+}
+
 function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
   return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
 }
 
 export interface ChurnResult {
+  readonly source: Source;
   readonly services: number;
   readonly cpuMsPerChange: number;
   readonly p50: number;
   readonly p99: number;
 }
 
-async function churnAt(services: number): Promise<ChurnResult> {
+async function churnAt(source: Source, services: number): Promise<ChurnResult> {
   const dir = mkdtempSync(join(tmpdir(), 'portolan-churn-'));
   const configDir = join(dir, 'config');
   mkdirSync(configDir);
-  for (let i = 0; i < services; i++) writeFileSync(join(configDir, `svc-${i}.yaml`), serviceFile(i, 0));
+  if (source === 'config-dir')
+    for (let i = 0; i < services; i++) writeFileSync(join(configDir, `svc-${i}.yaml`), serviceFile(i, 0));
   const profileDir = process.env.PORTOLAN_BENCH_PROFILE;
-  const portolan = await startPortolanProcess(['--config-dir', configDir, '--data-dir', join(dir, 'data')], {
-    timeoutMs: 300_000,
-    nodeArgs: profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [],
-  });
+  const portolan = await startPortolanProcess(
+    source === 'config-dir'
+      ? ['--config-dir', configDir, '--data-dir', join(dir, 'data')]
+      : ['--registries', 'mock', '--data-dir', join(dir, 'data')],
+    { timeoutMs: 300_000, nodeArgs: profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [] },
+  );
+  if (source === 'mock') await populateMock(portolan.httpBase, services);
   const client = new RawAdsClient(portolan.xdsAddress);
   const cluster = `outbound|7070||${host(0)}`;
   const latencies: number[] = [];
@@ -85,7 +122,8 @@ async function churnAt(services: number): Promise<ChurnResult> {
     const started = performance.now();
     for (let g = 1; g <= CHANGES; g++) {
       const at = performance.now();
-      writeFileSync(join(configDir, 'svc-0.yaml'), serviceFile(0, g));
+      if (source === 'config-dir') writeFileSync(join(configDir, 'svc-0.yaml'), serviceFile(0, g));
+      else await put(portolan.httpBase, `/mock/services/${host(0)}/endpoints`, endpointsOf(g));
       const marker = `"10.${(g >> 8) & 255}.${g & 255}.1"`;
       for (;;) {
         const res = await client.next(30_000);
@@ -99,6 +137,7 @@ async function churnAt(services: number): Promise<ChurnResult> {
     const busy = Math.max(0, cpuSeconds(portolan.pid) - cpuStart - idlePerSecond * seconds);
     const sorted = [...latencies].sort((a, b) => a - b);
     return {
+      source,
       services,
       cpuMsPerChange: (busy * 1000) / CHANGES,
       p50: percentile(sorted, 50),
@@ -113,18 +152,23 @@ async function churnAt(services: number): Promise<ChurnResult> {
 
 export async function churnBench(sizes: readonly number[] = SIZES): Promise<ChurnResult[]> {
   const results: ChurnResult[] = [];
-  for (const n of sizes) results.push(await churnAt(n));
-  const base = results[0];
+  for (const source of ['config-dir', 'mock'] as const) {
+    for (const n of sizes) results.push(await churnAt(source, n));
+  }
   printTable(
-    `Config-directory churn: one file rewritten ${CHANGES}× at ${RATE}/s, one stream watching its endpoints`,
-    results.map((r) => ({
-      services: String(r.services),
-      'server CPU per change (ms)': r.cpuMsPerChange.toFixed(1),
-      'change → EDS p50 (ms)': r.p50.toFixed(0),
-      'change → EDS p99 (ms)': r.p99.toFixed(0),
-      'CPU ratio': base ? (r.cpuMsPerChange / base.cpuMsPerChange).toFixed(2) : '',
-      'p99 ratio': base ? (r.p99 / base.p99).toFixed(2) : '',
-    })),
+    `Churn: one service's endpoints changed ${CHANGES}× at ${RATE}/s (a rewritten file, or a mock API PUT), one stream watching them`,
+    results.map((r) => {
+      const base = results.find((b) => b.source === r.source);
+      return {
+        source: r.source,
+        services: String(r.services),
+        'server CPU per change (ms)': r.cpuMsPerChange.toFixed(1),
+        'change → EDS p50 (ms)': r.p50.toFixed(0),
+        'change → EDS p99 (ms)': r.p99.toFixed(0),
+        'CPU ratio': base ? (r.cpuMsPerChange / base.cpuMsPerChange).toFixed(2) : '',
+        'p99 ratio': base ? (r.p99 / base.p99).toFixed(2) : '',
+      };
+    }),
   );
   return results;
 }
