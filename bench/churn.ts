@@ -150,9 +150,12 @@ async function churnAt(source: Source, services: number): Promise<ChurnResult> {
   }
 }
 
-export async function churnBench(sizes: readonly number[] = SIZES): Promise<ChurnResult[]> {
+export async function churnBench(
+  sizes: readonly number[] = SIZES,
+  sources: readonly Source[] = ['config-dir', 'mock'],
+): Promise<ChurnResult[]> {
   const results: ChurnResult[] = [];
-  for (const source of ['config-dir', 'mock'] as const) {
+  for (const source of sources) {
     for (const n of sizes) results.push(await churnAt(source, n));
   }
   printTable(
