@@ -28,8 +28,14 @@ export class RegistryState {
    * registry stays stale with that reason, and no recovery is recorded. `files` names the source
    * files whose edit caused it (the config directory), for the push history.
    */
-  replace(next: RegistrySnapshot, failure?: unknown, files?: readonly string[]): void {
-    const diff = diffSnapshots(this.current, next);
+  replace(
+    next: RegistrySnapshot,
+    failure?: unknown,
+    files?: readonly string[],
+    /** The only hostnames that can differ from the current snapshot, when the caller knows. */
+    changed?: Iterable<string>,
+  ): void {
+    const diff = diffSnapshots(this.current, next, changed);
     const change = diff && files?.length ? { ...diff, trigger: { registries: [], files } } : diff;
     const recovered = failure === undefined && (this.error !== undefined || this.restoredFrom !== undefined);
     const notable = !this.synced || change !== undefined || recovered;

@@ -5,7 +5,13 @@
 // from another registry is mapped onto the owner's ports by port number; one serving none of the
 // owner's ports is dropped. Conflicts are listed in /debug/registryz.
 import type { Registry } from '../model/registry.js';
-import { buildCatalog, type Catalog, type CoLocatedEndpoint } from '../model/catalog.js';
+import {
+  buildCatalog,
+  type CoLocatedEndpoint,
+  type HostChange,
+  type UpdatableCatalog,
+} from '../model/catalog.js';
+import type { Catalog } from '../model/catalog.js';
 import type { ChangeEvent } from '../model/change.js';
 import type { ServiceDiscovery } from '../model/discovery.js';
 import type { Endpoint, PortEndpoint } from '../model/endpoint.js';
@@ -24,13 +30,17 @@ export interface HostConflict {
 export class AggregateDiscovery implements ServiceDiscovery {
   private readonly listeners = new Listeners<ChangeEvent>();
   private readonly unsubscribes: (() => void)[] = [];
-  private merged: { catalog: Catalog; conflicts: HostConflict[] } | undefined;
+  private catalogInForce: UpdatableCatalog | undefined;
+  /** Hostnames changed since `catalogInForce` was made: only these are merged again. */
+  private readonly stale = new Set<string>();
+  private conflictList: HostConflict[] | undefined;
 
   constructor(readonly registries: readonly Registry[]) {
     for (const registry of registries) {
       this.unsubscribes.push(
         registry.onChange((event) => {
-          this.merged = undefined;
+          for (const host of event.hostnames) this.stale.add(host);
+          this.conflictList = undefined;
           // Named for the push history: which registry published it (and which files, if it says).
           this.listeners.emit({
             ...event,
@@ -44,7 +54,8 @@ export class AggregateDiscovery implements ServiceDiscovery {
   /** Starts every registry at once; resolves when all have made their first attempt. */
   async start(): Promise<void> {
     await Promise.all(this.registries.map((r) => r.start()));
-    this.merged = undefined;
+    this.catalogInForce = undefined;
+    this.conflictList = undefined;
   }
 
   /** Stops every registry at once; `each` may wrap a registry's stop (serve names the ones it waits for). */
@@ -61,12 +72,22 @@ export class AggregateDiscovery implements ServiceDiscovery {
     return this.listeners.add(listener);
   }
 
+  /** Immutable: a change makes a new one, sharing what did not change with the last. */
   catalog(): Catalog {
-    return this.merge().catalog;
+    if (!this.catalogInForce) {
+      this.stale.clear();
+      this.catalogInForce = this.mergeAll();
+    } else if (this.stale.size > 0) {
+      const changes = new Map<string, HostChange>();
+      for (const host of this.stale) changes.set(host, this.mergeHost(host));
+      this.stale.clear();
+      this.catalogInForce = this.catalogInForce.with(changes);
+    }
+    return this.catalogInForce;
   }
 
   conflicts(): readonly HostConflict[] {
-    return this.merge().conflicts;
+    return (this.conflictList ??= this.findConflicts());
   }
 
   /** The registries whose services include `hostname`, in merge order (the first owns it). */
@@ -90,34 +111,60 @@ export class AggregateDiscovery implements ServiceDiscovery {
     return this.catalog().endpointsByIp(ips);
   }
 
-  private merge(): { catalog: Catalog; conflicts: HostConflict[] } {
-    if (this.merged) return this.merged;
+  private mergeAll(): UpdatableCatalog {
     const owners = new Map<string, Service>();
-    const shadowed = new Map<string, string[]>();
-    const endpoints = new Map<string, Endpoint[]>();
     for (const registry of this.registries) {
-      const snap = registry.snapshot();
-      for (const [host, service] of snap.services) {
+      for (const [host, service] of registry.snapshot().services)
         if (!owners.has(host)) owners.set(host, service);
-        else shadowed.set(host, [...(shadowed.get(host) ?? []), registry.name]);
-      }
     }
+    const endpoints = new Map<string, Endpoint[]>();
     for (const registry of this.registries) {
       const snap = registry.snapshot();
       for (const [host, list] of snap.endpoints) {
         const owner = owners.get(host);
         if (!owner) continue;
-        const own = snap.services.get(host);
-        const mapped = owner.registry === registry.name || !own ? list : remapEndpointPorts(list, own, owner);
-        endpoints.set(host, [...(endpoints.get(host) ?? []), ...mapped]);
+        const mapped = this.mapped(registry, owner, list);
+        const merged = endpoints.get(host);
+        endpoints.set(host, merged ? [...merged, ...mapped] : [...mapped]);
       }
     }
-    const conflicts = [...shadowed].map(([hostname, names]) => ({
+    return buildCatalog(owners.values(), endpoints);
+  }
+
+  /** One hostname merged from every registry, by the same rule as mergeAll(). */
+  private mergeHost(host: string): HostChange {
+    let owner: Service | undefined;
+    for (const registry of this.registries) {
+      owner = registry.snapshot().services.get(host);
+      if (owner) break;
+    }
+    if (!owner) return { service: undefined, endpoints: [] };
+    const endpoints: Endpoint[] = [];
+    for (const registry of this.registries) {
+      const list = registry.snapshot().endpoints.get(host);
+      if (list) endpoints.push(...this.mapped(registry, owner, list));
+    }
+    return { service: owner, endpoints };
+  }
+
+  private mapped(registry: Registry, owner: Service, list: readonly Endpoint[]): readonly Endpoint[] {
+    const own = registry.snapshot().services.get(owner.hostname);
+    return owner.registry === registry.name || !own ? list : remapEndpointPorts(list, own, owner);
+  }
+
+  private findConflicts(): HostConflict[] {
+    const owners = new Map<string, Service>();
+    const shadowed = new Map<string, string[]>();
+    for (const registry of this.registries) {
+      for (const [host, service] of registry.snapshot().services) {
+        if (!owners.has(host)) owners.set(host, service);
+        else shadowed.set(host, [...(shadowed.get(host) ?? []), registry.name]);
+      }
+    }
+    return [...shadowed].map(([hostname, names]) => ({
       hostname,
       owner: owners.get(hostname)?.registry ?? '',
       shadowed: names,
     }));
-    this.merged = { catalog: buildCatalog(owners.values(), endpoints), conflicts };
-    return this.merged;
   }
 }

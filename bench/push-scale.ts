@@ -297,7 +297,17 @@ export async function pushScale(
     // PUSH_SCALE_PROFILE=DIR: the server writes a V8 CPU profile there when it stops (node --cpu-prof).
     const profileDir = process.env.PUSH_SCALE_PROFILE;
     const starting = startPortolanProcess(
-      ['--registries', 'mock', '--data-dir', dataDir, '--push-window', `${QUIET_MS}ms`],
+      // Every simulated proxy dials from 127.0.0.1: the per-peer stream limit (#17) must not apply.
+      [
+        '--registries',
+        'mock',
+        '--data-dir',
+        dataDir,
+        '--push-window',
+        `${QUIET_MS}ms`,
+        '--max-streams-per-peer',
+        String(streamCount + 100),
+      ],
       { timeoutMs: 60_000, nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [] },
     );
     portolan = await starting;

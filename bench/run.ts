@@ -1,6 +1,7 @@
 // `npm run bench`: every benchmark in turn, each printing a table with its setup.
 // `npm run bench -- push-scale consul` runs only the named scenarios (see docs/benchmarks.md).
 import { caBench } from './ca.js';
+import { churnBench } from './churn.js';
 import { agentBench } from './agent.js';
 import { authzBench } from './authz.js';
 import { editLatency } from './edit-latency.js';
@@ -16,6 +17,9 @@ import { zookeeperLatency } from './zookeeper.js';
 
 const SCENARIOS: Record<string, () => Promise<void>> = {
   'edit-latency': editLatency,
+  churn: async () => {
+    await churnBench();
+  },
   'push-fanout': pushFanout,
   'push-scale': () => pushScale(),
   'warm-start': warmStart,

@@ -39,8 +39,7 @@ export function buildSnapshot(
   const warnings: CrossResourceWarning[] = [];
 
   for (const se of serviceEntries) {
-    const ports = servicePorts(se.spec);
-    const shared = sharedEndpoints(se, workloadEntries, warnings);
+    const converted = convertEntry(se, workloadEntries, warnings);
     for (const host of se.spec.hosts) {
       const first = owner.get(host);
       if (first) {
@@ -49,11 +48,66 @@ export function buildSnapshot(
         continue;
       }
       owner.set(host, se);
-      services.set(host, toService(se, host, ports));
-      endpoints.set(host, shared ?? [toEndpoint({ address: host }, se.spec, 'HEALTHY')]);
+      const forHost = converted.hosts.get(host) as ConvertedHost;
+      services.set(host, forHost.service);
+      endpoints.set(host, forHost.endpoints);
     }
   }
   return { snapshot: { services, endpoints }, conflicts, warnings };
+}
+
+interface ConvertedHost {
+  readonly service: Service;
+  readonly endpoints: readonly Endpoint[];
+}
+
+interface ConvertedEntry {
+  /** The WorkloadEntries the entry selected, in order (empty without a selector). */
+  readonly selected: readonly WorkloadEntryResource[];
+  readonly warnings: readonly CrossResourceWarning[];
+  readonly hosts: ReadonlyMap<string, ConvertedHost>;
+}
+
+// Resources are immutable and a file that did not change keeps its resource objects, so an entry
+// (with the same selected WorkloadEntries) converts to the same Service and endpoint objects as
+// before: one edit rebuilds what it touched, and the snapshot diff sees the rest as identical.
+const converted = new WeakMap<ServiceEntryResource, ConvertedEntry>();
+
+function convertEntry(
+  se: ServiceEntryResource,
+  workloadEntries: readonly WorkloadEntryResource[],
+  warnings: CrossResourceWarning[],
+): ConvertedEntry {
+  const selector = se.spec.workloadSelector?.labels;
+  const selected =
+    !se.spec.endpoints && selector
+      ? workloadEntries
+          .filter((we) => we.namespace === se.namespace && matches(selector, we.spec.labels ?? {}))
+          .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      : [];
+  const cached = converted.get(se);
+  if (cached && sameList(cached.selected, selected)) {
+    warnings.push(...cached.warnings);
+    return cached;
+  }
+  const own: CrossResourceWarning[] = [];
+  const ports = servicePorts(se.spec);
+  const shared = sharedEndpoints(se, selected, own);
+  const hosts = new Map<string, ConvertedHost>();
+  for (const host of se.spec.hosts) {
+    hosts.set(host, {
+      service: toService(se, host, ports),
+      endpoints: shared ?? [toEndpoint({ address: host }, se.spec, 'HEALTHY')],
+    });
+  }
+  const entry = { selected, warnings: own, hosts };
+  converted.set(se, entry);
+  warnings.push(...own);
+  return entry;
+}
+
+function sameList<T>(a: readonly T[], b: readonly T[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 function servicePorts(spec: ServiceEntrySpec): ServicePort[] {
@@ -85,16 +139,13 @@ function modelResolution(spec: ServiceEntrySpec): Resolution {
  */
 function sharedEndpoints(
   se: ServiceEntryResource,
-  workloadEntries: readonly WorkloadEntryResource[],
+  selected: readonly WorkloadEntryResource[],
   warnings: CrossResourceWarning[],
 ): Endpoint[] | undefined {
   const { spec } = se;
   if (spec.endpoints) return spec.endpoints.map((e) => toEndpoint(e, spec, 'HEALTHY'));
-  const selector = spec.workloadSelector?.labels;
-  if (selector) {
-    return workloadEntries
-      .filter((we) => we.namespace === se.namespace && matches(selector, we.spec.labels ?? {}))
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  if (spec.workloadSelector?.labels) {
+    return selected
       .filter((we) => fitsResolution(se, we, warnings))
       .map((we) => toEndpoint(we.spec, spec, healthOf(we.annotations) ?? 'HEALTHY'));
   }

@@ -23,40 +23,114 @@ export interface Catalog {
 export function buildCatalog(
   services: Iterable<Service>,
   endpoints: ReadonlyMap<string, readonly Endpoint[]>,
-): Catalog {
+): UpdatableCatalog {
   const byHost = new Map<string, Service>();
   for (const s of services) byHost.set(s.hostname, s);
-  const sorted = [...byHost.values()].sort((a, b) =>
-    a.hostname < b.hostname ? -1 : a.hostname > b.hostname ? 1 : 0,
-  );
+  const sorted = [...byHost.values()].sort((a, b) => compareHosts(a.hostname, b.hostname));
+  return new MapCatalog(byHost, sorted, new Map(endpoints));
+}
 
-  const byIp = new Map<string, CoLocatedEndpoint[]>();
-  for (const service of sorted) {
-    for (const endpoint of endpoints.get(service.hostname) ?? []) {
-      for (const servicePort of service.ports) {
-        const port = endpoint.ports[servicePort.name];
-        if (port === undefined) continue;
-        const list = byIp.get(endpoint.address) ?? [];
-        list.push({ service, servicePort, endpoint, port });
-        byIp.set(endpoint.address, list);
-      }
-    }
+/** What changes for one hostname: its Service (undefined: gone) and its endpoints. */
+export interface HostChange {
+  readonly service: Service | undefined;
+  readonly endpoints: readonly Endpoint[];
+}
+
+/** A catalog that can make its successor from the hostnames that changed. */
+export interface UpdatableCatalog extends Catalog {
+  /**
+   * This catalog with `changes` applied. Costs the changed hosts plus a copy of the indexes, not a
+   * rebuild of every service; this catalog stays as it was, and unchanged services and endpoint
+   * lists are shared with it.
+   */
+  with(changes: ReadonlyMap<string, HostChange>): UpdatableCatalog;
+}
+
+function compareHosts(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+class MapCatalog implements UpdatableCatalog {
+  /** Built on first use: only proxies that front services (inbound) ask for it. */
+  private byIp: Map<string, CoLocatedEndpoint[]> | undefined;
+
+  constructor(
+    private readonly byHost: ReadonlyMap<string, Service>,
+    private readonly sorted: readonly Service[],
+    private readonly endpointLists: ReadonlyMap<string, readonly Endpoint[]>,
+  ) {}
+
+  services(): readonly Service[] {
+    return this.sorted;
   }
 
-  return {
-    services: () => sorted,
-    service: (hostname) => byHost.get(hostname),
-    endpoints(hostname, portNumber) {
-      const service = byHost.get(hostname);
-      const servicePort = service && findPort(service, portNumber);
-      if (!servicePort) return [];
-      const out: PortEndpoint[] = [];
-      for (const endpoint of endpoints.get(hostname) ?? []) {
-        const port = endpoint.ports[servicePort.name];
-        if (port !== undefined) out.push({ endpoint, port });
+  service(hostname: string): Service | undefined {
+    return this.byHost.get(hostname);
+  }
+
+  endpoints(hostname: string, portNumber: number): readonly PortEndpoint[] {
+    const service = this.byHost.get(hostname);
+    const servicePort = service && findPort(service, portNumber);
+    if (!servicePort) return [];
+    const out: PortEndpoint[] = [];
+    for (const endpoint of this.endpointLists.get(hostname) ?? []) {
+      const port = endpoint.ports[servicePort.name];
+      if (port !== undefined) out.push({ endpoint, port });
+    }
+    return out;
+  }
+
+  endpointsByIp(ips: readonly string[]): readonly CoLocatedEndpoint[] {
+    const byIp = (this.byIp ??= this.indexByIp());
+    return ips.flatMap((ip) => byIp.get(ip) ?? []);
+  }
+
+  with(changes: ReadonlyMap<string, HostChange>): UpdatableCatalog {
+    const byHost = new Map(this.byHost);
+    const endpointLists = new Map(this.endpointLists);
+    const sorted = [...this.sorted];
+    for (const [hostname, change] of changes) {
+      const at = lowerBound(sorted, hostname);
+      const present = sorted[at]?.hostname === hostname;
+      if (change.service) {
+        byHost.set(hostname, change.service);
+        endpointLists.set(hostname, change.endpoints);
+        if (present) sorted[at] = change.service;
+        else sorted.splice(at, 0, change.service);
+      } else {
+        byHost.delete(hostname);
+        endpointLists.delete(hostname);
+        if (present) sorted.splice(at, 1);
       }
-      return out;
-    },
-    endpointsByIp: (ips) => ips.flatMap((ip) => byIp.get(ip) ?? []),
-  };
+    }
+    return new MapCatalog(byHost, sorted, endpointLists);
+  }
+
+  private indexByIp(): Map<string, CoLocatedEndpoint[]> {
+    const byIp = new Map<string, CoLocatedEndpoint[]>();
+    for (const service of this.sorted) {
+      for (const endpoint of this.endpointLists.get(service.hostname) ?? []) {
+        for (const servicePort of service.ports) {
+          const port = endpoint.ports[servicePort.name];
+          if (port === undefined) continue;
+          const list = byIp.get(endpoint.address) ?? [];
+          list.push({ service, servicePort, endpoint, port });
+          byIp.set(endpoint.address, list);
+        }
+      }
+    }
+    return byIp;
+  }
+}
+
+/** The first index whose hostname is not below `hostname`. */
+function lowerBound(sorted: readonly Service[], hostname: string): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((sorted[mid] as Service).hostname < hostname) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

@@ -27,18 +27,46 @@ export interface RegistrySnapshot {
 
 export const EMPTY_SNAPSHOT: RegistrySnapshot = { services: new Map(), endpoints: new Map() };
 
-/** The change between two snapshots, or undefined when they are equal. */
-export function diffSnapshots(prev: RegistrySnapshot, next: RegistrySnapshot): ChangeEvent | undefined {
+/**
+ * The change between two snapshots, or undefined when they are equal. `only`: the source knows
+ * that no other hostname differs (a mutation of one service), and only these are compared.
+ */
+export function diffSnapshots(
+  prev: RegistrySnapshot,
+  next: RegistrySnapshot,
+  only?: Iterable<string>,
+): ChangeEvent | undefined {
+  if (only) return diffHosts(prev, next, only);
+  const hostnames = new Set<string>();
+  // Two passes instead of a union of the keys: a registry shares unchanged objects between
+  // snapshots, so the common case is one identity check per host and no allocation.
+  for (const [host, service] of next.services) {
+    if (!sameJson(prev.services.get(host), service)) hostnames.add(host);
+  }
+  for (const host of prev.services.keys()) if (!next.services.has(host)) hostnames.add(host);
+  const serviceChanged = hostnames.size > 0;
+  for (const [host, list] of next.endpoints) {
+    if (!sameJson(prev.endpoints.get(host) ?? [], list)) hostnames.add(host);
+  }
+  for (const [host, list] of prev.endpoints) {
+    if (!next.endpoints.has(host) && !sameJson(list, [])) hostnames.add(host);
+  }
+  if (hostnames.size === 0) return undefined;
+  return { hostnames, endpointsOnly: !serviceChanged };
+}
+
+function diffHosts(
+  prev: RegistrySnapshot,
+  next: RegistrySnapshot,
+  only: Iterable<string>,
+): ChangeEvent | undefined {
   const hostnames = new Set<string>();
   let serviceChanged = false;
-  for (const host of union(prev.services.keys(), next.services.keys())) {
+  for (const host of only) {
     if (!sameJson(prev.services.get(host), next.services.get(host))) {
       hostnames.add(host);
       serviceChanged = true;
-    }
-  }
-  for (const host of union(prev.endpoints.keys(), next.endpoints.keys())) {
-    if (!sameJson(prev.endpoints.get(host) ?? [], next.endpoints.get(host) ?? [])) hostnames.add(host);
+    } else if (!sameJson(prev.endpoints.get(host) ?? [], next.endpoints.get(host) ?? [])) hostnames.add(host);
   }
   if (hostnames.size === 0) return undefined;
   return { hostnames, endpointsOnly: !serviceChanged };
@@ -73,10 +101,6 @@ function capUnion(a: readonly string[], b: readonly string[]): string[] {
     out.add(x);
   }
   return [...out];
-}
-
-function union(a: Iterable<string>, b: Iterable<string>): Set<string> {
-  return new Set([...a, ...b]);
 }
 
 // Registry objects are plain data built in a fixed key order, so JSON equality is structural equality.

@@ -1,6 +1,10 @@
 // What changed and when: config-directory files accepted, rejected or removed (with the last
 // accepted text of each file, so a restart can fall back to it), and registry sync events. Bounded:
 // each table keeps its newest `limit` rows.
+//
+// Rows are written behind: the ones recorded within WRITE_WINDOW_MS go out together in one
+// transaction (one fsync), off the path of the change that recorded them. Reads through this class
+// see them at once; a crash loses at most the last window's rows and leaves the database consistent.
 import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { Retention } from './retention.js';
@@ -19,8 +23,19 @@ export interface HistoryEntry {
   readonly detail: string;
 }
 
+const MAX_PENDING = 10_000;
+
+/** How long recorded rows wait to be written together. */
+export const WRITE_WINDOW_MS = 50;
+
+type PendingRow = () => void;
+
 export class HistoryTables {
   private readonly retention: Retention;
+  private pending: { what: string; write: PendingRow }[] = [];
+  /** Accepted text (or null: removed) of files whose row is still pending, for lastAcceptedText. */
+  private readonly pendingFiles = new Map<string, string | null>();
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly db: Database.Database,
@@ -37,48 +52,76 @@ export class HistoryTables {
   ): void {
     const at = new Date().toISOString();
     const hash = details.text === undefined ? null : hashText(details.text);
-    this.guard(`config history of ${file}`, () =>
-      this.db.transaction(() => {
+    if (outcome === 'accepted' && details.text !== undefined) this.pendingFiles.set(file, details.text);
+    if (outcome === 'removed') this.pendingFiles.set(file, null);
+    this.defer(`config history of ${file}`, () => {
+      this.db
+        .prepare(
+          'INSERT INTO config_history (at, file, outcome, content_hash, resources, error) VALUES (?, ?, ?, ?, ?, ?)',
+        )
+        .run(at, file, outcome, hash, JSON.stringify(details.resources ?? []), details.error ?? null);
+      if (outcome === 'accepted' && details.text !== undefined) {
         this.db
           .prepare(
-            'INSERT INTO config_history (at, file, outcome, content_hash, resources, error) VALUES (?, ?, ?, ?, ?, ?)',
+            `INSERT INTO config_files (path, text, content_hash, accepted_at) VALUES (?, ?, ?, ?)
+             ON CONFLICT (path) DO UPDATE SET text = excluded.text, content_hash = excluded.content_hash,
+               accepted_at = excluded.accepted_at`,
           )
-          .run(at, file, outcome, hash, JSON.stringify(details.resources ?? []), details.error ?? null);
-        if (outcome === 'accepted' && details.text !== undefined) {
-          this.db
-            .prepare(
-              `INSERT INTO config_files (path, text, content_hash, accepted_at) VALUES (?, ?, ?, ?)
-               ON CONFLICT (path) DO UPDATE SET text = excluded.text, content_hash = excluded.content_hash,
-                 accepted_at = excluded.accepted_at`,
-            )
-            .run(file, details.text, hash, at);
-        }
-        if (outcome === 'removed') this.db.prepare('DELETE FROM config_files WHERE path = ?').run(file);
-        this.retention.inserted();
+          .run(file, details.text, hash, at);
+      }
+      if (outcome === 'removed') this.db.prepare('DELETE FROM config_files WHERE path = ?').run(file);
+      this.retention.inserted();
+    });
+  }
+
+  /** Writes every pending row now, in one transaction (before reading elsewhere, and on close). */
+  flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const rows = this.pending;
+    if (rows.length === 0) return;
+    this.pending = [];
+    this.pendingFiles.clear();
+    const what = rows.length === 1 ? (rows[0]?.what ?? 'history') : `${rows.length} history rows`;
+    this.guard(what, () =>
+      this.db.transaction(() => {
+        for (const row of rows) row.write();
       })(),
     );
   }
 
+  private defer(what: string, write: PendingRow): void {
+    this.pending.push({ what, write });
+    // A storm of changes must not hold rows in memory without bound.
+    if (this.pending.length >= MAX_PENDING) {
+      this.flush();
+      return;
+    }
+    this.timer ??= setTimeout(() => this.flush(), WRITE_WINDOW_MS).unref();
+  }
+
   /** The last accepted text of a config file, if any. */
   lastAcceptedText(file: string): string | undefined {
+    const pending = this.pendingFiles.get(file);
+    if (pending !== undefined) return pending ?? undefined;
     return this.db
       .prepare<[string], { text: string }>('SELECT text FROM config_files WHERE path = ?')
       .get(file)?.text;
   }
 
   recordRegistry(registry: string, event: RegistryEventKind, detail = ''): void {
-    this.guard(`registry event of ${registry}`, () =>
-      this.db.transaction(() => {
-        this.db
-          .prepare('INSERT INTO registry_events (at, registry, event, detail) VALUES (?, ?, ?, ?)')
-          .run(new Date().toISOString(), registry, event, detail);
-        this.retention.inserted();
-      })(),
-    );
+    const at = new Date().toISOString();
+    this.defer(`registry event of ${registry}`, () => {
+      this.db
+        .prepare('INSERT INTO registry_events (at, registry, event, detail) VALUES (?, ?, ?, ?)')
+        .run(at, registry, event, detail);
+      this.retention.inserted();
+    });
   }
 
   /** The newest entries of both kinds, newest first. */
   recent(limit = 100): HistoryEntry[] {
+    this.flush();
     return this.db
       .prepare<[number], HistoryEntry>(
         `SELECT at, source, subject, event, detail FROM (

@@ -6,6 +6,13 @@ import type { Registry } from '../model/registry.js';
 import type { Logger } from '../log/logger.js';
 import type { Store } from './store.js';
 
+/**
+ * A save writes the whole snapshot, so its cost grows with the registry: under steady churn, saves
+ * are spaced so they take at most 1/SAVE_SPACING of the time (a 150 ms save of a 10,000-service
+ * registry waits 3 s), and a change never pays for one.
+ */
+const SAVE_SPACING = 20;
+
 export interface PersistenceOptions {
   /** Quiet time before a changed snapshot is written (default 500 ms). */
   readonly debounceMs?: number;
@@ -13,6 +20,8 @@ export interface PersistenceOptions {
 
 export class RegistryPersistence {
   private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** How long each registry's last save took, in ms. */
+  private readonly saveMs = new Map<string, number>();
   private readonly unsubscribes: (() => void)[] = [];
   private readonly debounceMs: number;
 
@@ -89,10 +98,13 @@ export class RegistryPersistence {
     if (this.timers.has(registry.name)) return;
     this.timers.set(
       registry.name,
-      setTimeout(() => {
-        this.timers.delete(registry.name);
-        this.save(registry);
-      }, this.debounceMs),
+      setTimeout(
+        () => {
+          this.timers.delete(registry.name);
+          this.save(registry);
+        },
+        Math.max(this.debounceMs, SAVE_SPACING * (this.saveMs.get(registry.name) ?? 0)),
+      ),
     );
   }
 
@@ -100,6 +112,8 @@ export class RegistryPersistence {
   private save(registry: Registry): void {
     const status = registry.status();
     if (!registry.hasSynced() || status.restoredFrom !== undefined || !status.lastSyncAt) return;
+    const started = performance.now();
     this.store.snapshots.save(registry.name, registry.snapshot(), status.lastSyncAt);
+    this.saveMs.set(registry.name, performance.now() - started);
   }
 }

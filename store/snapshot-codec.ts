@@ -12,13 +12,39 @@ interface StoredSnapshot {
 }
 
 export function encodeSnapshot(snapshot: RegistrySnapshot): { text: string; hash: string } {
-  const stored: StoredSnapshot = {
-    format: 1,
-    services: [...snapshot.services.values()],
-    endpoints: Object.fromEntries(snapshot.endpoints),
-  };
-  const text = JSON.stringify(stored);
+  const text = [...snapshot.endpoints.keys()].some(isIndexLike)
+    ? JSON.stringify({
+        format: 1,
+        services: [...snapshot.services.values()],
+        endpoints: Object.fromEntries(snapshot.endpoints),
+      } satisfies StoredSnapshot)
+    : assemble(snapshot);
   return { text, hash: createHash('sha256').update(text).digest('hex').slice(0, 32) };
+}
+
+// Snapshot objects are immutable and a registry shares the unchanged ones between snapshots, so each
+// is turned into JSON once; a save then joins strings instead of serialising the whole registry.
+const encoded = new WeakMap<object, string>();
+
+function json(value: Service | readonly Endpoint[]): string {
+  let text = encoded.get(value);
+  if (text === undefined) {
+    text = JSON.stringify(value);
+    encoded.set(value, text);
+  }
+  return text;
+}
+
+/** Exactly JSON.stringify of the StoredSnapshot, from the per-object cache. */
+function assemble(snapshot: RegistrySnapshot): string {
+  const services = [...snapshot.services.values()].map(json).join(',');
+  const endpoints = [...snapshot.endpoints].map(([host, list]) => `${JSON.stringify(host)}:${json(list)}`);
+  return `{"format":1,"services":[${services}],"endpoints":{${endpoints.join(',')}}}`;
+}
+
+// Object.fromEntries puts integer-like keys first, in numeric order: such a registry takes the slow path.
+function isIndexLike(key: string): boolean {
+  return /^(0|[1-9][0-9]*)$/.test(key) && Number(key) < 2 ** 32 - 1;
 }
 
 export function decodeSnapshot(text: string): RegistrySnapshot {

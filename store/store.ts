@@ -162,6 +162,7 @@ export class Store {
   }
 
   close(): void {
+    if (this.db.open && !this.options.readonly) this.history.flush();
     if (this.db.open) this.db.close();
   }
 

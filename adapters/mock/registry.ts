@@ -37,21 +37,21 @@ export class MockRegistry extends StateBackedRegistry {
   /** Adds or replaces a service (its endpoints are kept). */
   putService(service: Omit<Service, 'registry'>): void {
     this.services.set(service.hostname, { ...service, registry: this.name });
-    this.publish();
+    this.publish(service.hostname);
   }
 
   /** Removes a service and its endpoints; false if there was none. */
   deleteService(hostname: string): boolean {
     const existed = this.services.delete(hostname);
     this.endpoints.delete(hostname);
-    if (existed) this.publish();
+    if (existed) this.publish(hostname);
     return existed;
   }
 
   /** Replaces every endpoint of a service. */
   setEndpoints(hostname: string, endpoints: readonly Endpoint[]): void {
     this.endpoints.set(hostname, [...endpoints]);
-    this.publish();
+    this.publish(hostname);
   }
 
   /** Adds an endpoint, replacing one at the same address. */
@@ -59,7 +59,7 @@ export class MockRegistry extends StateBackedRegistry {
     const list = (this.endpoints.get(hostname) ?? []).filter((e) => e.address !== endpoint.address);
     list.push(endpoint);
     this.endpoints.set(hostname, list);
-    this.publish();
+    this.publish(hostname);
   }
 
   /** Removes the endpoint at `address`; false if there was none. */
@@ -68,14 +68,21 @@ export class MockRegistry extends StateBackedRegistry {
     const kept = list.filter((e) => e.address !== address);
     if (kept.length === list.length) return false;
     this.endpoints.set(hostname, kept);
-    this.publish();
+    this.publish(hostname);
     return true;
   }
 
   // Every mutation stores a new list for its host and never changes a stored one, so snapshots can
-  // share the lists: unchanged hosts keep their identity and the snapshot diff skips them.
-  private publish(): void {
-    if (this.running) this.state.replace(this.current());
+  // share the lists: unchanged hosts keep their identity. A mutation names its host, so only that
+  // host is compared (start() publishes everything: its diff walks the whole snapshot once).
+  private publish(hostname?: string): void {
+    if (this.running)
+      this.state.replace(
+        this.current(),
+        undefined,
+        undefined,
+        hostname === undefined ? undefined : [hostname],
+      );
   }
 
   private current(): RegistrySnapshot {

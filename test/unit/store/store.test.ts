@@ -10,6 +10,7 @@ import type { RegistrySnapshot } from '../../../model/change.js';
 import { MIGRATIONS } from '../../../store/migrations.js';
 import { DB_FILE, Store, StoreError, type StoreOptions } from '../../../store/store.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
+import { eventually } from '../../support/eventually.js';
 
 function tempDir(t: TestContext): string {
   const dir = mkdtempSync(join(tmpdir(), 'portolan-store-'));
@@ -166,4 +167,29 @@ test('a read-only open (portolan history) does not create or change anything', (
   const dir = tempDir(t);
   assert.throws(() => Store.open({ dataDir: dir, logger: silentLogger, readonly: true }), StoreError);
   assert.deepEqual(readdirSync(dir), []);
+});
+
+test('history rows are written behind, together: readers through the store see them at once, the file after the window or on close', async (t) => {
+  const dir = tempDir(t);
+  const store = Store.open({ dataDir: dir, logger: silentLogger });
+  const other = new Database(join(dir, DB_FILE), { readonly: true });
+  t.after(() => other.close());
+  const rowsOnDisk = (): number =>
+    (other.prepare('SELECT COUNT(*) AS n FROM config_history').get() as { n: number }).n;
+
+  for (let i = 0; i < 5; i++)
+    store.history.recordConfig(`f${i}.yaml`, 'accepted', { text: `v${i}`, resources: [] });
+  store.history.recordConfig('f0.yaml', 'removed', {});
+  // The change that recorded them did not wait for a write...
+  assert.equal(rowsOnDisk(), 0);
+  // ...yet the store answers from what it recorded.
+  assert.equal(store.history.lastAcceptedText('f1.yaml'), 'v1');
+  assert.equal(store.history.lastAcceptedText('f0.yaml'), undefined);
+  // Within a window, all six are in the file.
+  await eventually(() => assert.equal(rowsOnDisk(), 6));
+  assert.equal(store.history.lastAcceptedText('f1.yaml'), 'v1');
+
+  store.history.recordConfig('late.yaml', 'accepted', { text: 'late', resources: [] });
+  store.close();
+  assert.equal(rowsOnDisk(), 7, 'close writes what is pending');
 });
