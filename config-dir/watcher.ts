@@ -2,15 +2,12 @@
 // initial scan as one batch, then every burst of events after `debounceMs` of quiet. Batches never
 // overlap, and the reload reads each file's current state, so event order and duplicates do not matter.
 //
-// One fs.watch per directory; an event names the entry that changed, and only that entry is looked
-// at: a change costs the same in a directory of 10 files as in one of 10,000 (chokidar re-read and
-// stat-ed the whole directory on every event in it). An event on a `..` entry (`..data`, the
-// Kubernetes ConfigMap swap) marks every file of that directory, since all of them may now resolve
-// to new content; other hidden entries (editor swap files) are ignored. Events can be coalesced or dropped by the kernel in a burst, so every batch that
-// changed something is read once more RECHECK_MS later; unchanged text costs a read and nothing else.
-import { watch, type FSWatcher } from 'node:fs';
-import { readdir, realpath, stat } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+// chokidar drops a file's change events for 50 ms after one it emitted, so the end of an in-place
+// write (truncate, then write) can go unreported. Every batch that changed something is therefore
+// read once more RECHECK_MS later; unchanged text costs a read and nothing else.
+import { stat } from 'node:fs/promises';
+import { relative, resolve, sep } from 'node:path';
+import { watch, type FSWatcher } from 'chokidar';
 import { isConfigFile } from './load-file.js';
 
 export interface DirWatcherOptions {
@@ -28,9 +25,7 @@ const RECHECK_MS = 100;
 
 export class DirWatcher {
   private readonly dir: string;
-  /** Watched directories by relative path ('' is the root). */
-  private readonly watchers = new Map<string, FSWatcher>();
-  private started = false;
+  private watcher: FSWatcher | undefined;
   private ready = false;
   private readonly dirty = new Set<string>();
   /** Files seen and not deleted since: what to reload when a whole directory disappears. */
@@ -53,8 +48,25 @@ export class DirWatcher {
       throw new Error(`config directory ${this.dir}: ${e instanceof Error ? e.message : String(e)}`);
     });
     if (!info.isDirectory()) throw new Error(`config directory ${this.dir} is not a directory`);
-    this.started = true;
-    await this.addDir('', new Set());
+
+    const watcher = watch(this.dir, {
+      ignoreInitial: false,
+      // Hidden entries are editor swap files and Kubernetes ConfigMap internals (`..data`, `..2024_…`),
+      // which would otherwise load every file twice.
+      ignored: (path) =>
+        this.relative(path)
+          .split('/')
+          .some((part) => part.startsWith('.')),
+    });
+    this.watcher = watcher;
+    watcher.on('add', (path) => this.fileEvent(path, true));
+    watcher.on('change', (path) => this.fileEvent(path, true));
+    watcher.on('unlink', (path) => this.fileEvent(path, false));
+    watcher.on('unlinkDir', (path) => this.dirRemoved(this.relative(path)));
+    watcher.on('error', (error) =>
+      this.options.onError(error instanceof Error ? error : new Error(String(error))),
+    );
+    await new Promise<void>((resolveReady) => watcher.once('ready', () => resolveReady()));
     this.ready = true;
     await this.enqueue(this.dirty);
   }
@@ -63,9 +75,8 @@ export class DirWatcher {
     clearTimeout(this.timer);
     clearTimeout(this.recheckTimer);
     this.timer = this.recheckTimer = undefined;
-    this.started = false;
-    for (const w of this.watchers.values()) w.close();
-    this.watchers.clear();
+    await this.watcher?.close();
+    this.watcher = undefined;
     await this.running;
     this.dirty.clear();
     this.recheck.clear();
@@ -80,89 +91,18 @@ export class DirWatcher {
 
   /** Reads `path` (relative, `/`-separated) again, as if it had changed. */
   readAgain(path: string): void {
-    if (this.started) this.markDirty(path);
+    if (this.watcher) this.markDirty(path);
   }
 
-  /**
-   * Watches `rel` and everything below it, marking the config files found. `seen`: the real paths
-   * walked so far, so a symlink loop ends.
-   */
-  private async addDir(rel: string, seen: Set<string>): Promise<void> {
-    const absolute = join(this.dir, rel);
-    const real = await realpath(absolute).catch(() => undefined);
-    if (real === undefined || seen.has(real) || this.watchers.has(rel) || !this.started) return;
-    seen.add(real);
-    try {
-      const watcher = watch(absolute, { persistent: true }, (_type, name) => this.dirEvent(rel, name));
-      watcher.on('error', (error) => this.watchError(rel, error));
-      this.watchers.set(rel, watcher);
-    } catch (e) {
-      this.options.onError(e instanceof Error ? e : new Error(String(e)));
-      return;
-    }
-    const entries = await readdir(absolute).catch(() => [] as string[]);
-    for (const name of entries) {
-      if (name.startsWith('.')) continue;
-      const path = rel === '' ? name : `${rel}/${name}`;
-      const info = await stat(join(this.dir, path)).catch(() => undefined);
-      if (info?.isDirectory()) await this.addDir(path, seen);
-      else if (isConfigFile(path)) this.fileSeen(path, true);
-    }
-  }
-
-  /** Something changed at `name` in the directory `rel`: look at that entry alone. */
-  private dirEvent(rel: string, name: string | Buffer | null): void {
-    if (!this.started) return;
-    if (name === null) {
-      void this.addDir(rel, new Set()).then(() => this.markDirectory(rel)); // the kernel did not say
-      return;
-    }
-    const entry = String(name);
-    // kubelet's atomic writer (`..data`, `..2024_…`): a swap changes what every file here resolves
-    // to. Other hidden entries are editors' swap files, and cost nothing.
-    if (entry.startsWith('..')) return this.markDirectory(rel);
-    if (entry.startsWith('.')) return;
-    const path = rel === '' ? entry : `${rel}/${entry}`;
-    void stat(join(this.dir, path))
-      .catch(() => undefined)
-      .then((info) => {
-        if (!this.started) return;
-        if (info?.isDirectory()) {
-          if (!this.watchers.has(path)) void this.addDir(path, new Set());
-          return;
-        }
-        if (this.watchers.has(path)) this.dirRemoved(path);
-        if (isConfigFile(path)) this.fileSeen(path, info !== undefined);
-      });
-  }
-
-  private watchError(rel: string, error: Error): void {
-    // A watched directory that was removed ends its watcher; its parent's event reports the files.
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'EPERM') {
-      this.dirRemoved(rel);
-      return;
-    }
-    this.options.onError(error);
-  }
-
-  private fileSeen(path: string, exists: boolean): void {
+  private fileEvent(absolute: string, exists: boolean): void {
+    const path = this.relative(absolute);
+    if (!isConfigFile(path)) return;
     if (exists) this.known.add(path);
     else this.known.delete(path);
     this.markDirty(path);
   }
 
-  private markDirectory(rel: string): void {
-    for (const path of this.known) if (rel === '' || path.startsWith(`${rel}/`)) this.markDirty(path);
-  }
-
   private dirRemoved(dir: string): void {
-    for (const [rel, watcher] of this.watchers) {
-      if (rel === dir || rel.startsWith(`${dir}/`)) {
-        watcher.close();
-        this.watchers.delete(rel);
-      }
-    }
     for (const path of this.known) {
       if (path.startsWith(`${dir}/`)) {
         this.known.delete(path);
@@ -173,7 +113,7 @@ export class DirWatcher {
 
   private markDirty(path: string): void {
     this.dirty.add(path);
-    if (!this.ready || !this.started) return; // the initial scan is loaded as one batch by start()
+    if (!this.ready || !this.watcher) return; // the initial scan is loaded as one batch by start()
     // Quiet-period debounce, but a steady stream of writes must not postpone reloads forever.
     const now = Date.now();
     if (this.timer === undefined) this.burstStartedAt = now;
@@ -204,7 +144,7 @@ export class DirWatcher {
       this.busy = true;
       try {
         const changed = await this.options.reload(batch);
-        if (changed && this.started) this.recheckLater(batch);
+        if (changed && this.watcher) this.recheckLater(batch);
       } catch (e) {
         this.options.onError(e instanceof Error ? e : new Error(String(e)));
       } finally {
@@ -217,7 +157,7 @@ export class DirWatcher {
 
   private isIdle(): boolean {
     const pending = this.timer !== undefined || this.recheckTimer !== undefined || this.dirty.size > 0;
-    return !this.busy && (!pending || !this.started);
+    return !this.busy && (!pending || !this.watcher);
   }
 
   private notifyIdle(): void {
@@ -225,5 +165,9 @@ export class DirWatcher {
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const w of waiters) w();
+  }
+
+  private relative(path: string): string {
+    return relative(this.dir, path).split(sep).join('/');
   }
 }
