@@ -53,7 +53,10 @@ export interface EchoBackend {
   readonly port: number;
   /** Calls received, each retry attempt included. */
   calls(): number;
+  /** Stops at once, as a crash would: open connections are cut. */
   stop(): Promise<void>;
+  /** Stops as an application does on SIGTERM: GOAWAY first, then the connections close. */
+  drain(): Promise<void>;
 }
 
 /**
@@ -82,6 +85,19 @@ export async function startEchoBackend(
         service.stop();
         server.forceShutdown();
         resolve();
+      }),
+    drain: () =>
+      new Promise<void>((resolve) => {
+        // Bounded: a connection that does not close within 5 s is cut.
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, 5000);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          service.stop();
+          resolve();
+        });
       }),
   };
 }

@@ -262,9 +262,10 @@ test('the VM registers into its group; grpc-js and C-core reach it; a failing pr
     `C-core reached the auto-registered VM: ${JSON.stringify(ccore)}`,
   );
 
-  // The application stops (between calls): its probe fails, its endpoint goes UNHEALTHY, and no
-  // call fails while the other endpoint serves.
-  await vmBackend?.stop();
+  // The application stops (between calls, gracefully as on SIGTERM: a crash would fail the one call
+  // already on its connection): its probe fails, its endpoint goes UNHEALTHY, and no call fails
+  // while the other endpoint serves.
+  await vmBackend?.drain();
   vmBackend = undefined;
   const answers: string[] = [];
   await eventually(
