@@ -154,7 +154,7 @@ test('sessions expiring across the fleet and the registry at once: the new sessi
       assert.equal(zkDebug(registry).sessions, 2, 'a new session replaced the expired one');
       assert.notEqual(lastResync(), resynced);
     },
-    { timeoutMs: 15_000, what: 'the resync on a new session' },
+    { timeoutMs: 45_000, what: 'the resync on a new session' },
   );
   assert.ok(logs.some((l) => l.msg === 'ZooKeeper session expired; opening a new session'));
   assert.deepEqual(
