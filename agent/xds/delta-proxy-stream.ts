@@ -2,7 +2,6 @@
 // the agent keeps the client's subscriptions and the version of every resource it holds (its ACKs),
 // so a new upstream stream starts with those as initial_resource_versions and the control plane
 // sends only what changed; a subscription nobody has answered is served from the node cache.
-import * as grpc from '@grpc/grpc-js';
 import { DeltaStreamState } from '../../xds/server/delta-state.js';
 import { readPlainDeltaRequest } from '../../xds/server/request-reader.js';
 import type { EncodedResource } from '../../xds/proto/resource.js';
@@ -36,26 +35,12 @@ export class DeltaProxyStream extends LocalStream {
   private readonly ackedNonces = new Map<string, string>();
 
   handle(bytes: Buffer): void {
-    let req: DeltaDiscoveryRequest;
-    try {
-      req = readPlainDeltaRequest(bytes) ?? decodeDeltaDiscoveryRequest(bytes);
-    } catch (err) {
-      this.end(grpc.status.INVALID_ARGUMENT, `malformed DeltaDiscoveryRequest: ${(err as Error).message}`);
-      return;
-    }
-    const first = !this.node;
-    if (first) {
-      if (!req.node) {
-        this.end(grpc.status.INVALID_ARGUMENT, 'the first request must carry node');
-        return;
-      }
-      if (!this.admit(bytes)) return;
-    }
-    if (!req.typeUrl) {
-      this.end(grpc.status.INVALID_ARGUMENT, 'DeltaDiscoveryRequest.type_url is required on ADS');
-      return;
-    }
-    this.request(req, first);
+    const accepted = this.accept(
+      bytes,
+      'DeltaDiscoveryRequest',
+      (b) => readPlainDeltaRequest(b) ?? decodeDeltaDiscoveryRequest(b),
+    );
+    if (accepted) this.request(accepted.req, accepted.first);
   }
 
   private request(req: DeltaDiscoveryRequest, first: boolean): void {

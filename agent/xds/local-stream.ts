@@ -83,6 +83,37 @@ export abstract class LocalStream {
   }
 
   /** Ends the local stream with `code` (OK: a clean end) and lets go of the upstream one. */
+  /**
+   * Decodes one request and checks what every API requires: the first carries the node (and is
+   * admitted), each names its type. Ends the stream and returns undefined otherwise.
+   */
+  protected accept<R extends { readonly node?: unknown; readonly typeUrl: string }>(
+    bytes: Buffer,
+    message: string,
+    decode: (bytes: Buffer) => R,
+  ): { readonly req: R; readonly first: boolean } | undefined {
+    let req: R;
+    try {
+      req = decode(bytes);
+    } catch (err) {
+      this.end(grpc.status.INVALID_ARGUMENT, `malformed ${message}: ${(err as Error).message}`);
+      return undefined;
+    }
+    const first = !this.node;
+    if (first) {
+      if (!req.node) {
+        this.end(grpc.status.INVALID_ARGUMENT, 'the first request must carry node');
+        return undefined;
+      }
+      if (!this.admit(bytes)) return undefined;
+    }
+    if (!req.typeUrl) {
+      this.end(grpc.status.INVALID_ARGUMENT, `${message}.type_url is required on ADS`);
+      return undefined;
+    }
+    return { req, first };
+  }
+
   end(code: grpc.status, details: string): void {
     if (this.closed) return;
     if (code !== grpc.status.OK) {

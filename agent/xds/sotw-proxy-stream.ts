@@ -8,7 +8,6 @@
 // - a new upstream stream (after an outage, or a renewed certificate) is given the client's
 //   subscriptions and ACKed versions, and the answers are forwarded — except a response the client
 //   already holds, which the agent ACKs itself, so a reconnect changes nothing the client sees.
-import * as grpc from '@grpc/grpc-js';
 import { StreamState } from '../../xds/server/sotw-state.js';
 import { readPlainRequest } from '../../xds/server/request-reader.js';
 import type { EncodedResource } from '../../xds/proto/resource.js';
@@ -51,26 +50,12 @@ export class SotwProxyStream extends LocalStream {
   private readonly pending = new Set<string>();
 
   handle(bytes: Buffer): void {
-    let req: DiscoveryRequest;
-    try {
-      req = readPlainRequest(bytes) ?? decodeDiscoveryRequest(bytes);
-    } catch (err) {
-      this.end(grpc.status.INVALID_ARGUMENT, `malformed DiscoveryRequest: ${(err as Error).message}`);
-      return;
-    }
-    const first = !this.node;
-    if (first) {
-      if (!req.node) {
-        this.end(grpc.status.INVALID_ARGUMENT, 'the first request must carry node');
-        return;
-      }
-      if (!this.admit(bytes)) return;
-    }
-    if (!req.typeUrl) {
-      this.end(grpc.status.INVALID_ARGUMENT, 'DiscoveryRequest.type_url is required on ADS');
-      return;
-    }
-    this.request(req, first);
+    const accepted = this.accept(
+      bytes,
+      'DiscoveryRequest',
+      (b) => readPlainRequest(b) ?? decodeDiscoveryRequest(b),
+    );
+    if (accepted) this.request(accepted.req, accepted.first);
   }
 
   private request(req: DiscoveryRequest, first: boolean): void {
