@@ -11,6 +11,7 @@ import type { AdsServer } from '../xds/server/ads-server.js';
 import type { ConfigDebugState } from '../config-dir/debug-state.js';
 import type { MeshConfig } from '../mesh/mesh-config.js';
 import type { CertificateAuthority } from '../ca/authority.js';
+import type { StoreState } from '../ca/ca-store.js';
 import { caz } from './caz.js';
 import { configz } from './configz.js';
 import { edsz } from './edsz.js';
@@ -40,6 +41,8 @@ export interface AdminDeps {
   readonly pushHistory?: PushHistory;
   /** The built-in CA (/debug/caz). */
   readonly ca?: CertificateAuthority;
+  /** Several replicas on a shared store (--store postgres://): /debug/replicas, and the store's state in /ready and /debug/registryz. */
+  readonly replicas?: { storeState(): StoreState; view(): Promise<unknown> };
   /** Where the dashboard's files are (default: dist/ui beside this module). */
   readonly uiDir?: URL;
   readonly logger: Logger;
@@ -162,8 +165,16 @@ export class AdminServer {
         if (!this.deps.ca || !this.deps.store) throw new HttpError(404, 'the built-in CA is not enabled');
         return sendJson(res, 200, caz(this.deps.ca, this.deps.store));
       }
-      case '/debug/registryz':
-        return sendJson(res, 200, registryz(this.deps.discovery, this.deps.autoRegistration));
+      case '/debug/registryz': {
+        const view = registryz(this.deps.discovery, this.deps.autoRegistration);
+        const replicas = this.deps.replicas;
+        return sendJson(res, 200, replicas ? { ...(view as object), store: replicas.storeState() } : view);
+      }
+      case '/debug/replicas': {
+        if (!this.deps.replicas)
+          throw new HttpError(404, 'one replica: no shared store (--store postgres://…, docs/ha.md)');
+        return sendJson(res, 200, await this.deps.replicas.view());
+      }
       case '/debug/configz':
         if (!this.deps.config)
           throw new HttpError(404, 'the config registry is not enabled (--registries config)');
@@ -202,7 +213,12 @@ export class AdminServer {
   private ready(res: ServerResponse): void {
     const { ready, detail } = readiness(this.deps.discovery);
     res.writeHead(ready ? 200 : 503, { 'content-type': 'text/plain' });
-    res.end(`${detail}\n`);
+    // xDS readiness does not hang on the shared store: its state is told, not waited for.
+    const store = this.deps.replicas?.storeState();
+    const storeLine = store
+      ? `\nstore: ${store.kind} ${store.state} since ${store.since}${store.lastError ? ` (${store.lastError})` : ''}`
+      : '';
+    res.end(`${detail}${storeLine}\n`);
   }
 }
 

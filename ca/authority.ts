@@ -1,16 +1,31 @@
 // The certificate authority: signs workload CSRs for an authenticated SPIFFE identity, with either
 // the self-signed roots kept in the store or a plug-in CA from an Istio `cacerts` directory.
-import type { CaMaterialTable, IssuedCertificate } from '../store/ca-material.js';
+import type { IssuedCertificate } from '../store/ca-material.js';
+import type { SharedStore } from '../store/shared-store.js';
 import { issueLeaf, randomSerial, sanEntries } from './certificates.js';
 import { checkWorkloadKey } from './csr-policy.js';
 import { isControlPlaneIdentity, parseSpiffeUri } from './identity.js';
 import { generateKeyPair, privateKeyPem, type KeyAlgorithm } from './keys.js';
 import { loadPluginCa, type PluginCa } from './plugin-ca.js';
-import { RootStore } from './root-store.js';
+import { RootStore, type RootMaterial } from './root-store.js';
 import { x509, type CryptoKey } from './x509.js';
 
+/** The roots and the issuance log: the embedded store's table, or the shared store (PostgreSQL). */
+export type CaMaterial =
+  | (RootMaterial & {
+      recordIssued(c: IssuedCertificate): void;
+      issuedBySerial(s: string): IssuedCertificate | undefined;
+    })
+  | Pick<
+      SharedStore,
+      'getMaterial' | 'getOrCreateMaterial' | 'replaceMaterial' | 'recordIssued' | 'issuedBySerial'
+    >;
+
+/** Issued certificates not yet logged because the shared store was unreachable, kept at most this many. */
+const MAX_UNLOGGED = 10_000;
+
 export interface CaOptions {
-  readonly material: CaMaterialTable;
+  readonly material: CaMaterial;
   readonly trustDomain: string;
   readonly keyAlgorithm?: KeyAlgorithm;
   /** An Istio `cacerts` directory; when set, the stored roots are not used. */
@@ -69,6 +84,8 @@ export class CertificateAuthority {
   /** The CA's clock: every `now` parameter below defaults to it. */
   readonly now: () => Date;
   private readonly backdateMs: number;
+  /** Issuance-log entries the shared store could not take yet (it was unreachable): written at the next chance. */
+  private readonly unlogged: IssuedCertificate[] = [];
 
   private constructor(
     private readonly options: CaOptions,
@@ -93,6 +110,11 @@ export class CertificateAuthority {
     const ca = new CertificateAuthority(options, roots, undefined);
     await ca.signer(); // a key that cannot be opened (wrong passphrase) fails now, not at first CSR
     return ca;
+  }
+
+  /** Reads the roots again from the shared store (another replica's rotation); throws when unreachable. */
+  async reloadRoots(): Promise<void> {
+    await this.roots?.reload();
   }
 
   get trustDomain(): string {
@@ -181,7 +203,7 @@ export class CertificateAuthority {
       notAfter,
       serial,
     });
-    this.options.material.recordIssued({
+    await this.log({
       serial,
       identity: req.identity,
       nodeId: req.nodeId ?? null,
@@ -193,9 +215,29 @@ export class CertificateAuthority {
     return { cert, chain: [cert, ...signer.chain].map((c) => c.toString('pem')) };
   }
 
-  /** The issuance log's entry for a certificate serial (hex), while it is kept. */
-  issuedBySerial(serial: string): IssuedCertificate | undefined {
-    return this.options.material.issuedBySerial(serial);
+  /**
+   * Writes the issuance-log entry. On the shared store a renewal may be signed while the database
+   * is unreachable (from what this replica cached): its entry waits in memory and is written with
+   * the next one that gets through, so the log catches up when the database returns.
+   */
+  private async log(entry: IssuedCertificate): Promise<void> {
+    const material = this.options.material;
+    if (!isAsyncLog(material)) {
+      material.recordIssued(entry);
+      return;
+    }
+    this.unlogged.push(entry);
+    if (this.unlogged.length > MAX_UNLOGGED) this.unlogged.shift();
+    while (this.unlogged.length > 0) {
+      const next = this.unlogged[0];
+      if (!next) break;
+      try {
+        await material.recordIssued(next);
+      } catch {
+        return; // unreachable: kept for the next time
+      }
+      this.unlogged.shift();
+    }
   }
 
   /**
@@ -241,4 +283,13 @@ export class CertificateAuthority {
     const active = await this.roots.signing(now);
     return { cert: active.cert, key: active.keys.privateKey, chain: [active.cert] };
   }
+}
+
+function isAsyncLog(
+  m: CaMaterial,
+): m is Pick<
+  SharedStore,
+  'getMaterial' | 'getOrCreateMaterial' | 'replaceMaterial' | 'recordIssued' | 'issuedBySerial'
+> {
+  return 'getOrCreateMaterial' in m;
 }

@@ -5,7 +5,6 @@
 // revoked or the enrollment is too old. Each peer address and each identity has a request budget.
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../log/logger.js';
-import type { JoinTokenTable } from '../store/join-tokens.js';
 import { CaRequestError, type CertificateAuthority } from './authority.js';
 import { TRUST_BUNDLE_HEADER } from './ca-client.js';
 import {
@@ -14,6 +13,7 @@ import {
   encodeCertificateResponse,
   type CertificateRequest,
 } from './certificate-messages.js';
+import { StoreUnavailable, type CaStore } from './ca-store.js';
 import { EnrollmentRefused, type Enrollment, type Enrollments } from './enrollments.js';
 import { hashToken, redeemJoinToken, tokenId, TokenError } from './join-tokens.js';
 import { peerIdentity } from './peer-identity.js';
@@ -36,7 +36,7 @@ const SERVICE: grpc.ServiceDefinition = {
 
 export interface CertificateServiceDeps {
   readonly ca: CertificateAuthority;
-  readonly tokens: JoinTokenTable;
+  readonly tokens: Pick<CaStore, 'consumeJoinToken' | 'findJoinToken' | 'refundJoinToken'>;
   readonly enrollments: Enrollments;
   readonly revocations: RevocationList;
   /** Request budgets per peer address and per identity; none: unlimited. */
@@ -96,15 +96,15 @@ async function createCertificate(
   } catch (err) {
     throw new Refusal(grpc.status.INVALID_ARGUMENT, `malformed request: ${(err as Error).message}`);
   }
-  const caller = authenticate(call, deps);
+  const caller = await authenticate(call, deps);
   let enrollment: Enrollment | undefined;
   try {
     spend(deps.rateLimits?.identity, caller.identity, caller.identity);
     const now = deps.ca.now();
     enrollment =
       caller.via === 'join token'
-        ? deps.enrollments.begin(caller.identity, caller.tokenId, now)
-        : deps.enrollments.continueFrom(caller.serial, caller.identity, now);
+        ? await deps.enrollments.begin(caller.identity, caller.tokenId, now)
+        : await deps.enrollments.continueFrom(caller.serial, caller.identity, now);
     const { chain, cert } = await deps.ca.sign(
       {
         csrPem: req.csr,
@@ -116,8 +116,9 @@ async function createCertificate(
       now,
     );
     // A revocation that landed while this request was being signed wins.
-    if (deps.enrollments.isRevoked(enrollment.id))
+    if (await deps.enrollments.isRevoked(enrollment.id))
       throw new EnrollmentRefused(`enrollment ${enrollment.id} was revoked`);
+    deps.enrollments.issued(cert.serialNumber, enrollment.id);
     deps.logger.info(
       {
         identity: caller.identity,
@@ -130,8 +131,14 @@ async function createCertificate(
     );
     return encodeCertificateResponse({ certChain: chain });
   } catch (err) {
-    if (caller.via === 'join token') deps.tokens.refund(caller.tokenHash);
-    if (enrollment) deps.enrollments.abandon(enrollment);
+    if (caller.via === 'join token')
+      await deps.tokens
+        .refundJoinToken(caller.tokenHash)
+        .catch((refundErr: unknown) =>
+          deps.logger.warn({ err: refundErr, token: caller.tokenId }, 'join token use not given back'),
+        );
+    if (enrollment) await deps.enrollments.abandon(enrollment);
+    if (err instanceof StoreUnavailable) throw new Refusal(grpc.status.UNAVAILABLE, err.message);
     if (err instanceof EnrollmentRefused) throw new Refusal(grpc.status.UNAUTHENTICATED, err.message);
     if (err instanceof CaRequestError)
       throw new Refusal(
@@ -154,10 +161,14 @@ function spend(limiter: KeyedRateLimiter | undefined, key: string, who: string):
   );
 }
 
-function authenticate(call: grpc.ServerUnaryCall<Buffer, Buffer>, deps: CertificateServiceDeps): Caller {
+async function authenticate(
+  call: grpc.ServerUnaryCall<Buffer, Buffer>,
+  deps: CertificateServiceDeps,
+): Promise<Caller> {
   const peer = peerIdentity(call, deps.ca.trustDomain);
   if (peer.ok) {
-    deps.revocations.refresh(); // one indexed read: a revocation from another process counts at once
+    // One indexed read: a revocation from another process counts at once (unreachable: as last seen).
+    await deps.revocations.refresh();
     const revoked = deps.revocations.reason(peer.serial);
     if (revoked !== undefined)
       throw new Refusal(
@@ -175,13 +186,14 @@ function authenticate(call: grpc.ServerUnaryCall<Buffer, Buffer>, deps: Certific
     );
   try {
     return {
-      identity: redeemJoinToken(deps.tokens, token),
+      identity: await redeemJoinToken(deps.tokens, token),
       via: 'join token',
       tokenId: tokenId(token),
       tokenHash: hashToken(token),
     };
   } catch (err) {
     if (err instanceof TokenError) throw new Refusal(grpc.status.UNAUTHENTICATED, err.message);
+    if (err instanceof StoreUnavailable) throw new Refusal(grpc.status.UNAVAILABLE, err.message);
     throw err;
   }
 }

@@ -4,11 +4,19 @@
 // `--max-enrollment-age` after it started: no certificate of it outlives that, and past it the
 // workload must enroll again with a join token. A revoked enrollment (its token, its identity or one
 // of its certificates revoked: store/revocations.ts) renews nothing.
+//
+// The enrollments and the log are in the shared store. What this replica has read or written is
+// also kept in memory (bounded), so that while the shared store is unreachable a workload it knows
+// still renews — its revocations as last seen still apply — while a new enrollment is refused.
 import { randomBytes } from 'node:crypto';
-import type { IssuedCertificate } from '../store/ca-material.js';
-import type { EnrollmentTable } from '../store/enrollments.js';
+import type { EnrollmentRow } from '../store/enrollments.js';
+import { normalizeSerial } from '../store/revocations.js';
+import { StoreUnavailable, type CaStore } from './ca-store.js';
 
 export const DEFAULT_MAX_ENROLLMENT_AGE_SECONDS = 30 * 24 * 3600;
+
+/** Enrollments and certificate → enrollment links kept in memory for renewals during an outage. */
+const MAX_CACHED = 100_000;
 
 export interface Enrollment {
   readonly id: string;
@@ -24,33 +32,58 @@ export interface Enrollment {
 export class EnrollmentRefused extends Error {}
 
 export class Enrollments {
+  private readonly rows = new Map<string, EnrollmentRow>();
+  /** Certificate serial (normalized) → enrollment id. */
+  private readonly links = new Map<string, string>();
+
   constructor(
-    private readonly table: EnrollmentTable,
-    /** The issuance log: which enrollment a certificate belongs to. */
-    private readonly issued: { issuedBySerial(serial: string): IssuedCertificate | undefined },
+    private readonly store: Pick<
+      CaStore,
+      'startEnrollment' | 'getEnrollment' | 'removeEnrollment' | 'issuedBySerial'
+    >,
     readonly maxAgeSeconds = DEFAULT_MAX_ENROLLMENT_AGE_SECONDS,
   ) {}
 
   /** The first certificate from join token `tokenId` (null: adopting a certificate from before enrollments). */
-  begin(identity: string, tokenId: string | null, now: Date): Enrollment {
+  async begin(identity: string, tokenId: string | null, now: Date): Promise<Enrollment> {
     const id = randomBytes(16).toString('hex');
-    if (!this.table.start({ id, identity, tokenId, startedAt: now.toISOString() }))
-      throw new Error('could not record the enrollment in the store (see the log)');
+    const row = { id, identity, tokenId, startedAt: now.toISOString() };
+    await this.store.startEnrollment(row);
+    this.remember({ ...row, revokedAt: null, revokedReason: null });
     return { id, identity, startedAt: now, endsAt: this.endOf(now), isNew: true };
   }
 
+  /** Links an issued certificate to its enrollment in memory (for renewals during an outage). */
+  issued(serial: string, enrollmentId: string): void {
+    cache(this.links, normalizeSerial(serial), enrollmentId);
+  }
+
   /** A renewal with the certificate `serial` of `identity`: the enrollment it continues, or EnrollmentRefused. */
-  continueFrom(serial: string, identity: string, now: Date): Enrollment {
-    const logged = this.issued.issuedBySerial(serial);
-    if (!logged?.enrollmentId) {
-      // Issued before enrollments existed (or the log lost it): adopt it into a new enrollment, so
-      // upgrading does not cut every workload off; its age counts from now.
-      return this.begin(identity, null, now);
+  async continueFrom(serial: string, identity: string, now: Date): Promise<Enrollment> {
+    const key = normalizeSerial(serial);
+    let enrollmentId: string | undefined;
+    let row: EnrollmentRow | undefined;
+    try {
+      const logged = await this.store.issuedBySerial(serial);
+      enrollmentId = logged?.enrollmentId ?? undefined;
+      if (!enrollmentId) {
+        // Issued before enrollments existed (or the log lost it): adopt it into a new enrollment, so
+        // upgrading does not cut every workload off; its age counts from now.
+        return await this.begin(identity, null, now);
+      }
+      row = await this.store.getEnrollment(enrollmentId);
+      if (row) this.remember(row);
+      cache(this.links, key, enrollmentId);
+    } catch (err) {
+      if (!(err instanceof StoreUnavailable)) throw err;
+      // The shared store is unreachable: renew from what this replica knows, or refuse for now.
+      enrollmentId = this.links.get(key);
+      row = enrollmentId ? this.rows.get(enrollmentId) : undefined;
+      if (!row) throw err;
     }
-    const row = this.table.get(logged.enrollmentId);
     if (!row || row.identity !== identity)
       throw new EnrollmentRefused(
-        `certificate ${serial} belongs to enrollment ${logged.enrollmentId}, which has ended: enroll again with a join token`,
+        `certificate ${serial} belongs to enrollment ${enrollmentId}, which has ended: enroll again with a join token`,
       );
     if (row.revokedAt)
       throw new EnrollmentRefused(
@@ -68,21 +101,44 @@ export class Enrollments {
   }
 
   /** Whether the enrollment has been revoked (checked again after signing, against a revocation racing it). */
-  isRevoked(id: string): boolean {
-    return this.table.get(id)?.revokedAt != null;
+  async isRevoked(id: string): Promise<boolean> {
+    try {
+      const row = await this.store.getEnrollment(id);
+      if (row) this.remember(row);
+      return row?.revokedAt != null;
+    } catch (err) {
+      if (!(err instanceof StoreUnavailable)) throw err;
+      return this.rows.get(id)?.revokedAt != null; // as last seen
+    }
   }
 
   /** Forgets an enrollment whose first certificate was not issued. */
-  abandon(enrollment: Enrollment): void {
-    if (enrollment.isNew) this.table.remove(enrollment.id);
+  async abandon(enrollment: Enrollment): Promise<void> {
+    if (!enrollment.isNew) return;
+    this.rows.delete(enrollment.id);
+    await this.store.removeEnrollment(enrollment.id).catch(() => undefined);
   }
 
-  /** Deletes enrollments that ended more than a day ago (all their certificates have expired). */
-  prune(now: Date): number {
-    return this.table.pruneStartedBefore(new Date(now.getTime() - (this.maxAgeSeconds + 86_400) * 1000));
+  /** Enrollments that started before this have ended more than a day ago (all their certificates expired). */
+  pruneCutoff(now: Date): Date {
+    return new Date(now.getTime() - (this.maxAgeSeconds + 86_400) * 1000);
+  }
+
+  private remember(row: EnrollmentRow): void {
+    cache(this.rows, row.id, row);
   }
 
   private endOf(startedAt: Date): Date {
     return new Date(startedAt.getTime() + this.maxAgeSeconds * 1000);
+  }
+}
+
+/** Sets `key` (as the newest), dropping the oldest entry past MAX_CACHED. */
+function cache<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > MAX_CACHED) {
+    const oldest = map.keys().next();
+    if (!oldest.done) map.delete(oldest.value);
   }
 }

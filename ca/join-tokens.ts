@@ -2,6 +2,7 @@
 // keeps only sha256(token); revocation is a row update, so it takes effect at the next request.
 import { createHash, randomBytes } from 'node:crypto';
 import type { JoinTokenTable } from '../store/join-tokens.js';
+import type { CaStore } from './ca-store.js';
 
 export interface CreatedToken {
   readonly id: string;
@@ -22,21 +23,43 @@ export function createJoinToken(
   uses = 1,
   now = new Date(),
 ): CreatedToken {
+  const { created, row } = newToken(identity, ttlMs, uses, now);
+  if (!table.insert(row)) throw new TokenError('could not store the token (see the log)');
+  return created;
+}
+
+/** createJoinToken on the shared store (several replicas: PostgreSQL). */
+export async function createSharedJoinToken(
+  store: Pick<CaStore, 'insertJoinToken'>,
+  identity: string,
+  ttlMs: number,
+  uses = 1,
+  now = new Date(),
+): Promise<CreatedToken> {
+  const { created, row } = newToken(identity, ttlMs, uses, now);
+  await store.insertJoinToken(row);
+  return created;
+}
+
+function newToken(
+  identity: string,
+  ttlMs: number,
+  uses: number,
+  now: Date,
+): {
+  created: CreatedToken;
+  row: { id: string; hash: string; identity: string; expiresAt: string; uses: number };
+} {
   if (ttlMs <= 0) throw new TokenError('the token TTL must be positive');
   if (!Number.isInteger(uses) || uses < 1) throw new TokenError('uses must be a positive integer');
   const id = randomBytes(6).toString('hex');
   // The identity rides along in the clear (it is not a secret) so the workload knows what to ask for.
   const token = `${id}.${randomBytes(32).toString('base64url')}.${Buffer.from(identity).toString('base64url')}`;
   const expiresAt = new Date(now.getTime() + ttlMs);
-  const stored = table.insert({
-    id,
-    hash: hashToken(token),
-    identity,
-    expiresAt: expiresAt.toISOString(),
-    uses,
-  });
-  if (!stored) throw new TokenError('could not store the token (see the log)');
-  return { id, token, expiresAt };
+  return {
+    created: { id, token, expiresAt },
+    row: { id, hash: hashToken(token), identity, expiresAt: expiresAt.toISOString(), uses },
+  };
 }
 
 /** The token's id (the part before the dot), so `revoke` accepts either the id or the whole token. */
@@ -45,11 +68,16 @@ export function tokenId(tokenOrId: string): string {
 }
 
 /** Spends one use; returns the identity, or throws TokenError saying why the token is refused. */
-export function redeemJoinToken(table: JoinTokenTable, token: string, now = new Date()): string {
+export async function redeemJoinToken(
+  store: Pick<CaStore, 'consumeJoinToken' | 'findJoinToken'>,
+  token: string,
+  now = new Date(),
+): Promise<string> {
   const hash = hashToken(token);
-  const identity = table.consume(hash, now);
+  // One atomic statement on the store: a single-use token raced on two replicas is spent once.
+  const identity = await store.consumeJoinToken(hash, now);
   if (identity) return identity;
-  const row = table.find(hash);
+  const row = await store.findJoinToken(hash);
   if (!row) throw new TokenError('unknown join token');
   if (row.revokedAt) throw new TokenError(`join token ${row.id} was revoked`);
   if (new Date(row.expiresAt) <= now)

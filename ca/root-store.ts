@@ -1,8 +1,11 @@
 // The self-signed roots kept in the store (ca_material "roots"), with the rotation schedule: each
 // root signs from `signingFrom` on, and stays in the trust bundle until `retireAt`. Each root's key
 // is opened (decrypted, imported) once and kept in memory, so a signature costs a signature, not a
-// scrypt; the parsed list and certificates are kept until the stored value changes.
+// scrypt; the parsed list and certificates are kept until the stored value changes. On the shared
+// store (PostgreSQL, several replicas) the list is read into memory by reload() — at start, and by
+// the secure port's refresh — so signing and the trust bundle never wait on the database.
 import type { CaMaterialTable } from '../store/ca-material.js';
+import type { SharedStore } from '../store/shared-store.js';
 import { createRoot } from './certificates.js';
 import { importSigningKey, privateKeyPem, type KeyAlgorithm } from './keys.js';
 import { openKeyAsync, sealKey } from './key-protection.js';
@@ -23,14 +26,24 @@ export interface ActiveRoot {
   readonly keys: CryptoKeyPair;
 }
 
+/** Where the roots are kept: the embedded store's table (read live) or the shared store (cached). */
+export type RootMaterial =
+  CaMaterialTable | Pick<SharedStore, 'getMaterial' | 'getOrCreateMaterial' | 'replaceMaterial'>;
+
+const isShared = (
+  m: RootMaterial,
+): m is Pick<SharedStore, 'getMaterial' | 'getOrCreateMaterial' | 'replaceMaterial'> => 'getMaterial' in m;
+
 export class RootStore {
+  /** The shared store's value as last read (reload()). */
+  private cached: Buffer | undefined;
   private parsed: { readonly raw: string; readonly roots: readonly StoredRoot[] } | undefined;
   /** Opened key pairs by their stored text: one scrypt and one import per root, not per signature. */
   private readonly keys = new Map<string, Promise<CryptoKeyPair>>();
   private readonly certs = new Map<string, x509.X509Certificate>();
 
   constructor(
-    private readonly material: CaMaterialTable,
+    private readonly material: RootMaterial,
     private readonly passphrase: string | undefined,
   ) {}
 
@@ -48,7 +61,16 @@ export class RootStore {
 
   /** The stored list as one string, to notice another process's rotation cheaply. */
   fingerprint(): string {
-    return this.material.get(MATERIAL)?.toString('utf8') ?? '';
+    return this.current()?.toString('utf8') ?? '';
+  }
+
+  /** Reads the shared store's list again (another replica's or `ca rotate`'s write); a no-op on the table. */
+  async reload(): Promise<void> {
+    if (isShared(this.material)) this.cached = (await this.material.getMaterial(MATERIAL)) ?? this.cached;
+  }
+
+  private current(): Buffer | undefined {
+    return isShared(this.material) ? this.cached : this.material.get(MATERIAL);
   }
 
   /**
@@ -68,10 +90,20 @@ export class RootStore {
    * on an empty store at once (`serve` and `ca root`) agree on one root: the one written first.
    */
   async ensure(trustDomain: string, algorithm: KeyAlgorithm, now = new Date()): Promise<void> {
+    const material = this.material;
+    if (isShared(material)) {
+      // Under the store's lock: replicas starting at once create one root, and all load it.
+      this.cached = await material.getOrCreateMaterial(MATERIAL, async () => {
+        const root = await createRoot(trustDomain, algorithm, 3650, now);
+        const value = JSON.stringify([await this.toStored(root.cert, root.keys.privateKey, now)]);
+        return Buffer.from(value, 'utf8');
+      });
+      return;
+    }
     if (this.list().length > 0) return;
     const root = await createRoot(trustDomain, algorithm, 3650, now);
     const value = JSON.stringify([await this.toStored(root.cert, root.keys.privateKey, now)]);
-    if (!this.material.putIfAbsent(MATERIAL, Buffer.from(value, 'utf8')))
+    if (!material.putIfAbsent(MATERIAL, Buffer.from(value, 'utf8')))
       throw new Error('could not write the CA roots to the store');
   }
 
@@ -86,7 +118,8 @@ export class RootStore {
     maxTtlMs: number,
     now = new Date(),
   ): Promise<StoredRoot> {
-    const before = this.material.get(MATERIAL);
+    await this.reload();
+    const before = this.current();
     const roots = this.list();
     if (!before || roots.length === 0) throw new Error('no root to rotate: the CA has not been initialised');
     const switchAt = new Date(now.getTime() + overlapMs);
@@ -98,8 +131,12 @@ export class RootStore {
       .map((r) => (r.retireAt ? r : { ...r, retireAt }));
     // Only over the list this rotation read: two rotations at once must not drop each other's root.
     const value = Buffer.from(JSON.stringify([...kept, next]), 'utf8');
-    if (!this.material.replace(MATERIAL, before, value))
-      throw new Error('the CA roots changed while rotating (another `portolan ca rotate`?): run it again');
+    const material = this.material;
+    const replaced = isShared(material)
+      ? await material.replaceMaterial(MATERIAL, before, value)
+      : material.replace(MATERIAL, before, value);
+    if (replaced) this.cached = value;
+    else throw new Error('the CA roots changed while rotating (another `portolan ca rotate`?): run it again');
     return next;
   }
 

@@ -4,14 +4,13 @@
 // claims. The server certificate is issued by our own CA and re-issued before it expires or when the
 // roots change (`portolan ca rotate` from another process), without restarting the listener. Every
 // second it checks the deny list for a new revocation (written by `portolan token revoke` or `cert
-// revoke` in another process) and closes the open streams that present a revoked certificate.
+// revoke` in another process, or on another replica: PostgreSQL also notifies at once) and closes
+// the open streams that present a revoked certificate.
 import { isIP } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../log/logger.js';
-import type { EnrollmentTable } from '../store/enrollments.js';
-import type { JoinTokenTable } from '../store/join-tokens.js';
-import type { RevocationTable } from '../store/revocations.js';
 import type { CertificateAuthority } from './authority.js';
+import type { CaStore } from './ca-store.js';
 import { registerCertificateService } from './certificate-service.js';
 import { DEFAULT_MAX_ENROLLMENT_AGE_SECONDS, Enrollments } from './enrollments.js';
 import { controlPlaneIdentity, parseSpiffeUri } from './identity.js';
@@ -26,11 +25,10 @@ const PRUNE_EVERY_MS = 3600_000;
 
 export interface SecurePortOptions {
   readonly ca: CertificateAuthority;
-  readonly tokens: JoinTokenTable;
-  /** Which token each chain of certificates descends from (the store's table). */
-  readonly enrollments: EnrollmentTable;
-  /** The deny list (the store's table). */
-  readonly revocations: RevocationTable;
+  /** Join tokens, enrollments, the issuance log and the deny list (SQLite, or PostgreSQL shared by replicas). */
+  readonly store: CaStore;
+  /** Whether this replica runs the singleton jobs (pruning); default: always (one replica). */
+  readonly leads?: () => boolean;
   /** How long a chain of renewals may run before the workload must enroll again (default 30 days). */
   readonly maxEnrollmentAgeSeconds?: number;
   /** CreateCertificate budget per peer address and per identity (default DEFAULT_CA_RATE_LIMIT; null: none). */
@@ -95,6 +93,7 @@ export class SecurePort {
   private timers: NodeJS.Timeout[] = [];
   private caVersion = '';
   private renewAt = 0;
+  private unwatch: () => void = () => undefined;
 
   private constructor(
     readonly port: number,
@@ -113,7 +112,7 @@ export class SecurePort {
     const rate = options.rateLimit === undefined ? DEFAULT_CA_RATE_LIMIT : options.rateLimit;
     registerCertificateService(server, {
       ca: options.ca,
-      tokens: options.tokens,
+      tokens: options.store,
       enrollments: access.enrollments,
       revocations: access.revocations,
       ...(rate && {
@@ -122,6 +121,7 @@ export class SecurePort {
       logger: options.logger,
     });
     // Provider first (TLS needs a certificate before bind), then bind.
+    await access.revocations.refresh(); // the deny list before the first stream
     const pending = new SecurePort(0, server, certificates, options, access);
     await pending.refresh();
     // grpc-js names the first parameter the CA provider but uses it as the identity provider;
@@ -150,14 +150,27 @@ export class SecurePort {
         .refresh()
         .catch((err: unknown) => options.logger.error({ err }, 'secure port: certificate refresh failed'));
     });
-    every(options.revocationPollMs ?? 1000, () => access.sweep());
-    every(PRUNE_EVERY_MS, () => access.prune());
-    access.prune();
+    const sweep = (): void => {
+      access
+        .sweep()
+        .catch((err: unknown) => options.logger.error({ err }, 'secure port: revocation sweep failed'));
+    };
+    running.unwatch = options.store.watchRevocations(sweep, options.revocationPollMs ?? 1000);
+    const prune = (): void => {
+      if (options.leads && !options.leads()) return;
+      access.prune().catch((err: unknown) => options.logger.warn({ err }, 'secure port: pruning failed'));
+    };
+    every(PRUNE_EVERY_MS, prune);
+    prune();
     return running;
   }
 
   /** Re-issues the server certificate when 80% of its life has passed or the roots changed (CA's clock). */
   async refresh(now = this.options.ca.now()): Promise<void> {
+    // Another replica's (or `ca rotate`'s) rotation; unreachable: the roots as last read.
+    await this.options.ca
+      .reloadRoots()
+      .catch((err: unknown) => this.options.logger.warn({ err }, 'secure port: CA roots not reloaded'));
     const version = this.options.ca.version(now);
     if (version === this.caVersion && now.getTime() < this.renewAt) return;
     const { dnsNames, ips } = splitSans(this.options.serverSans);
@@ -184,11 +197,12 @@ export class SecurePort {
   }
 
   /** Applies a new revocation now instead of at the next poll; returns the streams it closed. */
-  checkRevocations(): number {
+  checkRevocations(): Promise<number> {
     return this.access.sweep();
   }
 
   async stop(): Promise<void> {
+    this.unwatch();
     for (const timer of this.timers.splice(0)) clearInterval(timer);
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
@@ -233,12 +247,10 @@ class SecureAccess {
 
   constructor(private readonly options: SecurePortOptions) {
     this.enrollments = new Enrollments(
-      options.enrollments,
-      options.ca,
+      options.store,
       options.maxEnrollmentAgeSeconds ?? DEFAULT_MAX_ENROLLMENT_AGE_SECONDS,
     );
-    this.revocations = new RevocationList(options.revocations, () => options.ca.now());
-    this.revocations.refresh();
+    this.revocations = new RevocationList(options.store, () => options.ca.now());
   }
 
   authorizer(): NodeAuthorizer {
@@ -246,8 +258,8 @@ class SecureAccess {
   }
 
   /** Reloads the deny list if it changed, and closes the streams it now refuses; returns how many. */
-  sweep(): number {
-    if (!this.revocations.refresh()) return 0;
+  async sweep(): Promise<number> {
+    if (!(await this.revocations.refresh())) return 0;
     let closed = 0;
     for (const service of this.options.services) {
       closed +=
@@ -268,9 +280,11 @@ class SecureAccess {
   }
 
   /** Forgets enrollments that ended and revocations that can no longer match a valid certificate. */
-  prune(now = this.options.ca.now()): void {
-    const enrollments = this.enrollments.prune(now);
-    const revocations = this.options.revocations.prune(now);
+  async prune(now = this.options.ca.now()): Promise<void> {
+    const { enrollments, revocations } = await this.options.store.prune(
+      now,
+      this.enrollments.pruneCutoff(now),
+    );
     if (enrollments + revocations > 0)
       this.options.logger.info({ enrollments, revocations }, 'pruned ended enrollments and revocations');
   }

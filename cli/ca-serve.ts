@@ -1,11 +1,11 @@
 // The CA as part of `portolan serve`: opened from the store (or the plug-in directory) and served,
 // with ADS, on the secure port.
-import { CertificateAuthority } from '../ca/authority.js';
+import { CertificateAuthority, type CaMaterial } from '../ca/authority.js';
+import type { CaStore } from '../ca/ca-store.js';
 import { PASSPHRASE_ENV } from '../ca/key-protection.js';
 import { CaSetupError } from '../ca/plugin-ca.js';
 import { SecurePort, type SecureService } from '../ca/secure-server.js';
 import type { Logger } from '../log/logger.js';
-import type { Store } from '../store/store.js';
 import type { CaServeOptions } from './ca-options.js';
 import { OptionError, type HostAndPort } from './options.js';
 
@@ -15,10 +15,18 @@ export interface RunningCa {
   stop(): Promise<void>;
 }
 
-export async function openCa(options: CaServeOptions, store: Store): Promise<CertificateAuthority> {
+/** Where the CA keeps its state: the embedded store's tables, or the shared store of all replicas. */
+export interface CaBacking {
+  readonly material: CaMaterial;
+  readonly store: CaStore;
+  /** Whether this replica runs the singleton jobs (pruning). */
+  readonly leads?: () => boolean;
+}
+
+export async function openCa(options: CaServeOptions, material: CaMaterial): Promise<CertificateAuthority> {
   try {
     return await CertificateAuthority.open({
-      material: store.ca,
+      material,
       trustDomain: options.trustDomain,
       keyAlgorithm: options.keyAlgorithm,
       pluginDir: options.pluginDir,
@@ -34,19 +42,18 @@ export async function openCa(options: CaServeOptions, store: Store): Promise<Cer
 
 export async function startCa(
   options: CaServeOptions,
-  store: Store,
+  backing: CaBacking,
   /** What the secure port serves besides the CA (the ADS server, with its streams authorized by certificate). */
   ads: SecureService,
   logger: Logger,
 ): Promise<RunningCa> {
-  const ca = await openCa(options, store);
+  const ca = await openCa(options, backing.material);
   const addr = options.secureXdsAddr;
   if (!addr) return { ca, secureAddress: undefined, stop: async () => {} };
   const port = await SecurePort.start({
     ca,
-    tokens: store.joinTokens,
-    enrollments: store.enrollments,
-    revocations: store.revocations,
+    store: backing.store,
+    ...(backing.leads && { leads: backing.leads }),
     maxEnrollmentAgeSeconds: options.maxEnrollmentAgeSeconds,
     rateLimit: options.rateLimit,
     services: [ads],

@@ -4,15 +4,15 @@ import { parseDuration } from '../ca/duration.js';
 import { PASSPHRASE_ENV } from '../ca/key-protection.js';
 import { KEY_ALGORITHMS, type KeyAlgorithm } from '../ca/keys.js';
 import { RootStore } from '../ca/root-store.js';
-import { createLogger } from '../log/logger.js';
-import { Store } from '../store/store.js';
 import { CA_DEFAULTS, compileCaServeOptions } from './ca-options.js';
 import { openCa } from './ca-serve.js';
 import { cliErrors } from './token.js';
+import { addStoreFlag, withCommandStore } from './store-options.js';
 import { OptionError, SERVE_DEFAULTS } from './options.js';
 
 interface CaFlags {
   dataDir: string;
+  store?: string;
   trustDomain: string;
   caDir?: string;
   caKeyAlgorithm: string;
@@ -20,7 +20,8 @@ interface CaFlags {
 
 export function addCaCommand(program: Command): void {
   const ca = program.command('ca').description('The built-in certificate authority.');
-  ca.command('root')
+  const root = ca
+    .command('root')
     .description('Print the trust bundle (PEM) that workloads must trust; creates the root on first use.')
     .option('--data-dir <dir>', 'the data directory of the Portolan', SERVE_DEFAULTS.dataDir)
     .option('--trust-domain <domain>', 'SPIFFE trust domain', CA_DEFAULTS.trustDomain)
@@ -30,16 +31,15 @@ export function addCaCommand(program: Command): void {
       cliErrors(cmd, async () => {
         const options = compileCaServeOptions({ ...opts, secureXdsAddr: 'off' });
         if (!options) throw new OptionError('invalid CA options');
-        const store = Store.open({ dataDir: opts.dataDir, logger: createLogger('warn') });
-        try {
-          const authority = await openCa(options, store);
+        await withCommandStore(opts, async ({ material }) => {
+          const authority = await openCa(options, material);
           process.stdout.write(`${authority.trustBundle().trim()}\n`);
-        } finally {
-          store.close();
-        }
+        });
       }),
     );
-  ca.command('rotate')
+  addStoreFlag(root);
+  const rotate = ca
+    .command('rotate')
     .description(
       'Add a new root to the trust bundle now; it starts signing after --overlap, and the old root stays trusted until what it signed has expired.',
     )
@@ -62,9 +62,8 @@ export function addCaCommand(program: Command): void {
           throw new OptionError(`--ca-key-algorithm: one of ${KEY_ALGORITHMS.join(', ')}`);
         const overlapMs = parseDuration(opts.overlap, '--overlap');
         const maxTtlMs = parseDuration(opts.caMaxTtl, '--ca-max-ttl');
-        const store = Store.open({ dataDir: opts.dataDir, logger: createLogger('warn') });
-        try {
-          const roots = new RootStore(store.ca, process.env[PASSPHRASE_ENV] || undefined);
+        await withCommandStore(opts, async ({ material }) => {
+          const roots = new RootStore(material, process.env[PASSPHRASE_ENV] || undefined);
           const next = await roots.rotate(
             opts.trustDomain,
             opts.caKeyAlgorithm as KeyAlgorithm,
@@ -74,9 +73,8 @@ export function addCaCommand(program: Command): void {
           process.stderr.write(
             `new root added to the trust bundle; it signs from ${next.signingFrom}. Running servers pick it up within 30 s.\n`,
           );
-        } finally {
-          store.close();
-        }
+        });
       }),
     );
+  addStoreFlag(rotate);
 }

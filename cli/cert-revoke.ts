@@ -4,17 +4,17 @@
 // streams open with them.
 import { Command } from 'commander';
 import { IdentityError, parseSpiffeUri } from '../ca/identity.js';
-import { createLogger } from '../log/logger.js';
 import { normalizeSerial } from '../store/revocations.js';
-import { Store } from '../store/store.js';
 import { cliErrors } from './token.js';
 import { OptionError, SERVE_DEFAULTS } from './options.js';
+import { STORE_FLAG_HELP, withCommandStore } from './store-options.js';
 
 interface RevokeFlags {
   identity?: string;
   serial?: string;
   reason?: string;
   dataDir: string;
+  store?: string;
 }
 
 /** Adds `revoke` under the `cert` command (cli/cert.ts). */
@@ -30,11 +30,12 @@ export function addCertRevokeCommand(program: Command): void {
       .option('--serial <hex>', 'one certificate by its serial number (hex, as openssl prints it)')
       .option('--reason <text>', 'why, kept with the revocation and shown in refusals')
       .option('--data-dir <dir>', 'the data directory of the Portolan', SERVE_DEFAULTS.dataDir)
+      .option('--store <url>', STORE_FLAG_HELP)
       .action((opts: RevokeFlags, cmd: Command) => cliErrors(cmd, () => revoke(opts))),
   );
 }
 
-function revoke(opts: RevokeFlags): void {
+async function revoke(opts: RevokeFlags): Promise<void> {
   if ((opts.identity === undefined) === (opts.serial === undefined))
     throw new OptionError('cert revoke: give exactly one of --identity and --serial');
   if (opts.identity !== undefined && !parseSpiffeUri(opts.identity))
@@ -44,18 +45,17 @@ function revoke(opts: RevokeFlags): void {
   const serial = opts.serial === undefined ? undefined : normalizeSerial(opts.serial);
   if (serial !== undefined && !/^[0-9a-f]+$/.test(serial))
     throw new OptionError(`--serial ${opts.serial}: expected a hexadecimal serial number`);
-  const store = Store.open({ dataDir: opts.dataDir, logger: createLogger('warn') });
-  try {
+  await withCommandStore(opts, async ({ shared }) => {
     const now = new Date();
     if (opts.identity !== undefined) {
-      const outcome = store.revocations.revokeIdentity(opts.identity, now, opts.reason);
+      const outcome = await shared.revokeIdentity(opts.identity, now, opts.reason);
       process.stderr.write(
         `identity ${opts.identity} revoked: ${outcome.enrollments} enrollment(s) and ${outcome.tokens} unused join token(s); ` +
           'a new join token created from now on enrolls it again\n',
       );
     } else if (serial !== undefined) {
-      const known = store.ca.issuedBySerial(serial);
-      const outcome = store.revocations.revokeSerial(serial, now, opts.reason);
+      const known = await shared.issuedBySerial(serial);
+      const outcome = await shared.revokeSerial(serial, now, opts.reason);
       process.stderr.write(
         outcome.enrollmentId
           ? `certificate ${serial} (${known?.identity ?? '?'}) revoked with its enrollment ${outcome.enrollmentId}: its renewals are refused too\n`
@@ -65,7 +65,5 @@ function revoke(opts: RevokeFlags): void {
     process.stderr.write(
       'a running portolan serve applies it within seconds, closing the secure streams it reaches\n',
     );
-  } finally {
-    store.close();
-  }
+  });
 }

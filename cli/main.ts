@@ -21,6 +21,7 @@ import {
 } from './options.js';
 import { REGISTRY_FACTORIES, knownRegistries } from './registries.js';
 import { startPortolan } from './serve.js';
+import { REPLICA_ID_ENV, STORE_FLAG_HELP } from './store-options.js';
 import { parseShutdownTimeout, SHUTDOWN_TIMEOUT_DEFAULT, stopWithDeadline } from './shutdown.js';
 import { addTokenCommand, cliErrors } from './token.js';
 import { AdminError } from './admin-client.js';
@@ -94,6 +95,11 @@ const serve = program
   .option('--no-serve-stale', 'wait for live registry syncs instead of serving stored snapshots at start')
   .option('--reset-store', 'move an unreadable database aside and start a new one')
   .option('--history-limit <rows>', 'rows kept per history table in the store', SERVE_DEFAULTS.historyLimit)
+  .option('--store <url>', STORE_FLAG_HELP)
+  .option(
+    '--replica-id <name>',
+    `this replica's name in the shared store (default $${REPLICA_ID_ENV}, else HOST-PID)`,
+  )
   .option(
     '--shutdown-timeout <duration>',
     'longest a shutdown may take; past it the process exits with code 1, naming what it waited for',

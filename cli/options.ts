@@ -13,6 +13,8 @@ import {
   type HostAndPort,
 } from '../adapters/option-values.js';
 
+import { replicaId, storeUrl } from './store-options.js';
+
 export { OptionError, parseAddress, parseDurationMs, parsePositiveInt, type HostAndPort };
 
 /** The built-in flags; registries' own flags ride along as extra keys. */
@@ -31,6 +33,9 @@ export interface RawServeOptions {
   resetStore: boolean;
   historyLimit: string;
   autoRegistrationGrace: string;
+  /** --store: PostgreSQL shared by replicas (cli/store-options.ts). */
+  store?: string;
+  replicaId?: string;
   [flag: string]: unknown;
 }
 
@@ -69,6 +74,10 @@ export interface ServeOptions {
   readonly resetStore: boolean;
   /** Rows kept per history table. */
   readonly historyLimit: number;
+  /** PostgreSQL shared by several replicas (--store / PORTOLAN_STORE_URL); absent: SQLite in dataDir only. */
+  readonly storeUrl?: string;
+  /** This replica's name in the shared store (--replica-id; default host-pid). */
+  readonly replicaId?: string;
   /** How long an auto-registered VM's entry outlives its agent's connection (default 10 s). */
   readonly autoRegistrationGraceMs?: number;
   /** All flags as given, for the registries' factories. */
@@ -81,6 +90,13 @@ export interface ServeOptions {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
+const optionalStore = (
+  url: string | undefined,
+  replica: string | undefined,
+): { storeUrl?: string; replicaId?: string } => ({
+  ...(url !== undefined && { storeUrl: url }),
+  ...(replica !== undefined && { replicaId: replicaId(replica) }),
+});
 const optionalCa = (ca: CaServeOptions | undefined): { ca?: CaServeOptions } => (ca ? { ca } : {});
 const optionalLimits = (limits: LimitOptions | undefined): { limits?: LimitOptions } =>
   limits ? { limits } : {};
@@ -117,6 +133,7 @@ export function compileServeOptions(raw: RawServeOptions): ServeOptions {
     historyLimit: parsePositiveInt(raw.historyLimit, '--history-limit'),
     autoRegistrationGraceMs: parseDurationMs(raw.autoRegistrationGrace, '--auto-registration-grace'),
     flags: raw,
+    ...optionalStore(storeUrl(raw.store), raw.replicaId),
     ...optionalCa(compileCaServeOptions(raw)),
     ...optionalLimits(compileLimitOptions(raw)),
   };

@@ -3,16 +3,12 @@
 import type { Command } from 'commander';
 import { DurationError, parseDuration } from '../ca/duration.js';
 import { IdentityError, workloadIdentity } from '../ca/identity.js';
-import { createJoinToken, joinTokenState, tokenId, TokenError } from '../ca/join-tokens.js';
-import { createLogger } from '../log/logger.js';
-import { Store, StoreError } from '../store/store.js';
+import { createSharedJoinToken, joinTokenState, tokenId, TokenError } from '../ca/join-tokens.js';
+import { StoreError } from '../store/store.js';
 import { CA_DEFAULTS } from './ca-options.js';
 import { OptionError, parsePositiveInt, SERVE_DEFAULTS } from './options.js';
 import { formatTable } from './table.js';
-
-function openStore(dataDir: string): Store {
-  return Store.open({ dataDir, logger: createLogger('warn') });
-}
+import { STORE_FLAG_HELP, withCommandStore } from './store-options.js';
 
 /** Runs a subcommand body; bad input is exit code 2 with the reason. */
 export function cliErrors(command: Command, fn: () => void | Promise<void>): Promise<void> {
@@ -45,6 +41,7 @@ export function addTokenCommand(program: Command): void {
     .option('--uses <n>', 'how many certificates it may obtain', '1')
     .option('--trust-domain <domain>', 'SPIFFE trust domain (as given to serve)', CA_DEFAULTS.trustDomain)
     .option('--data-dir <dir>', 'the data directory of the Portolan', SERVE_DEFAULTS.dataDir)
+    .option('--store <url>', STORE_FLAG_HELP)
     .action(
       (
         opts: {
@@ -54,23 +51,21 @@ export function addTokenCommand(program: Command): void {
           uses: string;
           trustDomain: string;
           dataDir: string;
+          store?: string;
         },
         cmd: Command,
       ) =>
-        cliErrors(cmd, () => {
+        cliErrors(cmd, async () => {
           const identity = workloadIdentity(opts.trustDomain, opts.namespace, opts.serviceAccount);
           const ttlMs = parseDuration(opts.ttl, '--ttl');
           const uses = parsePositiveInt(opts.uses, '--uses');
-          const store = openStore(opts.dataDir);
-          try {
-            const created = createJoinToken(store.joinTokens, identity, ttlMs, uses);
+          await withCommandStore(opts, async ({ shared }) => {
+            const created = await createSharedJoinToken(shared, identity, ttlMs, uses);
             process.stdout.write(`${created.token}\n`);
             process.stderr.write(
               `token ${created.id} for ${identity}, ${uses} use(s), expires ${created.expiresAt.toISOString()}\n`,
             );
-          } finally {
-            store.close();
-          }
+          });
         }),
     );
   token
@@ -79,42 +74,42 @@ export function addTokenCommand(program: Command): void {
       'Revoke a join token (by its id or the whole token) and every enrollment it started: their certificates are refused at renewal and their secure streams closed within seconds.',
     )
     .option('--data-dir <dir>', 'the data directory of the Portolan', SERVE_DEFAULTS.dataDir)
-    .action((value: string, opts: { dataDir: string }, cmd: Command) =>
-      cliErrors(cmd, () => {
-        const store = openStore(opts.dataDir);
-        try {
+    .option('--store <url>', STORE_FLAG_HELP)
+    .action((value: string, opts: { dataDir: string; store?: string }, cmd: Command) =>
+      cliErrors(cmd, () =>
+        withCommandStore(opts, async ({ shared }) => {
           const id = tokenId(value);
-          const outcome = store.revocations.revokeToken(id, new Date());
+          const outcome = await shared.revokeJoinToken(id, new Date());
           if (outcome.tokens + outcome.enrollments === 0) throw new TokenError(`no live token with id ${id}`);
           process.stderr.write(
             `token ${id} revoked; ${outcome.enrollments} enrollment(s) started with it revoked ` +
-              `(${store.enrollments.countByToken(id)} in all): a running serve closes their secure streams within seconds\n`,
+              `(${await shared.countEnrollmentsByToken(id)} in all): a running serve closes their secure streams within seconds\n`,
           );
-        } finally {
-          store.close();
-        }
-      }),
+        }),
+      ),
     );
   token
     .command('list')
     .description('List join tokens (ids, identities, expiry, uses left; never the tokens).')
     .option('--data-dir <dir>', 'the data directory of the Portolan', SERVE_DEFAULTS.dataDir)
-    .action((opts: { dataDir: string }, cmd: Command) =>
-      cliErrors(cmd, () => {
-        const store = openStore(opts.dataDir);
-        try {
+    .option('--store <url>', STORE_FLAG_HELP)
+    .action((opts: { dataDir: string; store?: string }, cmd: Command) =>
+      cliErrors(cmd, () =>
+        withCommandStore(opts, async ({ shared }) => {
           const now = new Date();
-          const rows = store.joinTokens
-            .list()
-            .map((t) => [t.id, joinTokenState(t, now), String(t.usesLeft), t.expiresAt, t.identity]);
+          const rows = (await shared.listJoinTokens()).map((t) => [
+            t.id,
+            joinTokenState(t, now),
+            String(t.usesLeft),
+            t.expiresAt,
+            t.identity,
+          ]);
           if (rows.length === 0) process.stderr.write('no join tokens\n');
           else
             process.stdout.write(
               formatTable(['ID', 'STATE', 'USES LEFT', 'EXPIRES', 'IDENTITY'], rows, { maxCell: 200 }),
             );
-        } finally {
-          store.close();
-        }
-      }),
+        }),
+      ),
     );
 }

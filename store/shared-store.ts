@@ -82,5 +82,27 @@ export interface SharedStore {
    */
   watchRevocations(onChange: () => void, pollMs?: number): () => void;
 
+  /**
+   * Forgets enrollments started before `enrollmentsBefore` (all their certificates have expired) and
+   * revocations that can no longer match a valid certificate at `now`; how many of each. A singleton
+   * job: with several replicas, the leader runs it.
+   */
+  prune(now: Date, enrollmentsBefore: Date): Promise<{ enrollments: number; revocations: number }>;
+
   close(): Promise<void>;
+}
+
+/**
+ * The shared store could not be reached (connection refused or lost, a timeout, the server shutting
+ * down) as opposed to refusing the statement: the CA answers UNAVAILABLE, and renewals fall back on
+ * what this replica has cached.
+ */
+export function isStoreUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as Error & { code?: unknown }).code;
+  // A SQLSTATE (five characters) outside the connection (08), operator intervention (57),
+  // resources (53) and system (58) classes is the statement's own fault, not the link's.
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return /^(08|57|53|58)/.test(code);
+  if (typeof code === 'string') return true; // ECONNREFUSED, ECONNRESET, ETIMEDOUT, ENOTFOUND…
+  return /timeout|terminated|Connection|ECONNREFUSED|not queryable|pool/i.test(err.message);
 }

@@ -130,6 +130,13 @@ export class SqliteSharedStore implements SharedStore {
     return this.store.revocations.list();
   }
 
+  async prune(now: Date, enrollmentsBefore: Date): Promise<{ enrollments: number; revocations: number }> {
+    return {
+      enrollments: this.store.enrollments.pruneStartedBefore(enrollmentsBefore),
+      revocations: this.store.revocations.prune(now),
+    };
+  }
+
   async close(): Promise<void> {
     this.store.close();
   }

@@ -421,6 +421,17 @@ export class PostgresStore implements SharedStore, ReplicaCoordination {
     }));
   }
 
+  async prune(now: Date, enrollmentsBefore: Date): Promise<{ enrollments: number; revocations: number }> {
+    const enrollments = await this.pool.query('DELETE FROM enrollments WHERE started_at < $1', [
+      enrollmentsBefore.toISOString(),
+    ]);
+    const revocations = await this.pool.query(
+      'DELETE FROM revocations WHERE prune_after IS NOT NULL AND prune_after < $1',
+      [now.toISOString()],
+    );
+    return { enrollments: enrollments.rowCount ?? 0, revocations: revocations.rowCount ?? 0 };
+  }
+
   async heartbeat(startedAt: string, proxies: readonly string[], now = new Date()): Promise<void> {
     await this.pool.query(
       `INSERT INTO replicas (replica, started_at, heartbeat_at, proxies) VALUES ($1, $2, $3, $4)

@@ -2,6 +2,7 @@
 // certificate is refused as it opens; streams are capped per peer (remote address; identity on the
 // secure port); a stream that says nothing is ended; HTTP/2 concurrent streams, idle connections,
 // server keepalive and the client ping policy apply; and streams that never read share one body.
+import { SqliteSharedStore } from '../../store/sqlite-shared.js';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import * as http2 from 'node:http2';
@@ -109,9 +110,7 @@ before(async () => {
   rootPem = ca.trustBundle();
   securePort = await SecurePort.start({
     ca,
-    tokens: store.joinTokens,
-    enrollments: store.enrollments,
-    revocations: store.revocations,
+    store: new SqliteSharedStore(store),
     services: [securePlane.ads],
     host: '127.0.0.1',
     port: 0,

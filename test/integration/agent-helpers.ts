@@ -1,6 +1,7 @@
 // The pieces the agent tests run in process: a control plane with its CA on a secure port that can be
 // stopped and started again on the same port (an outage), `portolan agent` assembled as the CLI
 // assembles it (agent/agent.ts), and a raw SDS client on a Unix socket.
+import { SqliteSharedStore } from '../../store/sqlite-shared.js';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -66,9 +67,7 @@ export async function startSecurePlane(): Promise<SecurePlane> {
       try {
         securePort = await SecurePort.start({
           ca,
-          tokens: store.joinTokens,
-          enrollments: store.enrollments,
-          revocations: store.revocations,
+          store: new SqliteSharedStore(store),
           services: [plane.ads],
           host: '127.0.0.1',
           port,

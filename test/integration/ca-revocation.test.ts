@@ -3,6 +3,7 @@
 // are closed within seconds while other workloads' streams go on; a chain of renewals ends at the
 // maximum enrollment age; certificates from before enrollments are adopted at renewal;
 // CreateCertificate has a budget per peer.
+import { SqliteSharedStore } from '../../store/sqlite-shared.js';
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -64,9 +65,7 @@ after(async () => {
 async function securePort(options: Partial<SecurePortOptions> = {}): Promise<string> {
   const port = await SecurePort.start({
     ca,
-    tokens: store.joinTokens,
-    enrollments: store.enrollments,
-    revocations: store.revocations,
+    store: new SqliteSharedStore(store),
     services: [plane.ads],
     host: '127.0.0.1',
     port: 0,

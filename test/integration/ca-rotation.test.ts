@@ -4,6 +4,7 @@
 // from the new root; the secure port accepts both roots' certificates until the old root retires,
 // then only the new one's. Separately, in real (short) time, a 2 s server certificate is replaced on
 // the listening port without a restart.
+import { SqliteSharedStore } from '../../store/sqlite-shared.js';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
@@ -129,9 +130,7 @@ test('ca rotate: the agent gets the two-root bundle, then a new-root certificate
   });
   const port = await SecurePort.start({
     ca,
-    tokens: store.joinTokens,
-    enrollments: store.enrollments,
-    revocations: store.revocations,
+    store: new SqliteSharedStore(store),
     services: [plane.ads],
     host: '127.0.0.1',
     port: 0,
@@ -249,9 +248,7 @@ test('the secure port replaces a short-lived server certificate without a restar
   const ca = await CertificateAuthority.open({ material: store.ca, trustDomain: 'cluster.local' });
   const port = await SecurePort.start({
     ca,
-    tokens: store.joinTokens,
-    enrollments: store.enrollments,
-    revocations: store.revocations,
+    store: new SqliteSharedStore(store),
     services: [plane.ads],
     host: '127.0.0.1',
     port: 0,

@@ -2,6 +2,7 @@
 // certificate; a spent, revoked or unknown token is refused; ADS over TLS refuses a missing
 // certificate, a foreign CA's certificate and a node claiming another identity; `portolan cert`'s
 // agent renews a short-lived certificate before it expires.
+import { SqliteSharedStore } from '../../store/sqlite-shared.js';
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -47,9 +48,7 @@ before(async () => {
   rootPem = ca.trustBundle();
   securePort = await SecurePort.start({
     ca,
-    tokens: store.joinTokens,
-    enrollments: store.enrollments,
-    revocations: store.revocations,
+    store: new SqliteSharedStore(store),
     services: [plane.ads],
     host: '127.0.0.1',
     port: 0,

@@ -1,6 +1,7 @@
 // Request budgets (per peer, per identity) and enrollments on the CA's side: a budget refills over
 // time and stays bounded in keys; an enrollment continues through renewals until its maximum age,
 // and a certificate from before enrollments is adopted.
+import { SqliteSharedStore } from '../../../store/sqlite-shared.js';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,11 +40,11 @@ test('a rate limit: a burst of `limit`, then one per period/limit; per key; boun
   assert.equal(peerAddress('127.0.0.1:44321'), '127.0.0.1');
 });
 
-test('an enrollment continues through renewals until its maximum age, then is refused', (t) => {
+test('an enrollment continues through renewals until its maximum age, then is refused', async (t) => {
   const store = openStore(t);
   const t0 = new Date('2026-05-01T00:00:00Z');
-  const enrollments = new Enrollments(store.enrollments, store.ca, 3600);
-  const first = enrollments.begin(ID, 'tok', t0);
+  const enrollments = new Enrollments(new SqliteSharedStore(store), 3600);
+  const first = await enrollments.begin(ID, 'tok', t0);
   assert.equal(first.endsAt.getTime(), t0.getTime() + 3600_000);
   store.ca.recordIssued({
     serial: '0abc',
@@ -54,9 +55,9 @@ test('an enrollment continues through renewals until its maximum age, then is re
     notAfter: first.endsAt.toISOString(),
     issuedAt: t0.toISOString(),
   });
-  const renewed = enrollments.continueFrom('ABC', ID, new Date(t0.getTime() + 1800_000));
+  const renewed = await enrollments.continueFrom('ABC', ID, new Date(t0.getTime() + 1800_000));
   assert.deepEqual([renewed.id, renewed.isNew, renewed.endsAt], [first.id, false, first.endsAt]);
-  assert.throws(
+  await assert.rejects(
     () => enrollments.continueFrom('abc', ID, first.endsAt),
     (err: unknown) => err instanceof EnrollmentRefused && /maximum age of 3600s/.test(err.message),
   );
@@ -69,7 +70,7 @@ test('an enrollment continues through renewals until its maximum age, then is re
     notAfter: '',
     issuedAt: '',
   });
-  const adopted = enrollments.continueFrom('def0', ID, t0);
+  const adopted = await enrollments.continueFrom('def0', ID, t0);
   assert.equal(adopted.isNew, true);
   assert.equal(store.enrollments.get(adopted.id)?.tokenId, null);
 });
