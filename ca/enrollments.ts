@@ -77,7 +77,7 @@ export class Enrollments {
     } catch (err) {
       if (!(err instanceof StoreUnavailable)) throw err;
       // The shared store is unreachable: renew from what this replica knows, or refuse for now.
-      enrollmentId = this.links.get(key);
+      enrollmentId = this.links.get(key) ?? this.onlyEnrollmentOf(identity);
       row = enrollmentId ? this.rows.get(enrollmentId) : undefined;
       if (!row) throw err;
     }
@@ -122,6 +122,21 @@ export class Enrollments {
   /** Enrollments that started before this have ended more than a day ago (all their certificates expired). */
   pruneCutoff(now: Date): Date {
     return new Date(now.getTime() - (this.maxAgeSeconds + 86_400) * 1000);
+  }
+
+  /**
+   * A certificate another replica issued is not linked here; when this replica knows exactly one
+   * enrollment of the identity, the certificate (signed by our CA, for that identity) continues it.
+   * With several, which one is unknown: refused until the store returns.
+   */
+  private onlyEnrollmentOf(identity: string): string | undefined {
+    let found: string | undefined;
+    for (const row of this.rows.values()) {
+      if (row.identity !== identity) continue;
+      if (found) return undefined;
+      found = row.id;
+    }
+    return found;
   }
 
   private remember(row: EnrollmentRow): void {
