@@ -6,6 +6,7 @@ import { agentBench } from './agent.js';
 import { authzBench } from './authz.js';
 import { editLatency } from './edit-latency.js';
 import { floodBench } from './flood.js';
+import { haBench } from './ha.js';
 import { dnsBench, probeBench } from './onboard.js';
 import { kubernetesBench } from './kubernetes.js';
 import { localityViews } from './locality-views.js';
@@ -33,6 +34,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   authz: authzBench,
   'onboard-probe': () => probeBench(),
   'onboard-dns': dnsBench,
+  ha: haBench,
 };
 
 const chosen = process.argv.slice(2);
