@@ -69,8 +69,6 @@ async function replicas(
         `${prefix}${i}`,
         '--ca-rate-limit',
         'off',
-        '--log-level',
-        'warn',
         ...(extra.length ? extra : ['--registries', 'mock']),
       ]),
     );
