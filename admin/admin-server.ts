@@ -163,7 +163,22 @@ export class AdminServer {
       }
       case '/debug/caz': {
         if (!this.deps.ca || !this.deps.store) throw new HttpError(404, 'the built-in CA is not enabled');
-        return sendJson(res, 200, caz(this.deps.ca, this.deps.store));
+        const view = caz(this.deps.ca, this.deps.store);
+        // With a shared store the tokens and the issuance log are in PostgreSQL, not in this
+        // replica's SQLite: an empty list here would be a wrong answer, so none is given.
+        return sendJson(
+          res,
+          200,
+          this.deps.replicas
+            ? {
+                ...view,
+                joinTokens: [],
+                issued: [],
+                sharedStore:
+                  'join tokens and issued certificates are in the shared store: portolan token list --store URL',
+              }
+            : view,
+        );
       }
       case '/debug/registryz': {
         const view = registryz(this.deps.discovery, this.deps.autoRegistration);

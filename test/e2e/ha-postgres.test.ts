@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
+import pg from 'pg';
 import { openAdsStream, type OpenAdsStream } from '../integration/ca-helpers.js';
 import { callEcho, startEchoBackend } from '../support/echo-backend.js';
 import { eventually } from '../support/eventually.js';
@@ -375,4 +376,23 @@ spec:
     client.close();
   }
   assert.deepEqual(failures, [], 'no call failed across the failover');
+});
+
+test('a database from a newer Portolan is refused by serve and by the commands, naming both versions', async (t) => {
+  const store = await database();
+  await ok(['ca', 'root', '--store', store]); // creates the schema
+  const client = new pg.Client({ connectionString: store });
+  await client.connect();
+  try {
+    await client.query('UPDATE portolan_schema SET version = 99');
+  } finally {
+    await client.end();
+  }
+  const listed = await portolan(['token', 'list', '--store', store]);
+  assert.equal(listed.code, 2);
+  assert.match(listed.stderr, /schema version 99 is newer than this Portolan understands/);
+  await assert.rejects(
+    () => replica(t, 'new', store),
+    (err: unknown) => /schema version 99 is newer/.test(String(err)),
+  );
 });
