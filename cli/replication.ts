@@ -48,10 +48,13 @@ export function startReplication(
         ),
   );
   const coordination: ReplicaCoordination = shared ?? new SingleReplica(replica);
+  // One replica (SQLite) always leads: only a shared store's leadership is news worth a log line.
   const leadership: Leadership = coordination.lead(
     'singletons',
-    (leading) =>
-      logger.info({ replica, leading }, leading ? 'leading the singleton jobs' : 'no longer leading'),
+    (leading) => {
+      if (shared)
+        logger.info({ replica, leading }, leading ? 'leading the singleton jobs' : 'no longer leading');
+    },
     LEADER_RETRY_MS,
   );
   const startedAt = new Date().toISOString();
