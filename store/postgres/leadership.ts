@@ -45,6 +45,7 @@ export function leadJob(
       connectionString: url,
       application_name: `portolan ${replica} leader:${job}`,
       connectionTimeoutMillis: Math.max(retryMs, 1000),
+      query_timeout: Math.max(retryMs, 1000) * 2,
     });
     c.on('error', () => lost(c));
     c.on('end', () => lost(c));

@@ -76,6 +76,9 @@ export class PostgresStore implements SharedStore, ReplicaCoordination {
       max: options.maxConnections ?? 10,
       connectionTimeoutMillis: timeout,
       statement_timeout: timeout,
+      // Client-side too: a server that stopped answering (SIGSTOP, a partition) fails the query
+      // instead of hanging it, so the store is reported unreachable and callers fall back.
+      query_timeout: timeout,
       idleTimeoutMillis: 30_000,
       application_name: `portolan ${options.replica}`,
     });
