@@ -2,7 +2,7 @@
 // running server's /debug/syncz), or one proxy's detail with every NACK's message. Exits 1 when any
 // proxy listed is NACKing, so a deploy script can gate on it.
 import type { ProxySync, SynczView, TypeSync } from '../admin/syncz.js';
-import { getJson } from './admin-client.js';
+import { AdminError, getJson } from './admin-client.js';
 import { formatTable, humanDuration } from './table.js';
 
 const TYPES = ['CDS', 'LDS', 'EDS', 'RDS'] as const;
@@ -34,9 +34,38 @@ export async function proxyStatus(
   const now = Date.now();
   const output =
     proxyId === undefined
-      ? statusTable(view.proxies, now)
+      ? statusTable(view.proxies, now) + (await replicasTable(httpAddr, now))
       : view.proxies.map((p) => detail(p, now)).join('\n');
   return { output, exitCode };
+}
+
+interface ReplicasView {
+  readonly replica: string;
+  readonly leader: boolean;
+  readonly store: { readonly kind: string; readonly state: string };
+  readonly replicas: readonly { replica: string; heartbeatAt: string; proxies: readonly string[] }[];
+}
+
+/** With several replicas (--store): which one answered, and every replica's heartbeat and proxies. */
+async function replicasTable(httpAddr: string, now: number): Promise<string> {
+  let view: ReplicasView;
+  try {
+    view = await getJson<ReplicasView>(httpAddr, '/debug/replicas');
+  } catch (err) {
+    if (err instanceof AdminError) return ''; // one replica (404), or an older serve
+    throw err;
+  }
+  return (
+    `\nreplica ${view.replica}${view.leader ? ' (leader)' : ''}, shared store ${view.store.kind} ${view.store.state}\n` +
+    formatTable(
+      ['REPLICA', 'LAST HEARTBEAT', 'PROXIES'],
+      view.replicas.map((r) => [
+        r.replica,
+        `${humanDuration(now - Date.parse(r.heartbeatAt))} ago`,
+        r.proxies.join(',') || '-',
+      ]),
+    )
+  );
 }
 
 export function statusTable(proxies: readonly ProxySync[], now: number): string {

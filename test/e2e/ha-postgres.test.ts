@@ -206,6 +206,9 @@ test('a revocation written through the shared store closes the secure stream on 
     const rowA = (v.replicas as { replica: string; proxies: string[] }[]).find((r) => r.replica === 'a');
     assert.deepEqual(rowA?.proxies, ['cart-vm']);
   });
+  const proxyStatus = await ok(['proxy-status', '--http-addr', b.httpBase.replace('http://', '')]);
+  assert.match(proxyStatus, /replica b( \(leader\))?, shared store postgres up/);
+  assert.match(proxyStatus, /^a\s+\S+ ago\s+cart-vm\s*$/m, 'the proxy connected to A, from B');
 
   const started = performance.now();
   await ok(['cert', 'revoke', '--serial', serialOf(vm), '--reason', 'stolen', '--store', store]);
