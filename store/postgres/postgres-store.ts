@@ -441,6 +441,10 @@ export class PostgresStore implements SharedStore, ReplicaCoordination {
        ON CONFLICT (replica) DO UPDATE SET started_at = $2, heartbeat_at = $3, proxies = $4`,
       [this.replica, startedAt, now.toISOString(), JSON.stringify(proxies)],
     );
+    // Replicas gone for a day (each restart with the default HOST-PID id adds a row): forgotten.
+    await this.pool.query('DELETE FROM replicas WHERE heartbeat_at < $1', [
+      new Date(now.getTime() - DAY_MS).toISOString(),
+    ]);
   }
 
   async listReplicas(): Promise<ReplicaHeartbeat[]> {
