@@ -53,9 +53,12 @@ export async function startPortolan(options: ServeOptions, logger: Logger): Prom
     throw new OptionError('--reset-ca: only with --reset-store');
   // One owner per data directory: a second serve on it stops here, naming the first one's pid.
   const lock = takeDataDir(options.dataDir);
+  // What a start that fails half-way must undo besides the lock (the shared store's connections).
+  const undo: (() => Promise<void>)[] = [];
   try {
-    return await startLocked(options, logger, lock);
+    return await startLocked(options, logger, lock, (step) => undo.push(step));
   } catch (err) {
+    for (const step of undo.reverse()) await step().catch(() => undefined);
     lock.release();
     throw err;
   }
@@ -74,6 +77,7 @@ async function startLocked(
   options: ServeOptions,
   logger: Logger,
   lock: DataDirLock,
+  onFailure: (undo: () => Promise<void>) => void,
 ): Promise<RunningPortolan> {
   const metrics = new PortolanMetrics();
   const store = Store.open({
@@ -95,190 +99,184 @@ async function startLocked(
     () => proxiesOf(),
     logger.child({ component: 'replicas' }),
   );
+  onFailure(() => replication.stop());
 
-  try {
-    const registries: Registry[] = [];
-    for (const name of options.registries) {
-      const factory = REGISTRY_FACTORIES.find((f) => f.name === name);
-      if (!factory) throw new OptionError(`--registries: unknown registry "${name}"`);
-      registries.push(
-        await factory.create({
-          flags: options.flags,
-          dataDir: options.dataDir,
-          logger: logger.child({ component: factory.logComponent ?? name }),
-          configHistory: store.history,
-        }),
-      );
-    }
-    // The two registries other parts talk to directly: the mesh config and /debug/configz read the
-    // config directory; the admin API writes to the mock registry.
-    const config = builtBy(configDirFactory, registries);
-    const mock = builtBy(mockRegistryFactory, registries);
-    // VMs registering through their agent (--group) become WorkloadEntries of the config registry.
-    const auto =
-      config &&
-      wireAutoRegistration(
-        config,
-        store,
-        options.autoRegistrationGraceMs ?? DEFAULT_GRACE_MS,
-        logger.child({ component: 'auto-registration' }),
-      );
-    metrics.watchRegistries(registries);
-    metrics.countRegistryEvents(registries);
-    const persistence = new RegistryPersistence(store, registries, logger.child({ component: 'store' }));
-    persistence.watch();
-    // Warm start: until a registry syncs live, xDS is served from its last good snapshot.
-    if (options.serveStale) persistence.restore();
-    const discovery = new AggregateDiscovery(registries);
-    await discovery.start();
-
-    // PORTOLAN_VALIDATE_PUSHES (debug): every resource checked against Envoy's rules, and every push
-    // checked for dangling references across each Envoy view.
-    const validate = validatePushesEnabled();
-    const adsLogger = logger.child({ component: 'ads' });
-    const generators = new GeneratorTable(
-      DEFAULT_GENERATORS,
-      validate,
-      logger.child({ component: 'validate-pushes' }),
+  const registries: Registry[] = [];
+  for (const name of options.registries) {
+    const factory = REGISTRY_FACTORIES.find((f) => f.name === name);
+    if (!factory) throw new OptionError(`--registries: unknown registry "${name}"`);
+    registries.push(
+      await factory.create({
+        flags: options.flags,
+        dataDir: options.dataDir,
+        logger: logger.child({ component: factory.logComponent ?? name }),
+        configHistory: store.history,
+      }),
     );
-    // grpc-js logs its own errors to the console (a bind failure as "E No address added…"): they go
-    // to our log instead, at debug, and a failure the CLI explains is said once, in its words.
-    const grpcLog = logger.child({ component: 'grpc' });
-    grpc.setLogger({ error: (...args: unknown[]) => grpcLog.debug(args.map(String).join(' ')) });
-    const pushHistory = new PushHistory();
-    const ads = new AdsServer({
-      discovery,
-      logger: adsLogger,
-      ...(config && { meshConfig: config }),
-      generators,
-      ...(validate && { checkPush: (contexts) => checkPushConsistency(generators, contexts, adsLogger) }),
-      observer: composeObservers(
-        new AdsMetrics(metrics),
-        new ConnectionLogObserver(store.proxies),
-        pushHistory,
-        ...(auto ? [auto.observer] : []),
-      ),
-      ...(auto && { admission: auto.admission }),
-      pushWindowMs: options.pushWindowMs,
-      maxPushDelayMs: options.pushMaxDelayMs,
-      flowControl: {
-        concurrency: options.pushConcurrency,
-        newStreamsPerSecond: options.pushNewStreamsPerSecond,
-      },
-      ...(options.ca && { trustDomain: options.ca.trustDomain }),
-      ...(options.limits && { limits: options.limits.stream, transport: options.limits.transport }),
-    });
-    metrics.watchAds(ads.gauges);
-    proxiesOf = () => ads.streamList().flatMap((s) => (s.proxy ? [s.proxy.id] : []));
-
-    // Request size, HTTP/2 and keepalive limits: the same on the secure port (cli/ca-serve.ts).
-    const grpcServer = new grpc.Server(ads.serverOptions);
-    ads.register(grpcServer);
-    const xdsPort = await new Promise<number>((resolve, reject) => {
-      const { host, port } = options.xdsAddr;
-      grpcServer.bindAsync(
-        `${host.includes(':') ? `[${host}]` : host}:${port}`,
-        grpc.ServerCredentials.createInsecure(),
-        (err, bound) => (err ? reject(err) : resolve(bound)),
-      );
-    }).catch(async (err: unknown) => {
-      throw await listenFailure('--xds-addr', options.xdsAddr, err);
-    });
-
-    const secureAddr = options.ca?.secureXdsAddr;
-    const ca: RunningCa | undefined = options.ca
-      ? await startCa(options.ca, replication.backing, ads, logger.child({ component: 'ca' })).catch(
-          async (err: unknown) => {
-            grpcServer.forceShutdown();
-            await replication.stop();
-            throw secureAddr ? await listenFailure('--secure-xds-addr', secureAddr, err) : err;
-          },
-        )
-      : undefined;
-
-    const admin = new AdminServer({
-      discovery,
-      ads,
-      ...(config && { config }),
-      ...(mock && { mock }),
-      ...(auto && { autoRegistration: auto.registration }),
-      metrics,
-      store,
-      pushHistory,
-      ...(ca && { ca: ca.ca }),
-      ...(shared && { replicas: replication }),
-      logger: logger.child({ component: 'admin' }),
-    });
-    const httpInfo = await admin
-      .listen(options.httpAddr.host, options.httpAddr.port)
-      .catch(async (err: unknown) => {
-        await ca?.stop();
-        await replication.stop();
-        grpcServer.forceShutdown();
-        throw await listenFailure('--http-addr', options.httpAddr, err);
-      });
-    if (!isLoopback(options.httpAddr.host))
-      logger.warn(
-        { httpAddress: `${options.httpAddr.host}:${httpInfo.port}` },
-        'the admin port (debug views, the dashboard at /ui/, the mock API) is not on loopback: anyone who can reach it can read the mesh; it has no authentication',
-      );
-    const exposure = mockExposureWarning(options.registries, options.httpAddr.host);
-    if (exposure) logger.warn({ httpAddress: options.httpAddr.host }, exposure);
-
-    const xdsAddress = { host: options.xdsAddr.host, port: xdsPort };
-    const httpAddress = { host: options.httpAddr.host, port: httpInfo.port };
-    logger.info(
-      {
-        xdsAddress: `${xdsAddress.host}:${xdsAddress.port}`,
-        httpAddress: `${httpAddress.host}:${httpAddress.port}`,
-        ...(ca?.secureAddress && { secureXdsAddress: `${ca.secureAddress.host}:${ca.secureAddress.port}` }),
-        registries: options.registries,
-        ...(shared && { store: 'postgres', replica }),
-      },
-      'portolan serving',
-    );
-
-    const steps = new ShutdownSteps();
-    return {
-      xdsAddress,
-      httpAddress,
-      ...(ca?.secureAddress && { secureXdsAddress: ca.secureAddress }),
-      discovery,
-      ads,
-      ...(mock && { mock }),
-      async stop() {
-        ads.stop();
-        auto?.stop();
-        await steps.run('CA and secure xDS port', () => ca?.stop());
-        const streams = ads.streamList().length;
-        await steps.run(
-          `xDS gRPC server: ${streams} stream(s) open`,
-          () =>
-            new Promise<void>((resolve) => {
-              // Give streams a moment to close cleanly, then cut them.
-              const timer = setTimeout(() => {
-                grpcServer.forceShutdown();
-                resolve();
-              }, 2000);
-              grpcServer.tryShutdown(() => {
-                clearTimeout(timer);
-                resolve();
-              });
-            }),
-        );
-        await steps.run('admin HTTP server', () => admin.close());
-        await discovery.stop((registry) => steps.run(`registry ${registry.name}`, () => registry.stop()));
-        await steps.run('store', async () => {
-          persistence.stop();
-          store.close();
-          await replication.stop();
-        });
-        await steps.run('data directory lock', () => lock.release());
-      },
-      waitingFor: () => steps.waitingFor(),
-    };
-  } catch (err) {
-    await replication.stop();
-    throw err;
   }
+  // The two registries other parts talk to directly: the mesh config and /debug/configz read the
+  // config directory; the admin API writes to the mock registry.
+  const config = builtBy(configDirFactory, registries);
+  const mock = builtBy(mockRegistryFactory, registries);
+  // VMs registering through their agent (--group) become WorkloadEntries of the config registry.
+  const auto =
+    config &&
+    wireAutoRegistration(
+      config,
+      store,
+      options.autoRegistrationGraceMs ?? DEFAULT_GRACE_MS,
+      logger.child({ component: 'auto-registration' }),
+    );
+  metrics.watchRegistries(registries);
+  metrics.countRegistryEvents(registries);
+  const persistence = new RegistryPersistence(store, registries, logger.child({ component: 'store' }));
+  persistence.watch();
+  // Warm start: until a registry syncs live, xDS is served from its last good snapshot.
+  if (options.serveStale) persistence.restore();
+  const discovery = new AggregateDiscovery(registries);
+  await discovery.start();
+
+  // PORTOLAN_VALIDATE_PUSHES (debug): every resource checked against Envoy's rules, and every push
+  // checked for dangling references across each Envoy view.
+  const validate = validatePushesEnabled();
+  const adsLogger = logger.child({ component: 'ads' });
+  const generators = new GeneratorTable(
+    DEFAULT_GENERATORS,
+    validate,
+    logger.child({ component: 'validate-pushes' }),
+  );
+  // grpc-js logs its own errors to the console (a bind failure as "E No address added…"): they go
+  // to our log instead, at debug, and a failure the CLI explains is said once, in its words.
+  const grpcLog = logger.child({ component: 'grpc' });
+  grpc.setLogger({ error: (...args: unknown[]) => grpcLog.debug(args.map(String).join(' ')) });
+  const pushHistory = new PushHistory();
+  const ads = new AdsServer({
+    discovery,
+    logger: adsLogger,
+    ...(config && { meshConfig: config }),
+    generators,
+    ...(validate && { checkPush: (contexts) => checkPushConsistency(generators, contexts, adsLogger) }),
+    observer: composeObservers(
+      new AdsMetrics(metrics),
+      new ConnectionLogObserver(store.proxies),
+      pushHistory,
+      ...(auto ? [auto.observer] : []),
+    ),
+    ...(auto && { admission: auto.admission }),
+    pushWindowMs: options.pushWindowMs,
+    maxPushDelayMs: options.pushMaxDelayMs,
+    flowControl: {
+      concurrency: options.pushConcurrency,
+      newStreamsPerSecond: options.pushNewStreamsPerSecond,
+    },
+    ...(options.ca && { trustDomain: options.ca.trustDomain }),
+    ...(options.limits && { limits: options.limits.stream, transport: options.limits.transport }),
+  });
+  metrics.watchAds(ads.gauges);
+  proxiesOf = () => ads.streamList().flatMap((s) => (s.proxy ? [s.proxy.id] : []));
+
+  // Request size, HTTP/2 and keepalive limits: the same on the secure port (cli/ca-serve.ts).
+  const grpcServer = new grpc.Server(ads.serverOptions);
+  ads.register(grpcServer);
+  const xdsPort = await new Promise<number>((resolve, reject) => {
+    const { host, port } = options.xdsAddr;
+    grpcServer.bindAsync(
+      `${host.includes(':') ? `[${host}]` : host}:${port}`,
+      grpc.ServerCredentials.createInsecure(),
+      (err, bound) => (err ? reject(err) : resolve(bound)),
+    );
+  }).catch(async (err: unknown) => {
+    throw await listenFailure('--xds-addr', options.xdsAddr, err);
+  });
+
+  const secureAddr = options.ca?.secureXdsAddr;
+  const ca: RunningCa | undefined = options.ca
+    ? await startCa(options.ca, replication.backing, ads, logger.child({ component: 'ca' })).catch(
+        async (err: unknown) => {
+          grpcServer.forceShutdown();
+          throw secureAddr ? await listenFailure('--secure-xds-addr', secureAddr, err) : err;
+        },
+      )
+    : undefined;
+
+  const admin = new AdminServer({
+    discovery,
+    ads,
+    ...(config && { config }),
+    ...(mock && { mock }),
+    ...(auto && { autoRegistration: auto.registration }),
+    metrics,
+    store,
+    pushHistory,
+    ...(ca && { ca: ca.ca }),
+    ...(shared && { replicas: replication }),
+    logger: logger.child({ component: 'admin' }),
+  });
+  const httpInfo = await admin
+    .listen(options.httpAddr.host, options.httpAddr.port)
+    .catch(async (err: unknown) => {
+      await ca?.stop();
+      grpcServer.forceShutdown();
+      throw await listenFailure('--http-addr', options.httpAddr, err);
+    });
+  if (!isLoopback(options.httpAddr.host))
+    logger.warn(
+      { httpAddress: `${options.httpAddr.host}:${httpInfo.port}` },
+      'the admin port (debug views, the dashboard at /ui/, the mock API) is not on loopback: anyone who can reach it can read the mesh; it has no authentication',
+    );
+  const exposure = mockExposureWarning(options.registries, options.httpAddr.host);
+  if (exposure) logger.warn({ httpAddress: options.httpAddr.host }, exposure);
+
+  const xdsAddress = { host: options.xdsAddr.host, port: xdsPort };
+  const httpAddress = { host: options.httpAddr.host, port: httpInfo.port };
+  logger.info(
+    {
+      xdsAddress: `${xdsAddress.host}:${xdsAddress.port}`,
+      httpAddress: `${httpAddress.host}:${httpAddress.port}`,
+      ...(ca?.secureAddress && { secureXdsAddress: `${ca.secureAddress.host}:${ca.secureAddress.port}` }),
+      registries: options.registries,
+      ...(shared && { store: 'postgres', replica }),
+    },
+    'portolan serving',
+  );
+
+  const steps = new ShutdownSteps();
+  return {
+    xdsAddress,
+    httpAddress,
+    ...(ca?.secureAddress && { secureXdsAddress: ca.secureAddress }),
+    discovery,
+    ads,
+    ...(mock && { mock }),
+    async stop() {
+      ads.stop();
+      auto?.stop();
+      await steps.run('CA and secure xDS port', () => ca?.stop());
+      const streams = ads.streamList().length;
+      await steps.run(
+        `xDS gRPC server: ${streams} stream(s) open`,
+        () =>
+          new Promise<void>((resolve) => {
+            // Give streams a moment to close cleanly, then cut them.
+            const timer = setTimeout(() => {
+              grpcServer.forceShutdown();
+              resolve();
+            }, 2000);
+            grpcServer.tryShutdown(() => {
+              clearTimeout(timer);
+              resolve();
+            });
+          }),
+      );
+      await steps.run('admin HTTP server', () => admin.close());
+      await discovery.stop((registry) => steps.run(`registry ${registry.name}`, () => registry.stop()));
+      await steps.run('store', async () => {
+        persistence.stop();
+        store.close();
+        await replication.stop();
+      });
+      await steps.run('data directory lock', () => lock.release());
+    },
+    waitingFor: () => steps.waitingFor(),
+  };
 }
