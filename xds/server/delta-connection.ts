@@ -17,7 +17,7 @@ import { healthReport } from './health-report.js';
 import { DeltaStreamState } from './delta-state.js';
 import type { Proxy } from '../proxy/proxy.js';
 import { DELTA_FIELDS, readPlainDeltaRequest, scanRequest } from './request-reader.js';
-import { wildcardKey, type ChangeSet } from './resource-cache.js';
+import { wildcardKey, type ChangeSet, type ViewHold } from './resource-cache.js';
 import type { EncodedResource } from '../proto/resource.js';
 import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
 import { CLUSTER, ENDPOINT, HEALTH_INFO, LISTENER, ROUTE, shortTypeName } from '../proto/type-urls.js';
@@ -34,8 +34,8 @@ export class DeltaConnection implements AdsStream {
   /** Names to send again even if unchanged (load assignments of clusters just re-sent: warming). */
   private readonly resend = new Map<string, Set<string>>();
   private retained = false;
-  /** Lets go of the cache views this stream holds (ResourceCache.retain), on close. */
-  private readonly releases: (() => void)[] = [];
+  /** This stream's holds on its cache views per type (ResourceCache.retain): keys follow the config. */
+  private readonly holds = new Map<string, ViewHold>();
   readonly pump: StreamPump;
 
   constructor(
@@ -119,7 +119,10 @@ export class DeltaConnection implements AdsStream {
       const t = this.state.type(c.typeUrl);
       const generator = this.generator(c.typeUrl);
       if (!t || !generator) continue;
-      if (t.wildcard && changes.wildcards.has(wildcardKey(proxy.kind, c.typeUrl, generator.viewKey(proxy)))) {
+      if (
+        t.wildcard &&
+        changes.wildcards.has(wildcardKey(proxy.kind, c.typeUrl, this.holds.get(c.typeUrl)?.key ?? ''))
+      ) {
         this.pump.mark(c.typeUrl, { full: true });
         touched = true;
         continue;
@@ -149,7 +152,7 @@ export class DeltaConnection implements AdsStream {
 
   close(): void {
     this.pump.close();
-    for (const release of this.releases.splice(0)) release();
+    for (const hold of this.holds.values()) hold.release();
   }
 
   typeStatus(): readonly TypeStatus[] {
@@ -186,7 +189,7 @@ export class DeltaConnection implements AdsStream {
       const proxy = this.proxyInfo;
       const generator = proxy && this.deps.generators.find(proxy.kind, typeUrl);
       this.generators.set(typeUrl, generator);
-      if (proxy && generator) this.releases.push(this.deps.cache.retain(generator, proxy));
+      if (proxy && generator) this.holds.set(typeUrl, this.deps.cache.retain(generator, proxy));
     }
     return this.generators.get(typeUrl);
   }

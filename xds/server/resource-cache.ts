@@ -12,7 +12,9 @@
 // its own hostname (or of the config): streams keep such names themselves (the subscription index's
 // missing names) and re-evaluate them when `ChangeSet.hosts` names their hostname. Entries are kept
 // while a stream of their view is open (streams retain their views), and dropped, by a timer, once
-// their view has had no stream for IDLE_EVICT_MS.
+// their view has had no stream for IDLE_EVICT_MS. A view key may depend on the mesh config (EDS
+// reads the proxy's locality only when a rule looks at it): when the config changes, every held
+// view is re-keyed, so streams move to their new view (and the change re-evaluates them anyway).
 import type { ChangeEvent } from '../../model/change.js';
 import type { GenerateContext, ResourceGenerator } from '../generators/generator.js';
 import { parseClusterName, parseHostPort } from '../generators/names.js';
@@ -69,6 +71,21 @@ interface WildcardEntry {
   readonly view: string;
 }
 
+/** A stream's hold on its view of one generator (ResourceCache.retain). */
+export interface ViewHold {
+  /** generator.viewKey of the stream's proxy in the current serving view. */
+  readonly key: string;
+  /** Lets go of the view (once; more calls do nothing). */
+  release(): void;
+}
+
+/** How many views (distinct view keys) open streams hold, per kind and type. */
+export interface ViewCount {
+  readonly kind: ProxyKind;
+  readonly typeUrl: string;
+  readonly views: number;
+}
+
 /** The entries of a view no stream has held for this long are dropped (a stream that comes back rebuilds them). */
 export const IDLE_EVICT_MS = 5 * 60_000;
 /** How often views are checked for that. */
@@ -95,6 +112,10 @@ export class ResourceCache {
   private allEpoch = 0;
   /** Per view: streams holding it, and when the last one let go. */
   private readonly views = new Map<string, { holders: number; releasedAt: number }>();
+  /** Every hold of an open stream, to re-key when the config changes. */
+  private readonly holds = new Set<Hold>();
+  /** The config the holds are keyed for. */
+  private keyedFor: object | undefined;
   private readonly sweeper: NodeJS.Timeout;
   hits = 0;
   misses = 0;
@@ -116,23 +137,67 @@ export class ResourceCache {
   }
 
   /**
-   * A stream serves `proxy` the resources of `generator`: their entries stay while it does. Returns
-   * the release, called once when the stream closes.
+   * A stream serves `proxy` the resources of `generator`: their entries stay while it does. The
+   * hold's key follows the config; release it once when the stream closes.
    */
-  retain(generator: ResourceGenerator, proxy: Proxy): () => void {
-    const view = viewRef(generator, generator.viewKey(proxy));
+  retain(generator: ResourceGenerator, proxy: Proxy): ViewHold {
+    const ctx = this.context(proxy);
+    this.rekey(ctx.config);
+    const hold = new Hold(this, generator, proxy, generator.viewKey(proxy, ctx));
+    this.holds.add(hold);
+    this.hold(viewRef(generator, hold.key));
+    return hold;
+  }
+
+  /** The current view key of `proxy` for `generator` (what retain's hold carries). */
+  viewKey(generator: ResourceGenerator, proxy: Proxy): string {
+    return generator.viewKey(proxy, this.context(proxy));
+  }
+
+  /** Views held by open streams, per kind and type (the views a change may rebuild for). */
+  viewCounts(): ViewCount[] {
+    const counts = new Map<string, { kind: ProxyKind; typeUrl: string; views: number }>();
+    for (const [view, v] of this.views) {
+      if (v.holders <= 0) continue;
+      const [kind = 'grpc', typeUrl = ''] = view.split('\0');
+      const tk = typeKey(kind as ProxyKind, typeUrl);
+      const c = counts.get(tk);
+      if (c) c.views += 1;
+      else counts.set(tk, { kind: kind as ProxyKind, typeUrl, views: 1 });
+    }
+    return [...counts.values()];
+  }
+
+  /** Hold.release. */
+  unhold(hold: Hold): void {
+    if (!this.holds.delete(hold)) return;
+    this.release(viewRef(hold.generator, hold.key));
+  }
+
+  private hold(view: string): void {
     let v = this.views.get(view);
     if (!v) this.views.set(view, (v = { holders: 0, releasedAt: 0 }));
     v.holders += 1;
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const held = this.views.get(view);
-      if (!held) return;
-      held.holders -= 1;
-      held.releasedAt = this.now();
-    };
+  }
+
+  private release(view: string): void {
+    const held = this.views.get(view);
+    if (!held) return;
+    held.holders -= 1;
+    held.releasedAt = this.now();
+  }
+
+  /** Re-keys every hold when the config is no longer the one they were keyed for. */
+  private rekey(config: object): void {
+    if (this.keyedFor === config) return;
+    this.keyedFor = config;
+    for (const hold of this.holds) {
+      const key = hold.generator.viewKey(hold.proxy, this.context(hold.proxy));
+      if (key === hold.key) continue;
+      this.release(viewRef(hold.generator, hold.key));
+      hold.key = key;
+      this.hold(viewRef(hold.generator, key));
+    }
   }
 
   epoch(kind: ProxyKind, typeUrl: string): number {
@@ -145,7 +210,8 @@ export class ResourceCache {
   }
 
   get(generator: ResourceGenerator, proxy: Proxy, name: string): EncodedResource | undefined {
-    const viewKey = generator.viewKey(proxy);
+    const ctx = this.context(proxy);
+    const viewKey = generator.viewKey(proxy, ctx);
     const key = `${generator.proxyKind}\0${generator.typeUrl}\0${viewKey}\0${name}`;
     const cached = this.entries.get(key);
     if (cached) {
@@ -153,7 +219,7 @@ export class ResourceCache {
       return cached.resource;
     }
     this.misses += 1;
-    const resource = generator.build(this.context(proxy), name);
+    const resource = generator.build(ctx, name);
     if (!resource) return undefined; // nothing shared for a name that does not exist
     const host = hostOf(generator.proxyKind, generator.typeUrl, name);
     const view = viewRef(generator, viewKey);
@@ -173,11 +239,12 @@ export class ResourceCache {
     generator: ResourceGenerator,
     proxy: Proxy,
   ): { names: readonly string[]; set: ReadonlySet<string> } {
-    const viewKey = generator.viewKey(proxy);
+    const ctx = this.context(proxy);
+    const viewKey = generator.viewKey(proxy, ctx);
     const key = wildcardKey(generator.proxyKind, generator.typeUrl, viewKey);
     let entry = this.wildcard.get(key);
     if (!entry) {
-      const names = generator.wildcardNames(this.context(proxy));
+      const names = generator.wildcardNames(ctx);
       const view = viewRef(generator, viewKey);
       this.touchView(view);
       entry = { names, set: new Set(names), generator, proxy, view };
@@ -188,6 +255,8 @@ export class ResourceCache {
 
   /** Applies a change to the cache (the catalog behind `context` is already the new one). */
   apply(event: ChangeEvent): ChangeSet {
+    const [first] = this.holds;
+    if (first) this.rekey(this.context(first.proxy).config);
     if (event.hostnames.size === 0) {
       this.entries.clear();
       this.byHost.clear();
@@ -274,6 +343,19 @@ export class ResourceCache {
     const keys = this.byHost.get(entry.host);
     keys?.delete(key);
     if (keys?.size === 0) this.byHost.delete(entry.host);
+  }
+}
+
+class Hold implements ViewHold {
+  constructor(
+    private readonly cache: ResourceCache,
+    readonly generator: ResourceGenerator,
+    readonly proxy: Proxy,
+    public key: string,
+  ) {}
+
+  release(): void {
+    this.cache.unhold(this);
   }
 }
 

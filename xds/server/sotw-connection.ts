@@ -16,7 +16,7 @@ import {
 } from './ads-stream.js';
 import { healthReport } from './health-report.js';
 import { readPlainRequest, scanRequest, SOTW_FIELDS } from './request-reader.js';
-import { typeKey, wildcardKey, type ChangeSet } from './resource-cache.js';
+import { typeKey, wildcardKey, type ChangeSet, type ViewHold } from './resource-cache.js';
 import type { EncodedResource } from '../proto/resource.js';
 import { ownResponse, type SharedResponse } from './response-cache.js';
 import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
@@ -32,7 +32,8 @@ function partialAllowed(typeUrl: string): boolean {
 
 interface TypeView {
   readonly generator: ResourceGenerator | undefined;
-  readonly viewKey: string;
+  /** This stream's hold on its view of the generator; its key follows config changes. */
+  readonly hold: ViewHold | undefined;
   /** The subscription as a response-cache key, recomputed when the subscription changes. */
   subKey: string;
   /** typeKey(kind, type), computed once. */
@@ -54,8 +55,6 @@ export class SotwConnection implements AdsStream {
   >();
   /** A CDS or EDS response kept removed resources (make-before-break): clean up once LDS/RDS went out. */
   private retained = false;
-  /** Lets go of the cache views this stream holds (ResourceCache.retain), on close. */
-  private readonly releases: (() => void)[] = [];
   readonly pump: StreamPump;
 
   constructor(
@@ -137,7 +136,7 @@ export class SotwConnection implements AdsStream {
       if (!sub) continue;
       const view = this.typeView(c.typeUrl);
       if (!view.generator) continue;
-      if (sub.wildcard && changes.wildcards.has(wildcardKey(proxy.kind, c.typeUrl, view.viewKey))) {
+      if (sub.wildcard && changes.wildcards.has(wildcardKey(proxy.kind, c.typeUrl, view.hold?.key ?? ''))) {
         this.pump.mark(c.typeUrl, { full: true });
         touched = true;
         continue;
@@ -169,7 +168,7 @@ export class SotwConnection implements AdsStream {
 
   close(): void {
     this.pump.close();
-    for (const release of this.releases.splice(0)) release();
+    for (const view of this.views.values()) view.hold?.release();
   }
 
   typeStatus(): readonly TypeStatus[] {
@@ -204,12 +203,11 @@ export class SotwConnection implements AdsStream {
       const generator = proxy && this.deps.generators.find(proxy.kind, typeUrl);
       v = {
         generator,
-        viewKey: proxy && generator ? generator.viewKey(proxy) : '',
+        hold: proxy && generator ? this.deps.cache.retain(generator, proxy) : undefined,
         subKey: '',
         typeKey: typeKey(proxy?.kind ?? 'grpc', typeUrl),
       };
       this.views.set(typeUrl, v);
-      if (proxy && generator) this.releases.push(this.deps.cache.retain(generator, proxy));
     }
     return v;
   }
@@ -240,7 +238,7 @@ export class SotwConnection implements AdsStream {
       response = this.deps.responses.get(
         tk,
         epoch,
-        `${view.viewKey}\0p\0${names.length === 1 ? names[0] : subscriptionKey(false, names)}`,
+        `${view.hold?.key ?? ''}\0p\0${names.length === 1 ? names[0] : subscriptionKey(false, names)}`,
         typeUrl,
         () => present(names.map((n) => cache.get(generator, proxy, n))),
       );
@@ -253,7 +251,13 @@ export class SotwConnection implements AdsStream {
         if (sub.wildcard) for (const n of cache.wildcardNames(generator, proxy).names) names.add(n);
         return present([...names].map((n) => cache.get(generator, proxy, n)));
       };
-      response = this.deps.responses.get(tk, epoch, `${view.viewKey}\0${view.subKey}`, typeUrl, collect);
+      response = this.deps.responses.get(
+        tk,
+        epoch,
+        `${view.hold?.key ?? ''}\0${view.subKey}`,
+        typeUrl,
+        collect,
+      );
       this.noteMissing(typeUrl, sub.names, response.names, true);
       response = this.makeBeforeBreak(typeUrl, response);
     }
