@@ -22,9 +22,10 @@ import type { EncodedResource } from '../proto/resource.js';
 import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
 import { CLUSTER, ENDPOINT, HEALTH_INFO, LISTENER, ROUTE, shortTypeName } from '../proto/type-urls.js';
 import { decodeDeltaDiscoveryRequest, encodeDeltaDiscoveryResponse } from '../proto/wire.js';
+import { isoNow } from './wall-clock.js';
 
 export class DeltaConnection implements AdsStream {
-  readonly connectedAt = new Date().toISOString();
+  readonly connectedAt = isoNow();
   peerIdentity: string | undefined;
   readonly state = new DeltaStreamState();
   readonly api = 'delta';
@@ -127,7 +128,8 @@ export class DeltaConnection implements AdsStream {
         touched = true;
         continue;
       }
-      const all = t.wildcard ? this.deps.cache.wildcardNames(generator, proxy).set : undefined;
+      const key = this.holds.get(c.typeUrl)?.key;
+      const all = t.wildcard ? this.deps.cache.wildcardNames(generator, proxy, key).set : undefined;
       let hit: string[] | undefined;
       for (const n of c.names) if (t.names.has(n) || all?.has(n) || t.known.has(n)) (hit ??= []).push(n);
       if (!hit) continue;
@@ -178,7 +180,7 @@ export class DeltaConnection implements AdsStream {
     if (!t || !generator || !proxy) return [];
     const out: EncodedResource[] = [];
     for (const name of t.known.keys()) {
-      const r = this.deps.cache.get(generator, proxy, name);
+      const r = this.deps.cache.get(generator, proxy, name, this.holds.get(typeUrl)?.key);
       if (r && r.version === t.known.get(name)) out.push(r);
     }
     return out;
@@ -201,7 +203,8 @@ export class DeltaConnection implements AdsStream {
     if (!proxy || !t) return undefined;
     const started = performance.now();
     const cache = this.deps.cache;
-    const wildcard = generator && t.wildcard ? cache.wildcardNames(generator, proxy).set : undefined;
+    const key = this.holds.get(typeUrl)?.key;
+    const wildcard = generator && t.wildcard ? cache.wildcardNames(generator, proxy, key).set : undefined;
     const wanted = (n: string): boolean => t.names.has(n) || (wildcard?.has(n) ?? false);
     const again = this.resend.get(typeUrl);
     this.resend.delete(typeUrl);
@@ -217,7 +220,7 @@ export class DeltaConnection implements AdsStream {
     const resources: EncodedResource[] = [];
     const removed: string[] = [];
     for (const name of candidates) {
-      const r = generator && wanted(name) ? cache.get(generator, proxy, name) : undefined;
+      const r = generator && wanted(name) ? cache.get(generator, proxy, name, key) : undefined;
       // A name it asked for that does not exist is re-evaluated when its host changes.
       if (t.names.has(name)) this.deps.subscriptions.setMissing(this, proxy.kind, typeUrl, name, !r);
       const held = t.known.get(name);

@@ -209,9 +209,16 @@ export class ResourceCache {
     return this.allEpoch * 1e9 + (this.epochs.get(typeKey) ?? 0);
   }
 
-  get(generator: ResourceGenerator, proxy: Proxy, name: string): EncodedResource | undefined {
-    const ctx = this.context(proxy);
-    const viewKey = generator.viewKey(proxy, ctx);
+  /**
+   * The resource `name` for `proxy`, built on first use. `viewKey`: the key of a hold of this
+   * generator and proxy (kept current by the cache), which spares computing it per call.
+   */
+  get(
+    generator: ResourceGenerator,
+    proxy: Proxy,
+    name: string,
+    viewKey = this.viewKey(generator, proxy),
+  ): EncodedResource | undefined {
     const key = `${generator.proxyKind}\0${generator.typeUrl}\0${viewKey}\0${name}`;
     const cached = this.entries.get(key);
     if (cached) {
@@ -219,7 +226,7 @@ export class ResourceCache {
       return cached.resource;
     }
     this.misses += 1;
-    const resource = generator.build(ctx, name);
+    const resource = generator.build(this.context(proxy), name);
     if (!resource) return undefined; // nothing shared for a name that does not exist
     const host = hostOf(generator.proxyKind, generator.typeUrl, name);
     const view = viewRef(generator, viewKey);
@@ -238,13 +245,12 @@ export class ResourceCache {
   wildcardNames(
     generator: ResourceGenerator,
     proxy: Proxy,
+    viewKey = this.viewKey(generator, proxy),
   ): { names: readonly string[]; set: ReadonlySet<string> } {
-    const ctx = this.context(proxy);
-    const viewKey = generator.viewKey(proxy, ctx);
     const key = wildcardKey(generator.proxyKind, generator.typeUrl, viewKey);
     let entry = this.wildcard.get(key);
     if (!entry) {
-      const names = generator.wildcardNames(ctx);
+      const names = generator.wildcardNames(this.context(proxy));
       const view = viewRef(generator, viewKey);
       this.touchView(view);
       entry = { names, set: new Set(names), generator, proxy, view };

@@ -24,6 +24,7 @@ import { StreamState } from './sotw-state.js';
 import { CLUSTER, ENDPOINT, HEALTH_INFO, LISTENER, ROUTE, shortTypeName } from '../proto/type-urls.js';
 import { decodeDiscoveryRequest, nonceField } from '../proto/wire.js';
 import { subscriptionKey } from './subscription-key.js';
+import { isoNow } from './wall-clock.js';
 
 /** Types whose SotW responses need not repeat unchanged resources (xDS: all but LDS and CDS). */
 function partialAllowed(typeUrl: string): boolean {
@@ -41,7 +42,7 @@ interface TypeView {
 }
 
 export class SotwConnection implements AdsStream {
-  readonly connectedAt = new Date().toISOString();
+  readonly connectedAt = isoNow();
   peerIdentity: string | undefined;
   readonly state = new StreamState();
   readonly api = 'sotw';
@@ -51,7 +52,7 @@ export class SotwConnection implements AdsStream {
   /** What each type's last full response held, plus names sent by later partial responses. */
   private readonly lastSent = new Map<
     string,
-    { full: readonly EncodedResource[]; since: Map<string, EncodedResource> }
+    { full: readonly EncodedResource[]; since: Map<string, EncodedResource> | undefined }
   >();
   /** A CDS or EDS response kept removed resources (make-before-break): clean up once LDS/RDS went out. */
   private retained = false;
@@ -112,7 +113,9 @@ export class SotwConnection implements AdsStream {
     if (!outcome.respond) return;
     this.typeView(req.typeUrl).subKey = this.subscriptionKey(req.typeUrl);
     const sub = this.state.subscription(req.typeUrl);
-    if (sub) this.deps.subscriptions.update(this, this.proxyInfo.kind, req.typeUrl, sub.names, sub.wildcard);
+    // The state replaces a type's name set when the subscription changes, never edits it: shared.
+    if (sub)
+      this.deps.subscriptions.update(this, this.proxyInfo.kind, req.typeUrl, sub.names, sub.wildcard, true);
     this.pump.mark(req.typeUrl, { force: true, full: true });
     this.pump.kick();
   }
@@ -141,7 +144,9 @@ export class SotwConnection implements AdsStream {
         touched = true;
         continue;
       }
-      const all = sub.wildcard ? this.deps.cache.wildcardNames(view.generator, proxy).set : undefined;
+      const all = sub.wildcard
+        ? this.deps.cache.wildcardNames(view.generator, proxy, view.hold?.key).set
+        : undefined;
       let hit: string[] | undefined;
       for (const n of c.names) if (sub.names.has(n) || all?.has(n)) (hit ??= []).push(n);
       if (!hit) continue;
@@ -190,7 +195,7 @@ export class SotwConnection implements AdsStream {
   heldResources(typeUrl: string): readonly EncodedResource[] {
     const sent = this.lastSent.get(typeUrl);
     if (!sent) return [];
-    if (sent.since.size === 0) return sent.full;
+    if (!sent.since) return sent.full;
     const merged = new Map(sent.full.map((r) => [r.name, r]));
     for (const [n, r] of sent.since) merged.set(n, r);
     return [...merged.values()];
@@ -240,7 +245,7 @@ export class SotwConnection implements AdsStream {
         epoch,
         `${view.hold?.key ?? ''}\0p\0${names.length === 1 ? names[0] : subscriptionKey(false, names)}`,
         typeUrl,
-        () => present(names.map((n) => cache.get(generator, proxy, n))),
+        () => present(names.map((n) => cache.get(generator, proxy, n, view.hold?.key))),
       );
       this.noteMissing(typeUrl, names, response.names);
       if (response.resources.length === 0) return undefined;
@@ -248,8 +253,9 @@ export class SotwConnection implements AdsStream {
       const collect = (): EncodedResource[] => {
         if (!generator) return [];
         const names = new Set(sub.names);
-        if (sub.wildcard) for (const n of cache.wildcardNames(generator, proxy).names) names.add(n);
-        return present([...names].map((n) => cache.get(generator, proxy, n)));
+        const key = view.hold?.key;
+        if (sub.wildcard) for (const n of cache.wildcardNames(generator, proxy, key).names) names.add(n);
+        return present([...names].map((n) => cache.get(generator, proxy, n, key)));
       };
       response = this.deps.responses.get(
         tk,
@@ -275,7 +281,7 @@ export class SotwConnection implements AdsStream {
       version: response.version,
       nonce,
       names: response.names,
-      at: new Date().toISOString(),
+      at: isoNow(),
     });
     this.remember(typeUrl, response.resources, partial);
     // Envoy re-warms every updated cluster and waits for its load assignment: follow CDS with the
@@ -339,12 +345,14 @@ export class SotwConnection implements AdsStream {
 
   private remember(typeUrl: string, resources: readonly EncodedResource[], partial: boolean): void {
     if (!partial) {
-      this.lastSent.set(typeUrl, { full: resources, since: new Map() });
+      // Most streams never get a partial response: the map of them is made on the first.
+      this.lastSent.set(typeUrl, { full: resources, since: undefined });
       return;
     }
     let sent = this.lastSent.get(typeUrl);
-    if (!sent) this.lastSent.set(typeUrl, (sent = { full: [], since: new Map() }));
-    for (const r of resources) sent.since.set(r.name, r);
+    if (!sent) this.lastSent.set(typeUrl, (sent = { full: [], since: undefined }));
+    const since = (sent.since ??= new Map());
+    for (const r of resources) since.set(r.name, r);
   }
 
   private idle(): void {
