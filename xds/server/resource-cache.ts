@@ -59,7 +59,7 @@ interface Entry {
   /** A proxy with this entry's view: rebuilding for it rebuilds for all of them. */
   readonly proxy: Proxy;
   readonly host: string | undefined;
-  /** viewRef(generator, viewKey): whether a stream still holds the view. */
+  /** this.viewRef(generator, viewKey): whether a stream still holds the view. */
   readonly view: string;
 }
 
@@ -112,6 +112,8 @@ export class ResourceCache {
   private allEpoch = 0;
   /** Per view: streams holding it, and when the last one let go. */
   private readonly views = new Map<string, { holders: number; releasedAt: number }>();
+  private readonly generatorIds = new Map<ResourceGenerator, string>();
+  private readonly generatorsById = new Map<string, ResourceGenerator>();
   /** Every hold of an open stream, to re-key when the config changes. */
   private readonly holds = new Set<Hold>();
   /** The config the holds are keyed for. */
@@ -145,7 +147,7 @@ export class ResourceCache {
     this.rekey(ctx.config);
     const hold = new Hold(this, generator, proxy, generator.viewKey(proxy, ctx));
     this.holds.add(hold);
-    this.hold(viewRef(generator, hold.key));
+    this.hold(this.viewRef(generator, hold.key));
     return hold;
   }
 
@@ -159,11 +161,12 @@ export class ResourceCache {
     const counts = new Map<string, { kind: ProxyKind; typeUrl: string; views: number }>();
     for (const [view, v] of this.views) {
       if (v.holders <= 0) continue;
-      const [kind = 'grpc', typeUrl = ''] = view.split('\0');
-      const tk = typeKey(kind as ProxyKind, typeUrl);
+      const generator = this.generatorsById.get(view.slice(0, view.indexOf('\0')));
+      if (!generator) continue;
+      const tk = typeKey(generator.proxyKind, generator.typeUrl);
       const c = counts.get(tk);
       if (c) c.views += 1;
-      else counts.set(tk, { kind: kind as ProxyKind, typeUrl, views: 1 });
+      else counts.set(tk, { kind: generator.proxyKind, typeUrl: generator.typeUrl, views: 1 });
     }
     return [...counts.values()];
   }
@@ -171,7 +174,21 @@ export class ResourceCache {
   /** Hold.release. */
   unhold(hold: Hold): void {
     if (!this.holds.delete(hold)) return;
-    this.release(viewRef(hold.generator, hold.key));
+    this.release(this.viewRef(hold.generator, hold.key));
+  }
+
+  /**
+   * A view's reference, the prefix of its entries' keys: a short id per generator, not its kind
+   * and type URL, since thousands of keys are held.
+   */
+  private viewRef(generator: ResourceGenerator, viewKey: string): string {
+    let id = this.generatorIds.get(generator);
+    if (id === undefined) {
+      id = String(this.generatorIds.size);
+      this.generatorIds.set(generator, id);
+      this.generatorsById.set(id, generator);
+    }
+    return `${id}\0${viewKey}`;
   }
 
   private hold(view: string): void {
@@ -194,9 +211,9 @@ export class ResourceCache {
     for (const hold of this.holds) {
       const key = hold.generator.viewKey(hold.proxy, this.context(hold.proxy));
       if (key === hold.key) continue;
-      this.release(viewRef(hold.generator, hold.key));
+      this.release(this.viewRef(hold.generator, hold.key));
       hold.key = key;
-      this.hold(viewRef(hold.generator, key));
+      this.hold(this.viewRef(hold.generator, key));
     }
   }
 
@@ -219,7 +236,7 @@ export class ResourceCache {
     name: string,
     viewKey = this.viewKey(generator, proxy),
   ): EncodedResource | undefined {
-    const key = `${generator.proxyKind}\0${generator.typeUrl}\0${viewKey}\0${name}`;
+    const key = `${this.viewRef(generator, viewKey)}\0${name}`;
     const cached = this.entries.get(key);
     if (cached) {
       this.hits += 1;
@@ -229,7 +246,7 @@ export class ResourceCache {
     const resource = generator.build(this.context(proxy), name);
     if (!resource) return undefined; // nothing shared for a name that does not exist
     const host = hostOf(generator.proxyKind, generator.typeUrl, name);
-    const view = viewRef(generator, viewKey);
+    const view = this.viewRef(generator, viewKey);
     this.touchView(view);
     this.entries.set(key, { resource, generator, proxy, host, view });
     if (host === undefined) this.global.add(key);
@@ -251,7 +268,7 @@ export class ResourceCache {
     let entry = this.wildcard.get(key);
     if (!entry) {
       const names = generator.wildcardNames(this.context(proxy));
-      const view = viewRef(generator, viewKey);
+      const view = this.viewRef(generator, viewKey);
       this.touchView(view);
       entry = { names, set: new Set(names), generator, proxy, view };
       this.wildcard.set(key, entry);
@@ -363,10 +380,6 @@ class Hold implements ViewHold {
   release(): void {
     this.cache.unhold(this);
   }
-}
-
-function viewRef(generator: ResourceGenerator, viewKey: string): string {
-  return `${generator.proxyKind}\0${generator.typeUrl}\0${viewKey}`;
 }
 
 /**
