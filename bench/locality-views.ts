@@ -162,7 +162,7 @@ function run(scenario: Scenario): Record<string, string> {
   for (const [p, proxy] of proxies.entries())
     for (const s of subscriptions(p)) cache.get(grpcEndpointGenerator, proxy, cluster(s));
   const fillMs = performance.now() - fillStart;
-  const views = new Set(proxies.map((p) => grpcEndpointGenerator.viewKey(p))).size;
+  const views = new Set(proxies.map((p) => grpcEndpointGenerator.viewKey(p, view))).size;
 
   // Count rebuilds of the changed host's entries by wrapping the generator's build.
   const samples: number[] = [];

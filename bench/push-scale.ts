@@ -356,12 +356,14 @@ export async function pushScale(
     await portolan.stop();
     portolan = undefined;
 
-    const limit = await rawLimit(result.recording, changes);
+    const limit = await rawLimit(result.recording, changes, dealt);
 
     const conv = sorted(result.convergence);
     const portolanRate = result.recording / (percentile(sorted(result.spreads), 50) / 1000);
     const rawRate = limit.recording / (percentile(sorted(limit.spreads), 50) / 1000);
     const perStream = (rssAfter - rssBefore) / Math.max(1, storm.configured);
+    const stormRate = storm.configured / storm.seconds;
+    const rawStormRate = limit.storm.configured / limit.storm.seconds;
     const rows: Record<string, string>[] = [
       {
         measurement: 'streams configured / opened',
@@ -372,6 +374,12 @@ export async function pushScale(
         measurement: 'connect storm: all streams fully configured',
         result: `${fmt(storm.seconds)} s`,
         target: '≤ 30 s',
+      },
+      {
+        measurement:
+          'connect storm against the raw grpc-js server (same streams and connections, all SotW): configured in; streams/s Portolan / raw',
+        result: `${fmt(limit.storm.seconds, 2)} s (${limit.storm.configured} / ${limit.storm.total}); ${fmt(stormRate, 0)} / ${fmt(rawStormRate, 0)} = ${fmt(stormRate / rawStormRate, 2)}`,
+        target: '≥ 0.7',
       },
       {
         measurement: 'server RSS: before streams / with all streams / after churn',
@@ -447,15 +455,31 @@ async function pushCount(base: string): Promise<number> {
   return total;
 }
 
-/** The same fan-out (the watching streams, gRPC SotW, 100 per connection) against the raw server. */
+/**
+ * The raw server under the same load: first the connect storm (the same streams on the same
+ * connections as Portolan's, all SotW: it has no delta), from load generators of their own that
+ * then close; then the same fan-out (the watching streams, gRPC SotW, 100 per connection).
+ */
 async function rawLimit(
   watchers: number,
   changes: number,
-): Promise<ChurnResult & { cpuPerResponse: number }> {
+  dealt: ReturnType<typeof deal>,
+): Promise<ChurnResult & { cpuPerResponse: number; storm: Awaited<ReturnType<typeof connectStorm>> }> {
   const server = Helper.start(RAW_MAIN, [`outbound|7070||${WATCHED}`]);
   const generators = Array.from({ length: GENERATORS }, () => Helper.start(GENERATOR_MAIN));
   try {
     const { port } = await server.next<{ port: number }>();
+    const stormGenerators = Array.from({ length: GENERATORS }, () => Helper.start(GENERATOR_MAIN));
+    let storm: Awaited<ReturnType<typeof connectStorm>>;
+    try {
+      const sotw = dealt.map(({ group, perGenerator }) => ({
+        group,
+        perGenerator: perGenerator.map((list) => list.map((spec) => ({ ...spec, api: 'sotw' as const }))),
+      }));
+      storm = await connectStorm(stormGenerators, `127.0.0.1:${port}`, sotw, 120_000);
+    } finally {
+      for (const g of stormGenerators) await g.stop();
+    }
     const specs: StreamSpec[][] = Array.from({ length: GENERATORS }, () => []);
     for (let i = 0; i < watchers; i++)
       specs[i % GENERATORS]?.push({
@@ -465,8 +489,8 @@ async function rawLimit(
         host: WATCHED,
         record: true,
       });
-    const dealt = [{ group: GROUPS[0] as Group, perGenerator: specs }];
-    await connectStorm(generators, `127.0.0.1:${port}`, dealt, 120_000);
+    const watching = [{ group: GROUPS[0] as Group, perGenerator: specs }];
+    await connectStorm(generators, `127.0.0.1:${port}`, watching, 120_000);
     // The raw server pushes at Portolan's batching cadence: every change window's latest state.
     const every = Math.round((2 * QUIET_MS * CHANGE_RATE) / 1000);
     const pid = server.child.pid ?? 0;
@@ -485,7 +509,7 @@ async function rawLimit(
       });
     });
     const responses = (await statusOf(generators)).reduce((n, st) => n + st.responses, 0) - responsesFrom;
-    return { ...result, cpuPerResponse: (cpuSeconds(pid) - cpuFrom) / Math.max(1, responses) };
+    return { ...result, cpuPerResponse: (cpuSeconds(pid) - cpuFrom) / Math.max(1, responses), storm };
   } finally {
     for (const g of generators) await g.stop();
     await server.stop();

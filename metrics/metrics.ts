@@ -140,6 +140,7 @@ export class PortolanMetrics {
     readonly queued: () => number;
     readonly inFlight: () => number;
     readonly cachedResources: () => number;
+    readonly cachedViews?: () => readonly { kind: string; typeUrl: string; views: number }[];
   }): void {
     const registers = [this.registry];
     new Gauge({
@@ -177,6 +178,21 @@ export class PortolanMetrics {
     );
     gauge('portolan_xds_push_in_flight', 'Responses written and not yet drained', ads.inFlight);
     gauge('portolan_xds_cached_resources', 'Encoded resources in the shared cache', ads.cachedResources);
+    const views = ads.cachedViews;
+    if (views)
+      new Gauge({
+        name: 'portolan_xds_cache_views',
+        help:
+          'Views open streams hold in the shared cache, by kind of client and type: streams of one view share ' +
+          'encoded resources, and a change rebuilds once per view',
+        labelNames: ['kind', 'type'],
+        registers,
+        collect() {
+          this.reset();
+          for (const v of views())
+            this.set({ kind: v.kind, type: v.typeUrl.slice(v.typeUrl.lastIndexOf('.') + 1) }, v.views);
+        },
+      });
   }
 
   /** Counts each registry's change events and failed syncs. */

@@ -16,6 +16,7 @@ export interface DecodedLbEndpoint {
 export interface DecodedLocalityGroup {
   locality?: { region?: string; zone?: string; sub_zone?: string };
   load_balancing_weight?: { value?: number };
+  priority?: number;
   lb_endpoints?: DecodedLbEndpoint[];
 }
 

@@ -7,7 +7,7 @@
 import type { ClusterLoadAssignment } from '../generated/envoy/config/endpoint/v3/ClusterLoadAssignment.js';
 import type { LocalityLbEndpoints } from '../generated/envoy/config/endpoint/v3/LocalityLbEndpoints.js';
 import { localityKey } from '../../model/endpoint.js';
-import type { GenerateContext } from './generator.js';
+import type { GenerateContext, ServingView } from './generator.js';
 import { parseClusterName } from './names.js';
 import { memoSlot } from './view-memo.js';
 import type { Proxy } from '../proxy/proxy.js';
@@ -17,10 +17,13 @@ import { findSubset, subsetEndpoints } from '../traffic/subsets.js';
 import { clusterPolicy } from '../traffic/traffic-policy.js';
 import {
   localityLbPlan,
+  localityReads,
+  meshPlaceKey,
   placeKey,
   priorityGroups,
   proxyPlace,
   type LocalityLbPlan,
+  type LocalityReads,
   type PriorityGroup,
   type ProxyPlace,
 } from '../traffic/locality-lb.js';
@@ -28,11 +31,29 @@ import { proxyLabels } from '../traffic/route-context.js';
 
 /**
  * A load assignment depends on the DestinationRules the proxy's namespace sees (subsets, locality
- * settings) and on where the proxy is: its locality, network and labels (failoverPriority compares
- * labels). Proxies of one such view share the encoded assignments.
+ * settings) and on where the proxy is — but only as far as the mesh's locality rules look
+ * (localityReads): its locality when some rule prioritizes or distributes by it, the labels some
+ * `failoverPriority` names, nothing of it without such rules, not even the namespace without any
+ * DestinationRule. Proxies of one such view share the encoded assignments, so a mesh without
+ * locality rules has one EDS view, however many localities its clients are in. The key changes
+ * with the config (the server moves streams to their new view then, ResourceCache). Without a
+ * view: everything a rule could read.
  */
-export const loadAssignmentViewKey = (proxy: Proxy): string =>
-  JSON.stringify([proxy.namespace, localityKey(proxy.locality), proxy.network, proxyLabels(proxy)]);
+export function loadAssignmentViewKey(proxy: Proxy, view?: ServingView): string {
+  if (!view)
+    return JSON.stringify([proxy.namespace, localityKey(proxy.locality), proxy.network, proxyLabels(proxy)]);
+  const reads = localityReads(view.config.destinationRules);
+  const known = VIEW_KEYS.get(proxy);
+  if (known?.reads === reads) return known.key;
+  const key = reads.namespace
+    ? JSON.stringify([proxy.namespace, ...meshPlaceKey(reads, placeOf(proxy))])
+    : '';
+  VIEW_KEYS.set(proxy, { reads, key });
+  return key;
+}
+
+/** Each proxy's key for the rules last asked about (one mesh config at a time, in practice). */
+const VIEW_KEYS = new WeakMap<Proxy, { readonly reads: LocalityReads; readonly key: string }>();
 
 /**
  * Assignments by what they really depend on: the rule's plan decides how much of the proxy's place

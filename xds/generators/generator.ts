@@ -32,10 +32,13 @@ export interface ResourceGenerator {
   /** Builds one resource by name; undefined when no such resource exists for this proxy. */
   build(ctx: GenerateContext, name: string): EncodedResource | undefined;
   /**
-   * The part of the proxy the resources depend on. Proxies with the same key share the encoded
-   * resources; '' means they depend on the catalog alone.
+   * The part of the proxy the resources depend on, in `view` (what the serving view's config makes
+   * matter: EDS reads the proxy's locality only when a rule looks at it). Proxies with the same key
+   * share the encoded resources; '' means they depend on the catalog alone. The key may change
+   * only with the view's config (the resource cache re-keys its streams then); without `view`, it
+   * covers every config.
    */
-  viewKey(proxy: Proxy): string;
+  viewKey(proxy: Proxy, view?: ServingView): string;
 }
 
 /** Which generator serves a type URL to a kind of proxy (xds/generators/index.ts has the table). */

@@ -23,6 +23,7 @@ import { DEFAULT_FLOW_CONTROL, PushLimiter, type FlowControlOptions } from './fl
 import type { AdsObserver } from './observer.js';
 import { DEFAULT_DEBOUNCE } from './push-debouncer.js';
 import { PushLoop, type PushCheck } from './push-loop.js';
+import type { ViewCount } from './resource-cache.js';
 import { ResponseCache } from './response-cache.js';
 import { SotwConnection } from './sotw-connection.js';
 import { DEFAULT_STREAM_LIMITS, type StreamLimits } from './stream-limits.js';
@@ -71,6 +72,8 @@ export interface AdsGauges {
   readonly inFlight: () => number;
   /** Encoded resources in the shared cache. */
   readonly cachedResources: () => number;
+  /** Views (distinct view keys) open streams hold in the shared cache, per kind and type. */
+  readonly cachedViews: () => readonly ViewCount[];
 }
 
 export class AdsServer {
@@ -148,6 +151,7 @@ export class AdsServer {
       queued: () => this.limiter.queued,
       inFlight: () => this.limiter.inFlight,
       cachedResources: () => this.loop.cache.size,
+      cachedViews: () => this.loop.cache.viewCounts(),
     };
   }
 

@@ -17,14 +17,15 @@ import { healthReport } from './health-report.js';
 import { DeltaStreamState } from './delta-state.js';
 import type { Proxy } from '../proxy/proxy.js';
 import { DELTA_FIELDS, readPlainDeltaRequest, scanRequest } from './request-reader.js';
-import { wildcardKey, type ChangeSet } from './resource-cache.js';
+import { wildcardKey, type ChangeSet, type ViewHold } from './resource-cache.js';
 import type { EncodedResource } from '../proto/resource.js';
 import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
 import { CLUSTER, ENDPOINT, HEALTH_INFO, LISTENER, ROUTE, shortTypeName } from '../proto/type-urls.js';
 import { decodeDeltaDiscoveryRequest, encodeDeltaDiscoveryResponse } from '../proto/wire.js';
+import { isoNow } from './wall-clock.js';
 
 export class DeltaConnection implements AdsStream {
-  readonly connectedAt = new Date().toISOString();
+  readonly connectedAt = isoNow();
   peerIdentity: string | undefined;
   readonly state = new DeltaStreamState();
   readonly api = 'delta';
@@ -34,8 +35,8 @@ export class DeltaConnection implements AdsStream {
   /** Names to send again even if unchanged (load assignments of clusters just re-sent: warming). */
   private readonly resend = new Map<string, Set<string>>();
   private retained = false;
-  /** Lets go of the cache views this stream holds (ResourceCache.retain), on close. */
-  private readonly releases: (() => void)[] = [];
+  /** This stream's holds on its cache views per type (ResourceCache.retain): keys follow the config. */
+  private readonly holds = new Map<string, ViewHold>();
   readonly pump: StreamPump;
 
   constructor(
@@ -119,12 +120,16 @@ export class DeltaConnection implements AdsStream {
       const t = this.state.type(c.typeUrl);
       const generator = this.generator(c.typeUrl);
       if (!t || !generator) continue;
-      if (t.wildcard && changes.wildcards.has(wildcardKey(proxy.kind, c.typeUrl, generator.viewKey(proxy)))) {
+      if (
+        t.wildcard &&
+        changes.wildcards.has(wildcardKey(proxy.kind, c.typeUrl, this.holds.get(c.typeUrl)?.key ?? ''))
+      ) {
         this.pump.mark(c.typeUrl, { full: true });
         touched = true;
         continue;
       }
-      const all = t.wildcard ? this.deps.cache.wildcardNames(generator, proxy).set : undefined;
+      const key = this.holds.get(c.typeUrl)?.key;
+      const all = t.wildcard ? this.deps.cache.wildcardNames(generator, proxy, key).set : undefined;
       let hit: string[] | undefined;
       for (const n of c.names) if (t.names.has(n) || all?.has(n) || t.known.has(n)) (hit ??= []).push(n);
       if (!hit) continue;
@@ -149,7 +154,7 @@ export class DeltaConnection implements AdsStream {
 
   close(): void {
     this.pump.close();
-    for (const release of this.releases.splice(0)) release();
+    for (const hold of this.holds.values()) hold.release();
   }
 
   typeStatus(): readonly TypeStatus[] {
@@ -175,7 +180,7 @@ export class DeltaConnection implements AdsStream {
     if (!t || !generator || !proxy) return [];
     const out: EncodedResource[] = [];
     for (const name of t.known.keys()) {
-      const r = this.deps.cache.get(generator, proxy, name);
+      const r = this.deps.cache.get(generator, proxy, name, this.holds.get(typeUrl)?.key);
       if (r && r.version === t.known.get(name)) out.push(r);
     }
     return out;
@@ -186,7 +191,7 @@ export class DeltaConnection implements AdsStream {
       const proxy = this.proxyInfo;
       const generator = proxy && this.deps.generators.find(proxy.kind, typeUrl);
       this.generators.set(typeUrl, generator);
-      if (proxy && generator) this.releases.push(this.deps.cache.retain(generator, proxy));
+      if (proxy && generator) this.holds.set(typeUrl, this.deps.cache.retain(generator, proxy));
     }
     return this.generators.get(typeUrl);
   }
@@ -198,7 +203,8 @@ export class DeltaConnection implements AdsStream {
     if (!proxy || !t) return undefined;
     const started = performance.now();
     const cache = this.deps.cache;
-    const wildcard = generator && t.wildcard ? cache.wildcardNames(generator, proxy).set : undefined;
+    const key = this.holds.get(typeUrl)?.key;
+    const wildcard = generator && t.wildcard ? cache.wildcardNames(generator, proxy, key).set : undefined;
     const wanted = (n: string): boolean => t.names.has(n) || (wildcard?.has(n) ?? false);
     const again = this.resend.get(typeUrl);
     this.resend.delete(typeUrl);
@@ -214,7 +220,7 @@ export class DeltaConnection implements AdsStream {
     const resources: EncodedResource[] = [];
     const removed: string[] = [];
     for (const name of candidates) {
-      const r = generator && wanted(name) ? cache.get(generator, proxy, name) : undefined;
+      const r = generator && wanted(name) ? cache.get(generator, proxy, name, key) : undefined;
       // A name it asked for that does not exist is re-evaluated when its host changes.
       if (t.names.has(name)) this.deps.subscriptions.setMissing(this, proxy.kind, typeUrl, name, !r);
       const held = t.known.get(name);

@@ -5,6 +5,7 @@
 import { supportsWildcard } from '../proto/type-urls.js';
 import type { DeltaDiscoveryRequest } from '../proto/wire.js';
 import type { Nack } from './sotw-state.js';
+import { isoNow } from './wall-clock.js';
 
 export interface DeltaTypeState {
   wildcard: boolean;
@@ -38,7 +39,7 @@ export interface DeltaSubscriptionChange {
 export class DeltaStreamState {
   private readonly types = new Map<string, DeltaTypeState>();
 
-  onRequest(req: DeltaDiscoveryRequest, now = new Date().toISOString()): DeltaOutcome {
+  onRequest(req: DeltaDiscoveryRequest, now = isoNow()): DeltaOutcome {
     let state = this.types.get(req.typeUrl);
     const first = state === undefined;
     if (!state) {
@@ -67,7 +68,7 @@ export class DeltaStreamState {
     return { action: 'ack', nonce: req.responseNonce, changed };
   }
 
-  recordSent(typeUrl: string, nonce: string, at = new Date().toISOString()): void {
+  recordSent(typeUrl: string, nonce: string, at = isoNow()): void {
     const state = this.types.get(typeUrl);
     if (!state) return;
     state.lastNonce = nonce;

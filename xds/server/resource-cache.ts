@@ -12,7 +12,9 @@
 // its own hostname (or of the config): streams keep such names themselves (the subscription index's
 // missing names) and re-evaluate them when `ChangeSet.hosts` names their hostname. Entries are kept
 // while a stream of their view is open (streams retain their views), and dropped, by a timer, once
-// their view has had no stream for IDLE_EVICT_MS.
+// their view has had no stream for IDLE_EVICT_MS. A view key may depend on the mesh config (EDS
+// reads the proxy's locality only when a rule looks at it): when the config changes, every held
+// view is re-keyed, so streams move to their new view (and the change re-evaluates them anyway).
 import type { ChangeEvent } from '../../model/change.js';
 import type { GenerateContext, ResourceGenerator } from '../generators/generator.js';
 import { parseClusterName, parseHostPort } from '../generators/names.js';
@@ -57,7 +59,7 @@ interface Entry {
   /** A proxy with this entry's view: rebuilding for it rebuilds for all of them. */
   readonly proxy: Proxy;
   readonly host: string | undefined;
-  /** viewRef(generator, viewKey): whether a stream still holds the view. */
+  /** this.viewRef(generator, viewKey): whether a stream still holds the view. */
   readonly view: string;
 }
 
@@ -67,6 +69,21 @@ interface WildcardEntry {
   readonly generator: ResourceGenerator;
   readonly proxy: Proxy;
   readonly view: string;
+}
+
+/** A stream's hold on its view of one generator (ResourceCache.retain). */
+export interface ViewHold {
+  /** generator.viewKey of the stream's proxy in the current serving view. */
+  readonly key: string;
+  /** Lets go of the view (once; more calls do nothing). */
+  release(): void;
+}
+
+/** How many views (distinct view keys) open streams hold, per kind and type. */
+export interface ViewCount {
+  readonly kind: ProxyKind;
+  readonly typeUrl: string;
+  readonly views: number;
 }
 
 /** The entries of a view no stream has held for this long are dropped (a stream that comes back rebuilds them). */
@@ -95,6 +112,12 @@ export class ResourceCache {
   private allEpoch = 0;
   /** Per view: streams holding it, and when the last one let go. */
   private readonly views = new Map<string, { holders: number; releasedAt: number }>();
+  private readonly generatorIds = new Map<ResourceGenerator, string>();
+  private readonly generatorsById = new Map<string, ResourceGenerator>();
+  /** Every hold of an open stream, to re-key when the config changes. */
+  private readonly holds = new Set<Hold>();
+  /** The config the holds are keyed for. */
+  private keyedFor: object | undefined;
   private readonly sweeper: NodeJS.Timeout;
   hits = 0;
   misses = 0;
@@ -116,23 +139,82 @@ export class ResourceCache {
   }
 
   /**
-   * A stream serves `proxy` the resources of `generator`: their entries stay while it does. Returns
-   * the release, called once when the stream closes.
+   * A stream serves `proxy` the resources of `generator`: their entries stay while it does. The
+   * hold's key follows the config; release it once when the stream closes.
    */
-  retain(generator: ResourceGenerator, proxy: Proxy): () => void {
-    const view = viewRef(generator, generator.viewKey(proxy));
+  retain(generator: ResourceGenerator, proxy: Proxy): ViewHold {
+    const ctx = this.context(proxy);
+    this.rekey(ctx.config);
+    const hold = new Hold(this, generator, proxy, generator.viewKey(proxy, ctx));
+    this.holds.add(hold);
+    this.hold(this.viewRef(generator, hold.key));
+    return hold;
+  }
+
+  /** The current view key of `proxy` for `generator` (what retain's hold carries). */
+  viewKey(generator: ResourceGenerator, proxy: Proxy): string {
+    return generator.viewKey(proxy, this.context(proxy));
+  }
+
+  /** Views held by open streams, per kind and type (the views a change may rebuild for). */
+  viewCounts(): ViewCount[] {
+    const counts = new Map<string, { kind: ProxyKind; typeUrl: string; views: number }>();
+    for (const [view, v] of this.views) {
+      if (v.holders <= 0) continue;
+      const generator = this.generatorsById.get(view.slice(0, view.indexOf('\0')));
+      if (!generator) continue;
+      const tk = typeKey(generator.proxyKind, generator.typeUrl);
+      const c = counts.get(tk);
+      if (c) c.views += 1;
+      else counts.set(tk, { kind: generator.proxyKind, typeUrl: generator.typeUrl, views: 1 });
+    }
+    return [...counts.values()];
+  }
+
+  /** Hold.release. */
+  unhold(hold: Hold): void {
+    if (!this.holds.delete(hold)) return;
+    this.release(this.viewRef(hold.generator, hold.key));
+  }
+
+  /**
+   * A view's reference, the prefix of its entries' keys: a short id per generator, not its kind
+   * and type URL, since thousands of keys are held.
+   */
+  private viewRef(generator: ResourceGenerator, viewKey: string): string {
+    let id = this.generatorIds.get(generator);
+    if (id === undefined) {
+      id = String(this.generatorIds.size);
+      this.generatorIds.set(generator, id);
+      this.generatorsById.set(id, generator);
+    }
+    return `${id}\0${viewKey}`;
+  }
+
+  private hold(view: string): void {
     let v = this.views.get(view);
     if (!v) this.views.set(view, (v = { holders: 0, releasedAt: 0 }));
     v.holders += 1;
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const held = this.views.get(view);
-      if (!held) return;
-      held.holders -= 1;
-      held.releasedAt = this.now();
-    };
+  }
+
+  private release(view: string): void {
+    const held = this.views.get(view);
+    if (!held) return;
+    held.holders -= 1;
+    held.releasedAt = this.now();
+  }
+
+  /** Re-keys every hold when the config is no longer the one they were keyed for. */
+  private rekey(config: object): void {
+    if (this.keyedFor === config) return;
+    this.keyedFor = config;
+    for (const hold of this.holds) {
+      const key = hold.generator.viewKey(hold.proxy, this.context(hold.proxy));
+      if (key === hold.key) continue;
+      this.release(this.viewRef(hold.generator, hold.key));
+      hold.key = key;
+      this.hold(this.viewRef(hold.generator, key));
+    }
   }
 
   epoch(kind: ProxyKind, typeUrl: string): number {
@@ -144,9 +226,17 @@ export class ResourceCache {
     return this.allEpoch * 1e9 + (this.epochs.get(typeKey) ?? 0);
   }
 
-  get(generator: ResourceGenerator, proxy: Proxy, name: string): EncodedResource | undefined {
-    const viewKey = generator.viewKey(proxy);
-    const key = `${generator.proxyKind}\0${generator.typeUrl}\0${viewKey}\0${name}`;
+  /**
+   * The resource `name` for `proxy`, built on first use. `viewKey`: the key of a hold of this
+   * generator and proxy (kept current by the cache), which spares computing it per call.
+   */
+  get(
+    generator: ResourceGenerator,
+    proxy: Proxy,
+    name: string,
+    viewKey = this.viewKey(generator, proxy),
+  ): EncodedResource | undefined {
+    const key = `${this.viewRef(generator, viewKey)}\0${name}`;
     const cached = this.entries.get(key);
     if (cached) {
       this.hits += 1;
@@ -156,7 +246,7 @@ export class ResourceCache {
     const resource = generator.build(this.context(proxy), name);
     if (!resource) return undefined; // nothing shared for a name that does not exist
     const host = hostOf(generator.proxyKind, generator.typeUrl, name);
-    const view = viewRef(generator, viewKey);
+    const view = this.viewRef(generator, viewKey);
     this.touchView(view);
     this.entries.set(key, { resource, generator, proxy, host, view });
     if (host === undefined) this.global.add(key);
@@ -172,13 +262,13 @@ export class ResourceCache {
   wildcardNames(
     generator: ResourceGenerator,
     proxy: Proxy,
+    viewKey = this.viewKey(generator, proxy),
   ): { names: readonly string[]; set: ReadonlySet<string> } {
-    const viewKey = generator.viewKey(proxy);
     const key = wildcardKey(generator.proxyKind, generator.typeUrl, viewKey);
     let entry = this.wildcard.get(key);
     if (!entry) {
       const names = generator.wildcardNames(this.context(proxy));
-      const view = viewRef(generator, viewKey);
+      const view = this.viewRef(generator, viewKey);
       this.touchView(view);
       entry = { names, set: new Set(names), generator, proxy, view };
       this.wildcard.set(key, entry);
@@ -188,6 +278,8 @@ export class ResourceCache {
 
   /** Applies a change to the cache (the catalog behind `context` is already the new one). */
   apply(event: ChangeEvent): ChangeSet {
+    const [first] = this.holds;
+    if (first) this.rekey(this.context(first.proxy).config);
     if (event.hostnames.size === 0) {
       this.entries.clear();
       this.byHost.clear();
@@ -277,8 +369,17 @@ export class ResourceCache {
   }
 }
 
-function viewRef(generator: ResourceGenerator, viewKey: string): string {
-  return `${generator.proxyKind}\0${generator.typeUrl}\0${viewKey}`;
+class Hold implements ViewHold {
+  constructor(
+    private readonly cache: ResourceCache,
+    readonly generator: ResourceGenerator,
+    readonly proxy: Proxy,
+    public key: string,
+  ) {}
+
+  release(): void {
+    this.cache.unhold(this);
+  }
 }
 
 /**

@@ -40,6 +40,7 @@ export class ResponseCache {
   /** Least recently used first (a hit moves an entry to the end). */
   private readonly entries = new Map<string, Cached>();
   private readonly types = new Map<string, { epoch: number; keys: Set<string> }>();
+  private readonly typeIds = new Map<string, string>();
   private bodyBytes = 0;
   private readonly sweeper: NodeJS.Timeout;
   hits = 0;
@@ -74,7 +75,10 @@ export class ResponseCache {
       if (type) for (const k of type.keys) this.remove(k);
       this.types.set(typeKey, (type = { epoch, keys: new Set() }));
     }
-    const full = `${typeKey}\0${key}`;
+    // A short id for the type in the key: thousands of keys are held, the type URL is long.
+    let id = this.typeIds.get(typeKey);
+    if (id === undefined) this.typeIds.set(typeKey, (id = String(this.typeIds.size)));
+    const full = `${id}\0${key}`;
     const cached = this.entries.get(full);
     if (cached) {
       this.hits += 1;

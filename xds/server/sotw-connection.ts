@@ -16,7 +16,7 @@ import {
 } from './ads-stream.js';
 import { healthReport } from './health-report.js';
 import { readPlainRequest, scanRequest, SOTW_FIELDS } from './request-reader.js';
-import { typeKey, wildcardKey, type ChangeSet } from './resource-cache.js';
+import { typeKey, wildcardKey, type ChangeSet, type ViewHold } from './resource-cache.js';
 import type { EncodedResource } from '../proto/resource.js';
 import { ownResponse, type SharedResponse } from './response-cache.js';
 import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
@@ -24,6 +24,7 @@ import { StreamState } from './sotw-state.js';
 import { CLUSTER, ENDPOINT, HEALTH_INFO, LISTENER, ROUTE, shortTypeName } from '../proto/type-urls.js';
 import { decodeDiscoveryRequest, nonceField } from '../proto/wire.js';
 import { subscriptionKey } from './subscription-key.js';
+import { isoNow } from './wall-clock.js';
 
 /** Types whose SotW responses need not repeat unchanged resources (xDS: all but LDS and CDS). */
 function partialAllowed(typeUrl: string): boolean {
@@ -32,7 +33,8 @@ function partialAllowed(typeUrl: string): boolean {
 
 interface TypeView {
   readonly generator: ResourceGenerator | undefined;
-  readonly viewKey: string;
+  /** This stream's hold on its view of the generator; its key follows config changes. */
+  readonly hold: ViewHold | undefined;
   /** The subscription as a response-cache key, recomputed when the subscription changes. */
   subKey: string;
   /** typeKey(kind, type), computed once. */
@@ -40,7 +42,7 @@ interface TypeView {
 }
 
 export class SotwConnection implements AdsStream {
-  readonly connectedAt = new Date().toISOString();
+  readonly connectedAt = isoNow();
   peerIdentity: string | undefined;
   readonly state = new StreamState();
   readonly api = 'sotw';
@@ -50,12 +52,10 @@ export class SotwConnection implements AdsStream {
   /** What each type's last full response held, plus names sent by later partial responses. */
   private readonly lastSent = new Map<
     string,
-    { full: readonly EncodedResource[]; since: Map<string, EncodedResource> }
+    { full: readonly EncodedResource[]; since: Map<string, EncodedResource> | undefined }
   >();
   /** A CDS or EDS response kept removed resources (make-before-break): clean up once LDS/RDS went out. */
   private retained = false;
-  /** Lets go of the cache views this stream holds (ResourceCache.retain), on close. */
-  private readonly releases: (() => void)[] = [];
   readonly pump: StreamPump;
 
   constructor(
@@ -113,7 +113,9 @@ export class SotwConnection implements AdsStream {
     if (!outcome.respond) return;
     this.typeView(req.typeUrl).subKey = this.subscriptionKey(req.typeUrl);
     const sub = this.state.subscription(req.typeUrl);
-    if (sub) this.deps.subscriptions.update(this, this.proxyInfo.kind, req.typeUrl, sub.names, sub.wildcard);
+    // The state replaces a type's name set when the subscription changes, never edits it: shared.
+    if (sub)
+      this.deps.subscriptions.update(this, this.proxyInfo.kind, req.typeUrl, sub.names, sub.wildcard, true);
     this.pump.mark(req.typeUrl, { force: true, full: true });
     this.pump.kick();
   }
@@ -137,12 +139,14 @@ export class SotwConnection implements AdsStream {
       if (!sub) continue;
       const view = this.typeView(c.typeUrl);
       if (!view.generator) continue;
-      if (sub.wildcard && changes.wildcards.has(wildcardKey(proxy.kind, c.typeUrl, view.viewKey))) {
+      if (sub.wildcard && changes.wildcards.has(wildcardKey(proxy.kind, c.typeUrl, view.hold?.key ?? ''))) {
         this.pump.mark(c.typeUrl, { full: true });
         touched = true;
         continue;
       }
-      const all = sub.wildcard ? this.deps.cache.wildcardNames(view.generator, proxy).set : undefined;
+      const all = sub.wildcard
+        ? this.deps.cache.wildcardNames(view.generator, proxy, view.hold?.key).set
+        : undefined;
       let hit: string[] | undefined;
       for (const n of c.names) if (sub.names.has(n) || all?.has(n)) (hit ??= []).push(n);
       if (!hit) continue;
@@ -169,7 +173,7 @@ export class SotwConnection implements AdsStream {
 
   close(): void {
     this.pump.close();
-    for (const release of this.releases.splice(0)) release();
+    for (const view of this.views.values()) view.hold?.release();
   }
 
   typeStatus(): readonly TypeStatus[] {
@@ -191,7 +195,7 @@ export class SotwConnection implements AdsStream {
   heldResources(typeUrl: string): readonly EncodedResource[] {
     const sent = this.lastSent.get(typeUrl);
     if (!sent) return [];
-    if (sent.since.size === 0) return sent.full;
+    if (!sent.since) return sent.full;
     const merged = new Map(sent.full.map((r) => [r.name, r]));
     for (const [n, r] of sent.since) merged.set(n, r);
     return [...merged.values()];
@@ -204,12 +208,11 @@ export class SotwConnection implements AdsStream {
       const generator = proxy && this.deps.generators.find(proxy.kind, typeUrl);
       v = {
         generator,
-        viewKey: proxy && generator ? generator.viewKey(proxy) : '',
+        hold: proxy && generator ? this.deps.cache.retain(generator, proxy) : undefined,
         subKey: '',
         typeKey: typeKey(proxy?.kind ?? 'grpc', typeUrl),
       };
       this.views.set(typeUrl, v);
-      if (proxy && generator) this.releases.push(this.deps.cache.retain(generator, proxy));
     }
     return v;
   }
@@ -240,9 +243,9 @@ export class SotwConnection implements AdsStream {
       response = this.deps.responses.get(
         tk,
         epoch,
-        `${view.viewKey}\0p\0${names.length === 1 ? names[0] : subscriptionKey(false, names)}`,
+        `${view.hold?.key ?? ''}\0p\0${names.length === 1 ? names[0] : subscriptionKey(false, names)}`,
         typeUrl,
-        () => present(names.map((n) => cache.get(generator, proxy, n))),
+        () => present(names.map((n) => cache.get(generator, proxy, n, view.hold?.key))),
       );
       this.noteMissing(typeUrl, names, response.names);
       if (response.resources.length === 0) return undefined;
@@ -250,10 +253,17 @@ export class SotwConnection implements AdsStream {
       const collect = (): EncodedResource[] => {
         if (!generator) return [];
         const names = new Set(sub.names);
-        if (sub.wildcard) for (const n of cache.wildcardNames(generator, proxy).names) names.add(n);
-        return present([...names].map((n) => cache.get(generator, proxy, n)));
+        const key = view.hold?.key;
+        if (sub.wildcard) for (const n of cache.wildcardNames(generator, proxy, key).names) names.add(n);
+        return present([...names].map((n) => cache.get(generator, proxy, n, key)));
       };
-      response = this.deps.responses.get(tk, epoch, `${view.viewKey}\0${view.subKey}`, typeUrl, collect);
+      response = this.deps.responses.get(
+        tk,
+        epoch,
+        `${view.hold?.key ?? ''}\0${view.subKey}`,
+        typeUrl,
+        collect,
+      );
       this.noteMissing(typeUrl, sub.names, response.names, true);
       response = this.makeBeforeBreak(typeUrl, response);
     }
@@ -271,7 +281,7 @@ export class SotwConnection implements AdsStream {
       version: response.version,
       nonce,
       names: response.names,
-      at: new Date().toISOString(),
+      at: isoNow(),
     });
     this.remember(typeUrl, response.resources, partial);
     // Envoy re-warms every updated cluster and waits for its load assignment: follow CDS with the
@@ -335,12 +345,14 @@ export class SotwConnection implements AdsStream {
 
   private remember(typeUrl: string, resources: readonly EncodedResource[], partial: boolean): void {
     if (!partial) {
-      this.lastSent.set(typeUrl, { full: resources, since: new Map() });
+      // Most streams never get a partial response: the map of them is made on the first.
+      this.lastSent.set(typeUrl, { full: resources, since: undefined });
       return;
     }
     let sent = this.lastSent.get(typeUrl);
-    if (!sent) this.lastSent.set(typeUrl, (sent = { full: [], since: new Map() }));
-    for (const r of resources) sent.since.set(r.name, r);
+    if (!sent) this.lastSent.set(typeUrl, (sent = { full: [], since: undefined }));
+    const since = (sent.since ??= new Map());
+    for (const r of resources) since.set(r.name, r);
   }
 
   private idle(): void {

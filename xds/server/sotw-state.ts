@@ -2,6 +2,7 @@
 // subscriptions (wildcard and named), the last response sent (version, nonce), ACKs and NACKs.
 // Pure: it decides, the connection sends. One test per rule in test/unit/xds/stream-state.test.ts.
 import { supportsWildcard } from '../proto/type-urls.js';
+import { isoNow } from './wall-clock.js';
 
 export interface RequestView {
   readonly typeUrl: string;
@@ -47,7 +48,7 @@ export type RequestOutcome =
 export class StreamState {
   private readonly types = new Map<string, TypeState>();
 
-  onRequest(req: RequestView, now = new Date().toISOString()): RequestOutcome {
+  onRequest(req: RequestView, now = isoNow()): RequestOutcome {
     const existing = this.types.get(req.typeUrl);
     // A nonce we did not send last for this type answers an older response: ignore it whole.
     // A nonce on a type we never answered is a client reconnecting with state from an earlier stream.
@@ -128,12 +129,15 @@ export class StreamState {
 
 /** Whether `names` (without "*") are exactly the members of `set`. */
 function sameAsSet(names: readonly string[], set: ReadonlySet<string>): boolean {
+  // The common ACK names one resource: no duplicate to look for, nothing to allocate.
+  if (names.length === 1)
+    return names[0] === '*' ? set.size === 0 : set.size === 1 && set.has(names[0] ?? '');
   let count = 0;
   const seen = new Set<string>();
   for (const n of names) {
     if (n === '*' || seen.has(n)) continue;
     if (!set.has(n)) return false;
-    if (names.length > 1) seen.add(n);
+    seen.add(n);
     count += 1;
   }
   return count === set.size;

@@ -21,13 +21,23 @@ export class SubscriptionIndex<C> {
   /** host → streams missing a name of it (with how many such names). */
   private readonly missingByHost = new Map<string, Map<C, number>>();
 
-  /** Records `conn`'s current subscription to (kind, type); `names` is copied. */
-  update(conn: C, kind: ProxyKind, typeUrl: string, names: Iterable<string>, wildcard: boolean): void {
+  /**
+   * Records `conn`'s current subscription to (kind, type). `names` is copied, unless it is a set
+   * its owner replaces rather than changes (`frozen`: the SotW state), which is then kept as is.
+   */
+  update(
+    conn: C,
+    kind: ProxyKind,
+    typeUrl: string,
+    names: Iterable<string>,
+    wildcard: boolean,
+    frozen = false,
+  ): void {
     const tk = typeKey(kind, typeUrl);
     let types = this.streams.get(conn);
     if (!types) this.streams.set(conn, (types = new Map<string, Indexed>()));
     const before = types.get(tk);
-    const next: Indexed = { names: new Set(names), wildcard };
+    const next: Indexed = { names: frozen && names instanceof Set ? names : new Set(names), wildcard };
     types.set(tk, next);
     let byName = this.byName.get(tk);
     if (!byName) this.byName.set(tk, (byName = new Map<string, Set<C>>()));

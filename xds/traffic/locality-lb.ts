@@ -20,7 +20,12 @@
 // detection (cluster-limitations.ts lists that).
 import type { Locality, PortEndpoint } from '../../model/endpoint.js';
 import { localityKey } from '../../model/endpoint.js';
-import type { LocalityLbSetting } from '../../mesh/types.js';
+import type {
+  DestinationRuleResource,
+  LoadBalancerSettings,
+  LocalityLbSetting,
+  TrafficPolicy,
+} from '../../mesh/types.js';
 import { topologyLabels } from '../../mesh/topology.js';
 import type { Proxy } from '../proxy/proxy.js';
 import { proxyLabels } from './route-context.js';
@@ -97,6 +102,76 @@ export function placeKey(plan: LocalityLbPlan, place: ProxyPlace): string {
       return JSON.stringify(['f', byLocality ? localityKey(place.locality) : '', labels]);
     }
   }
+}
+
+/**
+ * What of a proxy the locality rules of a whole mesh can read, so that EDS views are keyed by that
+ * alone (as Istio's endpoint builder keys by locality, network and only the failoverPriority labels):
+ * - `namespace`: whether any DestinationRule exists (they are looked up and exported by namespace);
+ * - `locality`: some rule may prioritize by closeness (failover, or outlier detection alone) or
+ *   `distribute` by the proxy's locality;
+ * - `labels`: the proxy label keys some `failoverPriority` compares (topology keys included: the
+ *   network and locality labels); `anyLabels`, whether such a rule exists at all (it ranks by labels
+ *   only for a proxy that has some).
+ * An over-approximation across rules, levels (port, subset) and namespaces: never finer than needed
+ * by any one cluster, which is what makes it safe to share one view.
+ */
+export interface LocalityReads {
+  readonly namespace: boolean;
+  readonly locality: boolean;
+  readonly anyLabels: boolean;
+  readonly labels: readonly string[];
+}
+
+const READS = new WeakMap<readonly DestinationRuleResource[], LocalityReads>();
+
+/** localityReads, once per rule list (a mesh config's rules are immutable). */
+export function localityReads(rules: readonly DestinationRuleResource[]): LocalityReads {
+  let reads = READS.get(rules);
+  if (!reads) READS.set(rules, (reads = readsOf(rules)));
+  return reads;
+}
+
+function readsOf(rules: readonly DestinationRuleResource[]): LocalityReads {
+  let locality = false;
+  let anyLabels = false;
+  const labels = new Set<string>();
+  for (const rule of rules) {
+    const policies: TrafficPolicy[] = [];
+    if (rule.spec.trafficPolicy) policies.push(rule.spec.trafficPolicy);
+    for (const s of rule.spec.subsets ?? []) if (s.trafficPolicy) policies.push(s.trafficPolicy);
+    const levels = policies.flatMap((p) => [p, ...(p.portLevelSettings ?? [])]);
+    const outlier = levels.some((l) => l.outlierDetection !== undefined);
+    // A cluster's merged loadBalancer is one of these, whole (traffic-policy.ts), or none at all
+    // when the rule's top level sets none.
+    const balancers: (LoadBalancerSettings | undefined)[] = levels.map((l) => l.loadBalancer);
+    if (!rule.spec.trafficPolicy?.loadBalancer) balancers.push(undefined);
+    for (const lb of balancers) {
+      const setting = lb?.localityLbSetting;
+      if (setting?.enabled === false) continue;
+      if (setting?.distribute?.length) {
+        locality = true;
+        continue;
+      }
+      if (!outlier) continue;
+      const priority = setting?.failoverPriority ?? [];
+      if (priority.length === 0 || (setting?.failover?.length ?? 0) > 0) locality = true;
+      if (priority.length > 0) anyLabels = true;
+      for (const entry of priority) if (!entry.includes('=')) labels.add(entry);
+    }
+  }
+  return { namespace: rules.length > 0, locality, anyLabels, labels: [...labels].sort() };
+}
+
+/** The part of `place` that `reads` says some rule may look at (placeKey for the whole mesh). */
+export function meshPlaceKey(reads: LocalityReads, place: ProxyPlace): unknown[] {
+  const out: unknown[] = [];
+  if (reads.locality) out.push(localityKey(place.locality));
+  if (reads.anyLabels) {
+    out.push(Object.keys(place.labels).length > 0);
+    for (const key of reads.labels) out.push(place.labels[key] ?? null);
+  }
+  return out;
 }
 
 /** One locality's endpoints at one priority, with the locality's weight. */

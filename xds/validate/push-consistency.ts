@@ -20,7 +20,7 @@ export function checkPushConsistency(
   let failed = 0;
   for (const ctx of contexts) {
     if (ctx.proxy.kind !== 'envoy') continue;
-    const key = ENVOY_TYPES.map((t) => generators.find('envoy', t)?.viewKey(ctx.proxy) ?? '').join('\0');
+    const key = ENVOY_TYPES.map((t) => generators.find('envoy', t)?.viewKey(ctx.proxy, ctx) ?? '').join('\0');
     if (seen.has(key)) continue;
     seen.add(key);
     const violations = checkConsistency(envoyResourceSet(generators, ctx));

@@ -18,7 +18,7 @@ export function validatingGenerator(inner: ResourceGenerator, logger?: Logger): 
   return {
     typeUrl: inner.typeUrl,
     proxyKind: inner.proxyKind,
-    viewKey: (proxy) => inner.viewKey(proxy),
+    viewKey: (proxy, view) => inner.viewKey(proxy, view),
     wildcardNames: (ctx) => inner.wildcardNames(ctx),
     build(ctx, name) {
       const built = inner.build(ctx, name);

@@ -73,7 +73,7 @@ test('an entry whose resource goes away is reported and dropped', (t) => {
 test('entries stay while a stream holds their view, however idle; a released view goes after the idle time', (t) => {
   const w = world();
   t.after(() => w.cache.stop());
-  const release = w.cache.retain(grpcClusterGenerator, proxy);
+  const hold = w.cache.retain(grpcClusterGenerator, proxy);
   const first = w.cache.get(grpcClusterGenerator, proxy, CLUSTER_A);
   w.cache.get(grpcClusterGenerator, other, CLUSTER_A); // a view nobody holds
   assert.equal(w.cache.size, 2);
@@ -84,7 +84,7 @@ test('entries stay while a stream holds their view, however idle; a released vie
   w.services.set(A, service(A, [servicePort('grpc', 7070)], { labels: { edited: 'yes' } }));
   w.rebuild();
   assert.equal(w.cache.get(grpcClusterGenerator, proxy, CLUSTER_A), first);
-  release();
+  hold.release();
   w.advance(IDLE_EVICT_MS - 1);
   w.cache.sweep();
   assert.equal(w.cache.size, 1, 'kept for a stream that comes back soon');
