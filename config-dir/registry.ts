@@ -5,6 +5,7 @@ import { join, relative, resolve, sep } from 'node:path';
 import type { ConfigHistory } from '../model/config-history.js';
 import { MAX_TRIGGER_NAMES, type ChangeTrigger } from '../model/change.js';
 import { Listeners } from '../model/listeners.js';
+import { LayeredMap } from '../model/layered-map.js';
 import { silentLogger, type Logger } from '../log/logger.js';
 import { StateBackedRegistry } from '../adapters/registry-state.js';
 import { resourcesOf, type ConfigDebugState, type FileDebugState } from './debug-state.js';
@@ -374,19 +375,13 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       if (f?.candidate) this.accept(path, f, f.candidate);
     }
     const current = this.state.snapshot();
-    const services = new Map(current.services);
-    const endpoints = new Map(current.endpoints);
     const { snapshot } = buildSnapshot(edit.serviceEntries, []);
-    for (const host of edit.hosts) {
-      const service = snapshot.services.get(host);
-      if (service) {
-        services.set(host, service);
-        endpoints.set(host, snapshot.endpoints.get(host) ?? []);
-      } else {
-        services.delete(host);
-        endpoints.delete(host);
-      }
-    }
+    const hosts = [...edit.hosts];
+    // Layered maps: the new snapshot shares the old one's entries (model/layered-map.ts).
+    const services = LayeredMap.of(current.services).with(hosts.map((h) => [h, snapshot.services.get(h)]));
+    const endpoints = LayeredMap.of(current.endpoints).with(
+      hosts.map((h) => [h, snapshot.services.has(h) ? (snapshot.endpoints.get(h) ?? []) : undefined]),
+    );
     this.mergedStale = true;
     this.state.replace({ services, endpoints }, this.failure(), files, edit.hosts);
     return true;
