@@ -78,6 +78,7 @@ function view(registry: ConfigDirRegistry): unknown {
   const debug = registry.debugState();
   return {
     served: served(registry.snapshot()),
+    counts: [registry.status().services, registry.status().endpoints],
     resources: JSON.stringify(debug.resources),
     conflicts: debug.conflicts,
     warnings: debug.warnings,
