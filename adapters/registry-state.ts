@@ -6,6 +6,8 @@ import type { Registry, RegistryStatus, SyncEvent } from '../model/registry.js';
 
 export class RegistryState {
   private current: RegistrySnapshot = EMPTY_SNAPSHOT;
+  /** Endpoints in `current`, kept per replace (status() is read on every snapshot save). */
+  private endpointCount = 0;
   private synced = false;
   private error: { message: string; at: string } | undefined;
   private lastSyncAt: string | undefined;
@@ -39,6 +41,7 @@ export class RegistryState {
     const change = diff && files?.length ? { ...diff, trigger: { registries: [], files } } : diff;
     const recovered = failure === undefined && (this.error !== undefined || this.restoredFrom !== undefined);
     const notable = !this.synced || change !== undefined || recovered;
+    this.endpointCount = changed ? this.countAfter(next, changed) : countEndpoints(next);
     this.current = next;
     this.synced = true;
     this.lastSyncAt = new Date().toISOString();
@@ -63,6 +66,7 @@ export class RegistryState {
    */
   restore(snapshot: RegistrySnapshot, syncedAt: string): void {
     const change = diffSnapshots(this.current, snapshot);
+    this.endpointCount = countEndpoints(snapshot);
     this.current = snapshot;
     this.synced = true;
     this.restoredFrom = syncedAt;
@@ -71,8 +75,7 @@ export class RegistryState {
   }
 
   status(): RegistryStatus {
-    let endpoints = 0;
-    for (const list of this.current.endpoints.values()) endpoints += list.length;
+    const endpoints = this.endpointCount;
     return {
       synced: this.synced,
       stale: (this.error !== undefined && this.synced) || this.restoredFrom !== undefined,
@@ -91,6 +94,21 @@ export class RegistryState {
   onSyncEvent(listener: (event: SyncEvent) => void): () => void {
     return this.syncListeners.add(listener);
   }
+
+  /** The endpoint count of `next`, which differs from the current snapshot only in `changed`. */
+  private countAfter(next: RegistrySnapshot, changed: Iterable<string>): number {
+    let count = this.endpointCount;
+    for (const host of new Set(changed)) {
+      count += (next.endpoints.get(host)?.length ?? 0) - (this.current.endpoints.get(host)?.length ?? 0);
+    }
+    return count;
+  }
+}
+
+function countEndpoints(snapshot: RegistrySnapshot): number {
+  let count = 0;
+  for (const list of snapshot.endpoints.values()) count += list.length;
+  return count;
 }
 
 /**

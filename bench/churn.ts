@@ -7,7 +7,7 @@
 // PORTOLAN_BENCH_PROFILE=<dir> writes a V8 CPU profile of each child (`node --cpu-prof`).
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ENDPOINT } from '../xds/proto/type-urls.js';
 import { startPortolanProcess } from '../test/support/portolan-process.js';
@@ -40,7 +40,17 @@ ${endpoints}
 `;
 }
 
-type Source = 'config-dir' | 'mock';
+// `config-dir-sharded`: the same files in subdirectories of FILES_PER_DIR. chokidar re-reads (and
+// lstat()s every entry of) the directory of a changed file on every event in it, so a file's cost
+// grows with its directory's size, not the tree's: the layout docs/benchmarks.md recommends.
+type Source = 'config-dir' | 'config-dir-sharded' | 'mock';
+const FILES_PER_DIR = 100;
+
+function servicePath(configDir: string, source: Source, i: number): string {
+  return source === 'config-dir-sharded'
+    ? join(configDir, `shard-${Math.floor(i / FILES_PER_DIR)}`, `svc-${i}.yaml`)
+    : join(configDir, `svc-${i}.yaml`);
+}
 
 const endpointsOf = (generation: number): { address: string; ports: { grpc: number } }[] =>
   Array.from({ length: ENDPOINTS }, (_, e) => ({
@@ -88,11 +98,15 @@ async function churnAt(source: Source, services: number): Promise<ChurnResult> {
   const dir = mkdtempSync(join(tmpdir(), 'portolan-churn-'));
   const configDir = join(dir, 'config');
   mkdirSync(configDir);
-  if (source === 'config-dir')
-    for (let i = 0; i < services; i++) writeFileSync(join(configDir, `svc-${i}.yaml`), serviceFile(i, 0));
+  if (source !== 'mock')
+    for (let i = 0; i < services; i++) {
+      const path = servicePath(configDir, source, i);
+      if (i % FILES_PER_DIR === 0) mkdirSync(dirname(path), { recursive: true });
+      writeFileSync(path, serviceFile(i, 0));
+    }
   const profileDir = process.env.PORTOLAN_BENCH_PROFILE;
   const portolan = await startPortolanProcess(
-    source === 'config-dir'
+    source !== 'mock'
       ? ['--config-dir', configDir, '--data-dir', join(dir, 'data')]
       : ['--registries', 'mock', '--data-dir', join(dir, 'data')],
     { timeoutMs: 300_000, nodeArgs: profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [] },
@@ -122,7 +136,7 @@ async function churnAt(source: Source, services: number): Promise<ChurnResult> {
     const started = performance.now();
     for (let g = 1; g <= CHANGES; g++) {
       const at = performance.now();
-      if (source === 'config-dir') writeFileSync(join(configDir, 'svc-0.yaml'), serviceFile(0, g));
+      if (source !== 'mock') writeFileSync(servicePath(configDir, source, 0), serviceFile(0, g));
       else await put(portolan.httpBase, `/mock/services/${host(0)}/endpoints`, endpointsOf(g));
       const marker = `"10.${(g >> 8) & 255}.${g & 255}.1"`;
       for (;;) {
@@ -152,7 +166,7 @@ async function churnAt(source: Source, services: number): Promise<ChurnResult> {
 
 export async function churnBench(
   sizes: readonly number[] = SIZES,
-  sources: readonly Source[] = ['config-dir', 'mock'],
+  sources: readonly Source[] = ['config-dir', 'config-dir-sharded', 'mock'],
 ): Promise<ChurnResult[]> {
   const results: ChurnResult[] = [];
   for (const source of sources) {

@@ -5,11 +5,14 @@ import { join, relative, resolve, sep } from 'node:path';
 import type { ConfigHistory } from '../model/config-history.js';
 import { MAX_TRIGGER_NAMES, type ChangeTrigger } from '../model/change.js';
 import { Listeners } from '../model/listeners.js';
+import { LayeredMap } from '../model/layered-map.js';
 import { silentLogger, type Logger } from '../log/logger.js';
 import { StateBackedRegistry } from '../adapters/registry-state.js';
 import { resourcesOf, type ConfigDebugState, type FileDebugState } from './debug-state.js';
 import { formatIssue, loadConfigFile, NO_POSITIONS, type FileLoad } from './load-file.js';
 import { resolveClaims, type FileVersions } from './claims.js';
+import { FileIndex } from './file-index.js';
+import { planIncremental, type FileStep } from './incremental.js';
 import { ConfigFileReader, DEFAULT_READ_LIMITS, type ReadFs } from './read-file.js';
 import { comparePaths, mergeFiles, type ConfigConflict, type MergedConfig } from './merge.js';
 import { buildSnapshot, REGISTRY_NAME, type CrossResourceWarning } from './conversion.js';
@@ -92,8 +95,12 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   private readonly logger: Logger;
   private readonly watcher: DirWatcher;
   private readonly files = new Map<string, FileRecord>();
+  /** Claims, candidates and errors across `files`, kept by setFile(). */
+  private readonly index = new FileIndex();
   private readonly configListeners = new Listeners<ChangeTrigger>();
   private merged: MergedConfig = EMPTY_MERGED;
+  /** `merged.serviceEntries` is behind the files: an incremental publish changed them (mergedConfig()). */
+  private mergedStale = false;
   private mesh: MeshConfig = EMPTY_MESH_CONFIG;
   private conflicts: readonly ConfigConflict[] = [];
   /** Clashes between files, from the last settleCandidates(). */
@@ -157,9 +164,9 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   addWorkloadEntries(source: WorkloadEntrySource): () => void {
     this.entrySource = source;
     const stop = source.onWorkloadEntriesChange(() => {
-      if (this.published) this.publish([], this.merged);
+      if (this.published) this.publish([], this.mergedConfig());
     });
-    if (this.published) this.publish([], this.merged);
+    if (this.published) this.publish([], this.mergedConfig());
     return () => {
       stop();
       this.entrySource = undefined;
@@ -189,18 +196,37 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       files,
       conflicts: this.conflicts,
       warnings: this.crossWarnings,
-      resources: resourcesOf(this.merged),
+      resources: resourcesOf(this.mergedConfig()),
     };
   }
 
   /** Re-reads `paths`; publishes and resolves true if any of them changed. */
   private async reload(paths: ReadonlySet<string>): Promise<boolean> {
-    let changed = false;
-    for (const path of [...paths].sort(comparePaths)) {
-      if (await this.reloadFile(path)) changed = true;
+    const sorted = [...paths].sort(comparePaths);
+    const steps: { path: string; before: FileLoad | undefined }[] = [];
+    for (const path of sorted) {
+      const before = this.files.get(path)?.good;
+      if (await this.reloadFile(path)) steps.push({ path, before });
     }
-    if (changed) this.publish([...paths].sort(comparePaths).slice(0, MAX_TRIGGER_NAMES));
-    return changed;
+    if (steps.length === 0) return false;
+    const trigger = sorted.slice(0, MAX_TRIGGER_NAMES);
+    if (!this.publishEdit(steps, trigger)) this.publish(trigger);
+    return true;
+  }
+
+  private setFile(path: string, record: FileRecord | undefined): void {
+    this.index.update(path, this.files.get(path), record);
+    if (record) this.files.set(path, record);
+    else this.files.delete(path);
+  }
+
+  /** The merged resources of the files in force. */
+  private mergedConfig(): MergedConfig {
+    if (this.mergedStale) {
+      this.merged = mergeFiles([...this.files.values()].flatMap((f) => (f.good ? [f.good] : [])));
+      this.mergedStale = false;
+    }
+    return this.merged;
   }
 
   private async reloadFile(path: string): Promise<boolean> {
@@ -210,7 +236,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     if (read.kind === 'gone') {
       if (!previous) return false;
       this.logger.info({ file: path }, 'config file removed');
-      this.files.delete(path);
+      this.setFile(path, undefined);
       this.options.history?.recordConfig(path, 'removed', {});
       return true;
     }
@@ -225,7 +251,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       if (previous && previous.text === undefined && sameIssues(previous.errors, errors)) return false;
       this.logger.warn({ file: path }, formatIssue(path, errors[0] as ConfigIssue));
       const base = previous ? inForce(previous) : this.storedVersion(path, stored, checkedAt);
-      this.files.set(path, { ...base, checkedAt, errors, warnings: [], text: undefined });
+      this.setFile(path, { ...base, checkedAt, errors, warnings: [], text: undefined });
       return true;
     }
     const text = read.text;
@@ -246,7 +272,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     if (load.errors.length === 0) {
       // Taken (or held back) by publish(), which sees every file's claims.
       const candidate: Candidate = { load, text, at: checkedAt, heldFor: undefined };
-      this.files.set(path, { ...base, checkedAt, errors: [], warnings: load.warnings, text, candidate });
+      this.setFile(path, { ...base, checkedAt, errors: [], warnings: load.warnings, text, candidate });
       return true;
     }
     for (const e of load.errors) this.logger.warn({ file: path, line: e.line }, formatIssue(path, e));
@@ -260,7 +286,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       text,
       error: load.errors.map((e) => formatIssue(path, e)).join('; '),
     });
-    this.files.set(path, { ...base, checkedAt, errors: load.errors, warnings: load.warnings, text });
+    this.setFile(path, { ...base, checkedAt, errors: load.errors, warnings: load.warnings, text });
     return true;
   }
 
@@ -292,20 +318,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       if (!candidate) continue;
       const issues = heldBack.get(path);
       if (!issues) {
-        this.logger.info({ file: path, resources: candidate.load.resources.length }, 'config file loaded');
-        this.options.history?.recordConfig(path, 'accepted', {
-          text: candidate.text,
-          resources: candidate.load.resources.map(resourceKey),
-        });
-        this.files.set(path, {
-          good: candidate.load,
-          loadedAt: candidate.at,
-          fromStore: false,
-          checkedAt: f.checkedAt,
-          errors: [],
-          warnings: f.warnings,
-          text: f.text,
-        });
+        this.accept(path, f, candidate);
         continue;
       }
       const reason = issues.map((e) => formatIssue(path, e)).join('; ');
@@ -321,8 +334,67 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
           this.logger.warn({ file: path }, 'serving the last accepted version of this file from the store');
         this.options.history?.recordConfig(path, 'rejected', { text: candidate.text, error: reason });
       }
-      this.files.set(path, { ...f, errors: issues, candidate: { ...candidate, heldFor: reason } });
+      this.setFile(path, { ...f, errors: issues, candidate: { ...candidate, heldFor: reason } });
     }
+  }
+
+  private accept(path: string, f: FileRecord, candidate: Candidate): void {
+    this.logger.info({ file: path, resources: candidate.load.resources.length }, 'config file loaded');
+    this.options.history?.recordConfig(path, 'accepted', {
+      text: candidate.text,
+      resources: candidate.load.resources.map(resourceKey),
+    });
+    this.setFile(path, {
+      good: candidate.load,
+      loadedAt: candidate.at,
+      fromStore: false,
+      checkedAt: f.checkedAt,
+      errors: [],
+      warnings: f.warnings,
+      text: f.text,
+    });
+  }
+
+  /**
+   * Applies an edit host by host when only the edited files' own hosts can change (incremental.ts);
+   * returns false, having changed nothing, when the edit needs the full publish().
+   */
+  private publishEdit(
+    edited: readonly { path: string; before: FileLoad | undefined }[],
+    files: readonly string[],
+  ): boolean {
+    if (!this.published || this.claimConflicts.length > 0) return false;
+    const steps: FileStep[] = edited.map(({ path, before }) => {
+      const f = this.files.get(path);
+      return { path, before, after: f?.candidate?.load ?? f?.good };
+    });
+    const edit = planIncremental(steps, this.index);
+    if (!edit) return false;
+    for (const { path } of edited) {
+      const f = this.files.get(path);
+      if (f?.candidate) this.accept(path, f, f.candidate);
+    }
+    const current = this.state.snapshot();
+    const { snapshot } = buildSnapshot(edit.serviceEntries, []);
+    const hosts = [...edit.hosts];
+    // Layered maps: the new snapshot shares the old one's entries (model/layered-map.ts).
+    const services = LayeredMap.of(current.services).with(hosts.map((h) => [h, snapshot.services.get(h)]));
+    const endpoints = LayeredMap.of(current.endpoints).with(
+      hosts.map((h) => [h, snapshot.services.has(h) ? (snapshot.endpoints.get(h) ?? []) : undefined]),
+    );
+    this.mergedStale = true;
+    this.state.replace({ services, endpoints }, this.failure(), files, edit.hosts);
+    return true;
+  }
+
+  /** With a file broken, the directory answered only in part. */
+  private failure(): Error | undefined {
+    const first = this.index.firstBroken();
+    const issue = first === undefined ? undefined : this.files.get(first)?.errors[0];
+    if (first === undefined) return undefined;
+    return new Error(
+      `${this.index.brokenCount()} config file(s) with errors${issue ? `, e.g. ${formatIssue(first, issue)}` : ''}`,
+    );
   }
 
   /** Recomputes everything from the in-force file versions and publishes what changed (`files`: the edit). */
@@ -330,6 +402,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     // `reuse`: the files are as they were (only the outside WorkloadEntries changed).
     if (!reuse) this.settleCandidates();
     const merged = reuse ?? mergeFiles([...this.files.values()].flatMap((f) => (f.good ? [f.good] : [])));
+    this.mergedStale = false;
     const conversion = buildSnapshot(merged.serviceEntries, this.withSourceEntries(merged.workloadEntries));
     const conflicts = [...this.claimConflicts, ...merged.conflicts, ...conversion.conflicts];
     this.logNew(conflicts, this.conflicts, (c) => [
@@ -353,15 +426,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     this.crossWarnings = warnings;
     // With a file broken, the directory answered only in part: published, but still failing, so
     // an edit elsewhere records neither a recovery nor a new failure.
-    const broken = [...this.files.entries()].filter(([, f]) => f.errors.length > 0);
-    const first = broken[0];
-    const issue = first?.[1].errors[0];
-    const failure =
-      first &&
-      new Error(
-        `${broken.length} config file(s) with errors${issue ? `, e.g. ${formatIssue(first[0], issue)}` : ''}`,
-      );
-    this.state.replace(conversion.snapshot, failure, files);
+    this.state.replace(conversion.snapshot, this.failure(), files);
     this.published = true;
     if (this.mesh.generation !== previousMesh.generation)
       this.configListeners.emit({ registries: [this.name], files });

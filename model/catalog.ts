@@ -2,6 +2,7 @@
 // built: a change produces a new one, so a push works on one consistent picture.
 import type { Endpoint, PortEndpoint } from './endpoint.js';
 import { findPort, type Service, type ServicePort } from './service.js';
+import { LayeredMap } from './layered-map.js';
 
 /** An endpoint seen from the proxy that runs beside it: which service port it serves, and on which port. */
 export interface CoLocatedEndpoint {
@@ -27,7 +28,7 @@ export function buildCatalog(
   const byHost = new Map<string, Service>();
   for (const s of services) byHost.set(s.hostname, s);
   const sorted = [...byHost.values()].sort((a, b) => compareHosts(a.hostname, b.hostname));
-  return new MapCatalog(byHost, sorted, new Map(endpoints));
+  return new MapCatalog(LayeredMap.of(byHost), sorted, LayeredMap.of(new Map(endpoints)));
 }
 
 /** What changes for one hostname: its Service (undefined: gone) and its endpoints. */
@@ -39,9 +40,9 @@ export interface HostChange {
 /** A catalog that can make its successor from the hostnames that changed. */
 export interface UpdatableCatalog extends Catalog {
   /**
-   * This catalog with `changes` applied. Costs the changed hosts plus a copy of the indexes, not a
-   * rebuild of every service; this catalog stays as it was, and unchanged services and endpoint
-   * lists are shared with it.
+   * This catalog with `changes` applied. Costs the changed hosts (the maps are layered, see
+   * layered-map.ts) plus a copy of the sorted service list when a service changed, not a rebuild;
+   * this catalog stays as it was, and unchanged services and endpoint lists are shared with it.
    */
   with(changes: ReadonlyMap<string, HostChange>): UpdatableCatalog;
 }
@@ -55,9 +56,9 @@ class MapCatalog implements UpdatableCatalog {
   private byIp: Map<string, CoLocatedEndpoint[]> | undefined;
 
   constructor(
-    private readonly byHost: ReadonlyMap<string, Service>,
+    private readonly byHost: LayeredMap<string, Service>,
     private readonly sorted: readonly Service[],
-    private readonly endpointLists: ReadonlyMap<string, readonly Endpoint[]>,
+    private readonly endpointLists: LayeredMap<string, readonly Endpoint[]>,
   ) {}
 
   services(): readonly Service[] {
@@ -86,24 +87,24 @@ class MapCatalog implements UpdatableCatalog {
   }
 
   with(changes: ReadonlyMap<string, HostChange>): UpdatableCatalog {
-    const byHost = new Map(this.byHost);
-    const endpointLists = new Map(this.endpointLists);
-    const sorted = [...this.sorted];
+    const services: [string, Service | undefined][] = [];
+    const lists: [string, readonly Endpoint[] | undefined][] = [];
+    // An endpoints-only change keeps the sorted list (the same Service objects) as it is.
+    let sorted = this.sorted;
     for (const [hostname, change] of changes) {
-      const at = lowerBound(sorted, hostname);
-      const present = sorted[at]?.hostname === hostname;
+      lists.push([hostname, change.service ? change.endpoints : undefined]);
+      if (change.service === this.byHost.get(hostname)) continue;
+      services.push([hostname, change.service]);
+      if (sorted === this.sorted) sorted = [...this.sorted];
+      const list = sorted as Service[];
+      const at = lowerBound(list, hostname);
+      const present = list[at]?.hostname === hostname;
       if (change.service) {
-        byHost.set(hostname, change.service);
-        endpointLists.set(hostname, change.endpoints);
-        if (present) sorted[at] = change.service;
-        else sorted.splice(at, 0, change.service);
-      } else {
-        byHost.delete(hostname);
-        endpointLists.delete(hostname);
-        if (present) sorted.splice(at, 1);
-      }
+        if (present) list[at] = change.service;
+        else list.splice(at, 0, change.service);
+      } else if (present) list.splice(at, 1);
     }
-    return new MapCatalog(byHost, sorted, endpointLists);
+    return new MapCatalog(this.byHost.with(services), sorted, this.endpointLists.with(lists));
   }
 
   private indexByIp(): Map<string, CoLocatedEndpoint[]> {

@@ -109,4 +109,14 @@ export const MIGRATIONS: readonly string[] = [
      registration TEXT NOT NULL,      -- JSON, see registration/entry.ts
      updated_at TEXT NOT NULL
    );`,
+
+  // 6: a registry's snapshot as one row per hostname, so a save writes the hosts that changed
+  // (snapshots.ts); registry_snapshots then holds only {"format":2} and the sync time.
+  `CREATE TABLE registry_hosts (
+     registry TEXT NOT NULL,
+     host TEXT NOT NULL,
+     service TEXT,                    -- JSON Service, see snapshot-codec.ts; NULL: endpoints only
+     endpoints TEXT,                  -- JSON Endpoint[]; NULL: a service without an endpoint list
+     PRIMARY KEY (registry, host)
+   ) WITHOUT ROWID;`,
 ];

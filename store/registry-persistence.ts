@@ -7,9 +7,9 @@ import type { Logger } from '../log/logger.js';
 import type { Store } from './store.js';
 
 /**
- * A save writes the whole snapshot, so its cost grows with the registry: under steady churn, saves
- * are spaced so they take at most 1/SAVE_SPACING of the time (a 150 ms save of a 10,000-service
- * registry waits 3 s), and a change never pays for one.
+ * A save writes the hostnames that changed since the last one (one row each); the first save of a
+ * run writes them all. Under steady churn, saves are still spaced so they take at most
+ * 1/SAVE_SPACING of the time, and a change never pays for one.
  */
 const SAVE_SPACING = 20;
 
@@ -22,6 +22,8 @@ export class RegistryPersistence {
   private readonly timers = new Map<string, NodeJS.Timeout>();
   /** How long each registry's last save took, in ms. */
   private readonly saveMs = new Map<string, number>();
+  /** Per registry: the hostnames changed since its last save; absent until a first (full) save. */
+  private readonly changed = new Map<string, Set<string>>();
   private readonly unsubscribes: (() => void)[] = [];
   private readonly debounceMs: number;
 
@@ -66,7 +68,13 @@ export class RegistryPersistence {
   /** Saves snapshots as registries change, and records their sync events. */
   watch(): void {
     for (const registry of this.registries) {
-      this.unsubscribes.push(registry.onChange(() => this.schedule(registry)));
+      this.unsubscribes.push(
+        registry.onChange((event) => {
+          const changed = this.changed.get(registry.name);
+          for (const host of event.hostnames) changed?.add(host);
+          this.schedule(registry);
+        }),
+      );
       if (registry.onSyncEvent) {
         this.unsubscribes.push(
           registry.onSyncEvent((e) => {
@@ -113,7 +121,17 @@ export class RegistryPersistence {
     const status = registry.status();
     if (!registry.hasSynced() || status.restoredFrom !== undefined || !status.lastSyncAt) return;
     const started = performance.now();
-    this.store.snapshots.save(registry.name, registry.snapshot(), status.lastSyncAt);
+    const changed = this.changed.get(registry.name);
+    // A registry's first save of a run rewrites its rows (the stored ones may be from any earlier
+    // state), and so does the save after a failed one.
+    this.changed.set(registry.name, new Set());
+    const saved = this.store.snapshots.saveHosts(
+      registry.name,
+      registry.snapshot(),
+      changed ?? 'all',
+      status.lastSyncAt,
+    );
+    if (!saved) this.changed.delete(registry.name);
     this.saveMs.set(registry.name, performance.now() - started);
   }
 }

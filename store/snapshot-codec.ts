@@ -26,7 +26,7 @@ export function encodeSnapshot(snapshot: RegistrySnapshot): { text: string; hash
 // is turned into JSON once; a save then joins strings instead of serialising the whole registry.
 const encoded = new WeakMap<object, string>();
 
-function json(value: Service | readonly Endpoint[]): string {
+export function json(value: Service | readonly Endpoint[]): string {
   let text = encoded.get(value);
   if (text === undefined) {
     text = JSON.stringify(value);
@@ -57,4 +57,24 @@ export function decodeSnapshot(text: string): RegistrySnapshot {
     services: new Map(services.map((s) => [s.hostname, s])),
     endpoints: new Map(Object.entries(stored.endpoints ?? {})),
   };
+}
+
+/** The registry_snapshots text of a snapshot kept as one row per hostname (registry_hosts). */
+export const PER_HOST_FORMAT = '{"format":2}';
+
+export function isPerHost(text: string): boolean {
+  return text === PER_HOST_FORMAT;
+}
+
+/** A snapshot from its registry_hosts rows. */
+export function decodeHosts(
+  rows: readonly { host: string; service: string | null; endpoints: string | null }[],
+): RegistrySnapshot {
+  const services = new Map<string, Service>();
+  const endpoints = new Map<string, readonly Endpoint[]>();
+  for (const row of rows) {
+    if (row.service !== null) services.set(row.host, JSON.parse(row.service) as Service);
+    if (row.endpoints !== null) endpoints.set(row.host, JSON.parse(row.endpoints) as readonly Endpoint[]);
+  }
+  return { services, endpoints };
 }

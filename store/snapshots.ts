@@ -1,8 +1,17 @@
 // The last good snapshot of each registry: one row per registry, replaced whole in one transaction,
-// so a crash leaves either the previous snapshot or the new one, never a mix.
+// so a crash leaves either the previous snapshot or the new one, never a mix. saveHosts() keeps it
+// as one row per hostname instead (registry_hosts), writing only the hosts that changed, again in
+// one transaction with the registry's row.
 import type Database from 'better-sqlite3';
 import type { RegistrySnapshot } from '../model/change.js';
-import { decodeSnapshot, encodeSnapshot } from './snapshot-codec.js';
+import {
+  decodeHosts,
+  decodeSnapshot,
+  encodeSnapshot,
+  isPerHost,
+  json,
+  PER_HOST_FORMAT,
+} from './snapshot-codec.js';
 
 export type GuardWrite = <T>(what: string, fn: () => T) => T | undefined;
 
@@ -49,23 +58,80 @@ export class SnapshotTable {
     );
   }
 
+  /**
+   * Saves a snapshot as one row per hostname: `hosts` names the hostnames that may differ from the
+   * saved rows ('all': the rows are rewritten). One transaction, so a crash keeps the previous
+   * state or the new one. False if the write failed.
+   */
+  saveHosts(
+    registry: string,
+    snapshot: RegistrySnapshot,
+    hosts: Iterable<string> | 'all',
+    syncedAt: string,
+  ): boolean {
+    const upsert = this.db.prepare(
+      `INSERT INTO registry_hosts (registry, host, service, endpoints) VALUES (?, ?, ?, ?)
+       ON CONFLICT (registry, host) DO UPDATE SET service = excluded.service, endpoints = excluded.endpoints`,
+    );
+    const remove = this.db.prepare('DELETE FROM registry_hosts WHERE registry = ? AND host = ?');
+    const write = (host: string): void => {
+      const service = snapshot.services.get(host);
+      const endpoints = snapshot.endpoints.get(host);
+      if (service === undefined && endpoints === undefined) remove.run(registry, host);
+      else
+        upsert.run(
+          registry,
+          host,
+          service === undefined ? null : json(service),
+          endpoints === undefined ? null : json(endpoints),
+        );
+    };
+    const save = this.db.transaction(() => {
+      // Rows left from before a whole save() (which leaves them) are no base to write changes on.
+      const current = this.db
+        .prepare<[string], { snapshot: string }>('SELECT snapshot FROM registry_snapshots WHERE registry = ?')
+        .get(registry);
+      if (hosts === 'all' || !current || !isPerHost(current.snapshot)) {
+        this.db.prepare('DELETE FROM registry_hosts WHERE registry = ?').run(registry);
+        for (const host of new Set([...snapshot.services.keys(), ...snapshot.endpoints.keys()])) write(host);
+      } else {
+        for (const host of hosts) write(host);
+      }
+      this.db
+        .prepare(
+          `INSERT INTO registry_snapshots (registry, snapshot, content_hash, synced_at) VALUES (?, ?, '', ?)
+           ON CONFLICT (registry) DO UPDATE SET snapshot = excluded.snapshot,
+             content_hash = excluded.content_hash, synced_at = excluded.synced_at`,
+        )
+        .run(registry, PER_HOST_FORMAT, syncedAt);
+    });
+    return this.guard(`snapshot of ${registry}`, () => (save(), true)) ?? false;
+  }
+
   load(registry: string): StoredRegistrySnapshot | undefined {
     const row = this.db
       .prepare<[string], Row>('SELECT * FROM registry_snapshots WHERE registry = ?')
       .get(registry);
-    return row && toStored(row);
+    return row && this.toStored(row);
   }
 
   all(): StoredRegistrySnapshot[] {
-    return this.db.prepare<[], Row>('SELECT * FROM registry_snapshots ORDER BY registry').all().map(toStored);
+    return this.db
+      .prepare<[], Row>('SELECT * FROM registry_snapshots ORDER BY registry')
+      .all()
+      .map((row) => this.toStored(row));
   }
-}
 
-function toStored(row: Row): StoredRegistrySnapshot {
-  return {
-    registry: row.registry,
-    snapshot: decodeSnapshot(row.snapshot),
-    syncedAt: row.synced_at,
-    hash: row.content_hash,
-  };
+  private toStored(row: Row): StoredRegistrySnapshot {
+    const snapshot = isPerHost(row.snapshot)
+      ? decodeHosts(
+          this.db
+            .prepare<[string], { host: string; service: string | null; endpoints: string | null }>(
+              'SELECT host, service, endpoints FROM registry_hosts WHERE registry = ? ORDER BY host',
+            )
+            .all(row.registry),
+        )
+      : decodeSnapshot(row.snapshot);
+    return { registry: row.registry, snapshot, syncedAt: row.synced_at, hash: row.content_hash };
+  }
 }

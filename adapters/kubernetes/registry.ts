@@ -19,6 +19,7 @@ import { ClusterWatch, type ClusterDebug } from './cluster-watch.js';
 import type { ConvertedService } from './conversion.js';
 import { DEFAULT_TIMING, type WatchTiming } from './list-watcher.js';
 import { remapEndpointPorts } from '../../model/port-mapping.js';
+import { LayeredMap } from '../../model/layered-map.js';
 
 export interface KubeCluster {
   /** Unique among the clusters; shown in /debug/registryz and on every endpoint. */
@@ -40,6 +41,8 @@ export class KubernetesRegistry extends StateBackedRegistry {
   private readonly clusters: ClusterWatch[];
   private readonly services = new Map<string, Service>();
   private readonly endpoints = new Map<string, readonly Endpoint[]>();
+  /** Hostnames merged since the last published snapshot (a round can merge without publishing). */
+  private readonly unpublished = new Set<string>();
   private scheduled: NodeJS.Immediate | undefined;
   private stopped = false;
   /** Whether the state currently carries a failure (to clear it on recovery). */
@@ -94,7 +97,10 @@ export class KubernetesRegistry extends StateBackedRegistry {
     if (this.stopped) return;
     const changed = new Set<string>();
     for (const cluster of this.clusters) for (const host of cluster.flush()) changed.add(host);
-    for (const host of changed) this.merge(host);
+    for (const host of changed) {
+      this.merge(host);
+      this.unpublished.add(host);
+    }
     const failing = this.clusters
       .map((c) => ({ id: c.clusterId, failure: c.failing() }))
       .find((c) => c.failure !== undefined);
@@ -105,11 +111,22 @@ export class KubernetesRegistry extends StateBackedRegistry {
     // failure; a failure alone republishes nothing, so the last good snapshot (and its lastSyncAt)
     // stays as it was.
     if (this.clusters.every((c) => c.hasSynced()) && (changed.size > 0 || firstLive || recovered)) {
-      // Unchanged hostnames keep their objects, so the state's diff is an identity check for them.
+      // After the first live sync, the next snapshot is the last one with the hostnames merged since
+      // (layered: it copies only those) and the diff looks at those alone.
+      const hosts = [...this.unpublished];
+      const last = this.state.snapshot();
       this.state.replace(
-        { services: new Map(this.services), endpoints: new Map(this.endpoints) },
+        firstLive
+          ? { services: new Map(this.services), endpoints: new Map(this.endpoints) }
+          : {
+              services: LayeredMap.of(last.services).with(hosts.map((h) => [h, this.services.get(h)])),
+              endpoints: LayeredMap.of(last.endpoints).with(hosts.map((h) => [h, this.endpoints.get(h)])),
+            },
         failing?.failure && new Error(`cluster ${failing.id}: ${failing.failure.message}`),
+        undefined,
+        firstLive ? undefined : hosts,
       );
+      this.unpublished.clear();
       this.liveSynced = true;
       if (firstLive) this.options.logger.info({ services: this.services.size }, 'kubernetes registry synced');
       else if (recovered) this.options.logger.info('kubernetes registry recovered');

@@ -6,6 +6,7 @@ import type { Endpoint } from '../../model/endpoint.js';
 import type { Service } from '../../model/service.js';
 import type { RegistrySnapshot } from '../../model/change.js';
 import { StateBackedRegistry } from '../registry-state.js';
+import { LayeredMap } from '../../model/layered-map.js';
 
 export class MockRegistry extends StateBackedRegistry {
   readonly name = 'mock';
@@ -75,14 +76,19 @@ export class MockRegistry extends StateBackedRegistry {
   // Every mutation stores a new list for its host and never changes a stored one, so snapshots can
   // share the lists: unchanged hosts keep their identity. A mutation names its host, so only that
   // host is compared (start() publishes everything: its diff walks the whole snapshot once).
+  // The next snapshot is the last one with that host replaced (layered maps: nothing else copied).
   private publish(hostname?: string): void {
-    if (this.running)
-      this.state.replace(
-        this.current(),
-        undefined,
-        undefined,
-        hostname === undefined ? undefined : [hostname],
-      );
+    if (!this.running) return;
+    if (hostname === undefined) {
+      this.state.replace(this.current());
+      return;
+    }
+    const last = this.state.snapshot();
+    const next: RegistrySnapshot = {
+      services: LayeredMap.of(last.services).with([[hostname, this.services.get(hostname)]]),
+      endpoints: LayeredMap.of(last.endpoints).with([[hostname, this.endpoints.get(hostname)]]),
+    };
+    this.state.replace(next, undefined, undefined, [hostname]);
   }
 
   private current(): RegistrySnapshot {

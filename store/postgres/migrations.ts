@@ -57,4 +57,14 @@ export const PG_MIGRATIONS: readonly string[] = [
      heartbeat_at TEXT NOT NULL,
      proxies TEXT NOT NULL DEFAULT '[]'   -- JSON array of node ids connected at the last heartbeat
    );`,
+
+  // 3: a registry's snapshot as one row per hostname, as SQLite's migration 6 (store/migrations.ts),
+  // for when registry snapshots are kept here too.
+  `CREATE TABLE registry_hosts (
+     registry TEXT NOT NULL,
+     host TEXT NOT NULL,
+     service TEXT,
+     endpoints TEXT,
+     PRIMARY KEY (registry, host)
+   );`,
 ];

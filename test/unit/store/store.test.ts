@@ -152,6 +152,69 @@ test('a failing write (a full disk) is counted and does not throw', (t) => {
   assert.equal(store.snapshots.load('mock'), undefined, 'nothing half-written');
 });
 
+/** One service per host, each with one endpoint labelled with its generation. */
+function hostsSnapshot(gens: Readonly<Record<string, number>>): RegistrySnapshot {
+  const entries = Object.entries(gens);
+  return {
+    services: new Map(entries.map(([h]) => [h, service(h, [servicePort('grpc', 7070)])])),
+    endpoints: new Map(
+      entries.map(([h, gen]) => [
+        h,
+        [endpoint(`127.0.0.${gen}`, { grpc: 7070 }, { labels: { gen: String(gen) } })],
+      ]),
+    ),
+  };
+}
+
+test('a per-host save writes the hosts it names: changed, added and removed ones; the rest stay as saved', (t) => {
+  const store = open(t, tempDir(t));
+  assert.equal(store.snapshots.saveHosts('mock', hostsSnapshot({ a: 1, b: 1, c: 1 }), 'all', 't1'), true);
+  assert.deepEqual(store.snapshots.load('mock')?.snapshot, hostsSnapshot({ a: 1, b: 1, c: 1 }));
+
+  // b changed, c removed, d added; a differs too but is not named, so its row is not written.
+  const next = hostsSnapshot({ a: 9, b: 2, d: 1 });
+  assert.equal(store.snapshots.saveHosts('mock', next, ['b', 'c', 'd'], 't2'), true);
+  const loaded = store.snapshots.load('mock');
+  assert.deepEqual(loaded?.snapshot, hostsSnapshot({ a: 1, b: 2, d: 1 }));
+  assert.equal(loaded?.syncedAt, 't2');
+
+  // An endpoint list without a service (and the reverse) round-trips.
+  const partial: RegistrySnapshot = {
+    services: new Map([['s', service('s', [servicePort('grpc', 7070)])]]),
+    endpoints: new Map([['e', []]]),
+  };
+  store.snapshots.saveHosts('mock', partial, 'all', 't3');
+  assert.deepEqual(store.snapshots.load('mock')?.snapshot, partial);
+});
+
+test('a per-host save over a whole saved snapshot rewrites every host (no stale rows)', (t) => {
+  const store = open(t, tempDir(t));
+  store.snapshots.saveHosts('mock', hostsSnapshot({ a: 1, b: 1 }), 'all', 't1');
+  store.snapshots.save('mock', hostsSnapshot({ c: 1 }), 't2');
+  assert.deepEqual(store.snapshots.load('mock')?.snapshot, hostsSnapshot({ c: 1 }));
+  store.snapshots.saveHosts('mock', hostsSnapshot({ c: 2 }), ['c'], 't3');
+  assert.deepEqual(store.snapshots.load('mock')?.snapshot, hostsSnapshot({ c: 2 }));
+});
+
+test('a per-host save that fails half-way (a full disk) leaves the previous snapshot whole', (t) => {
+  const store = open(t, tempDir(t), { maxPageCount: 14 });
+  const first = hostsSnapshot({ a: 1, b: 1 });
+  assert.equal(store.snapshots.saveHosts('mock', first, 'all', 't1'), true);
+  const many = Array.from({ length: 5000 }, (_, i) =>
+    endpoint(`10.${(i >> 8) & 255}.${i & 255}.1`, { grpc: 7070 }, { labels: { filler: 'x'.repeat(40) } }),
+  );
+  const second = hostsSnapshot({ a: 2, b: 2 });
+  const huge: RegistrySnapshot = {
+    services: second.services,
+    endpoints: new Map([...second.endpoints, ['b', many]]),
+  };
+  assert.equal(store.snapshots.saveHosts('mock', huge, ['a', 'b'], 't2'), false);
+  assert.equal(store.writeErrors, 1);
+  const loaded = store.snapshots.load('mock');
+  assert.deepEqual(loaded?.snapshot, first, 'a is not written without b');
+  assert.equal(loaded?.syncedAt, 't1');
+});
+
 test('proxy connections are recorded with their last ACKs and NACKs', (t) => {
   const store = open(t, tempDir(t));
   const id = store.proxies.connected('node-1', '127.0.0.1:5555', 'grpc');

@@ -1,0 +1,141 @@
+// An edit the registry applies host by host (config-dir/incremental.ts) must serve exactly what a
+// full reload of the same directory serves. A seeded sequence of edits — files of plain
+// ServiceEntries (the incremental path), entries with selectors and WorkloadEntries, a
+// VirtualService, hosts moving between files, deletes, several files in one batch — is applied to
+// one running registry, and after each step its snapshot, resources, conflicts and file statuses
+// are compared with those of a registry started fresh on the directory.
+import assert from 'node:assert/strict';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { ConfigDirRegistry } from '../../../config-dir/registry.js';
+import type { RegistrySnapshot } from '../../../model/change.js';
+import { eventually } from '../../support/eventually.js';
+import { makeTempDir } from './helpers.js';
+
+const FILES = 6;
+const HOSTS = Array.from({ length: 10 }, (_, i) => `h${i}.incremental.internal`);
+const STEPS = 40;
+
+function random(seed: number): () => number {
+  let s = seed;
+  return () => {
+    s = (s + 0x6d2b79f5) | 0;
+    let t = Math.imul(s ^ (s >>> 15), 1 | s);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const plainEntry = (
+  name: string,
+  hosts: readonly string[],
+  step: number,
+): string => `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: ${name}}
+spec:
+  hosts: [${hosts.join(', ')}]
+  resolution: STATIC
+  ports: [{name: grpc, number: 7070, protocol: GRPC}]
+  endpoints: [{address: 10.0.${step % 250}.1}, {address: 10.0.${step % 250}.2}]
+`;
+
+const selectorEntry = (
+  name: string,
+  hosts: readonly string[],
+  step: number,
+): string => `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: ${name}}
+spec:
+  hosts: [${hosts.join(', ')}]
+  resolution: STATIC
+  ports: [{name: grpc, number: 7070, protocol: GRPC}]
+  workloadSelector: {labels: {app: selected}}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: we-${name}}
+spec: {address: 10.1.${step % 250}.1, labels: {app: selected}}
+`;
+
+const virtualService = (name: string, host: string): string => `apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: ${name}}
+spec:
+  hosts: [${host}]
+  http: [{route: [{destination: {host: ${host}}}]}]
+`;
+
+function served(snapshot: RegistrySnapshot): unknown {
+  return [...snapshot.services.keys()]
+    .sort()
+    .map((host) => [host, snapshot.services.get(host), snapshot.endpoints.get(host)]);
+}
+
+function view(registry: ConfigDirRegistry): unknown {
+  const debug = registry.debugState();
+  return {
+    served: served(registry.snapshot()),
+    counts: [registry.status().services, registry.status().endpoints],
+    resources: JSON.stringify(debug.resources),
+    conflicts: debug.conflicts,
+    warnings: debug.warnings,
+    files: debug.files.map((f) => [f.path, f.status, f.resources]),
+    mesh: JSON.stringify({ ...registry.meshConfig(), generation: 0 }),
+  };
+}
+
+test('edits applied one by one serve what a fresh load of the same directory serves', async (t) => {
+  const tmp = await makeTempDir();
+  t.after(() => tmp.cleanup());
+  const next = random(18);
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(next() * list.length)] as T;
+  /** Hosts each file serves now: a file only takes hosts no other file serves, so nothing clashes. */
+  const owned = new Map<number, readonly string[]>();
+  const freeHosts = (file: number): string[] =>
+    HOSTS.filter((h) => ![...owned].some(([f, hosts]) => f !== file && hosts.includes(h)));
+  const path = (file: number): string => join(file % 2 === 0 ? '' : 'sub', `f${file}.yaml`);
+
+  for (let file = 0; file < FILES; file++) {
+    owned.set(file, [HOSTS[file] as string]);
+    await tmp.write(path(file), plainEntry(`se${file}`, [HOSTS[file] as string], 0));
+  }
+  const live = new ConfigDirRegistry({ dir: tmp.dir, debounceMs: 20 });
+  t.after(() => live.stop());
+  await live.start();
+
+  for (let step = 1; step <= STEPS; step++) {
+    // One to three files in one batch.
+    const batch = new Set(
+      Array.from({ length: 1 + Math.floor(next() * 3) }, () => Math.floor(next() * FILES)),
+    );
+    for (const file of batch) {
+      const free = freeHosts(file);
+      const hosts = free.filter(() => next() < 0.3).slice(0, 3);
+      if (hosts.length === 0 && free.length > 0) hosts.push(pick(free));
+      const kind = next();
+      if (kind < 0.15 || hosts.length === 0) {
+        owned.delete(file);
+        await rm(join(tmp.dir, path(file)), { force: true });
+      } else if (kind < 0.75) {
+        owned.set(file, hosts);
+        await tmp.write(path(file), plainEntry(`se${file}`, hosts, step));
+      } else if (kind < 0.9) {
+        owned.set(file, hosts);
+        await tmp.write(path(file), selectorEntry(`se${file}`, hosts, step));
+      } else {
+        owned.set(file, []);
+        await tmp.write(path(file), virtualService(`vs${file}`, pick(HOSTS)));
+      }
+    }
+    const fresh = new ConfigDirRegistry({ dir: tmp.dir, debounceMs: 20 });
+    await fresh.start();
+    const expected = view(fresh);
+    await fresh.stop();
+    await eventually(() => assert.deepEqual(view(live), expected), {
+      what: `the live registry to serve what a fresh load serves after step ${step} (files ${[...batch].join(', ')})`,
+    });
+  }
+});
