@@ -1,6 +1,8 @@
 // The `consul` registry: one blocking watch on /v1/catalog/services, and one per listed service on
 // /v1/health/service/NAME, started and stopped as services come and go. Each answer updates that
-// service alone; a whole snapshot is published at most once per event-loop turn.
+// service alone; a snapshot is published at most once per event-loop turn. After the first sync a
+// publish costs what changed: the hostnames touched since the last one are recomputed and replaced in
+// the last snapshot (layered maps), and only they are diffed.
 //
 // Faults never shrink what is served: a failing watch keeps its service's last good instances, an
 // empty health answer for a service the catalog still lists is held back for --consul-empty-hold
@@ -16,12 +18,14 @@
 import type { Logger } from 'pino';
 import type { Endpoint } from '../../model/endpoint.js';
 import type { Service } from '../../model/service.js';
+import { LayeredMap } from '../../model/layered-map.js';
 import { StateBackedRegistry } from '../registry-state.js';
 import { BlockingWatch, DEFAULT_PACING, type WatchPacing } from './blocking-watch.js';
 import type { CatalogServices, HealthEntry } from './api.js';
 import type { ConsulCatalogClient } from './client.js';
 import { convertService, hostnameFor, type ConversionOptions, type ConvertedService } from './conversion.js';
 import type { RegistryStatus } from '../../model/registry.js';
+import type { RegistrySnapshot } from '../../model/change.js';
 import { parseDurationMs } from '../option-values.js';
 import { DEFAULT_VANISH_HOLD, VanishHold } from '../vanish-hold.js';
 
@@ -61,7 +65,14 @@ export class ConsulRegistry extends StateBackedRegistry {
   private catalog: CatalogServices | undefined;
   /** Current faults by source (`catalog`, `catalog-empty`, `health/NAME`, `empty/NAME`): what makes the registry stale. */
   private readonly problems = new Map<string, string>();
-  private collisions: string[] = [];
+  /** Per hostname, the Consul names that lost it to another (debug()). */
+  private readonly collisions = new Map<string, string[]>();
+  /** hostname → the listed Consul names that map to it (two names can: `A` and `a`). */
+  private readonly namesByHost = new Map<string, Set<string>>();
+  /** Hostnames whose Consul names changed since the last publish. */
+  private readonly dirtyHosts = new Set<string>();
+  /** Listed services Consul has not answered for yet (status() reads this on every save). */
+  private unansweredCount = 0;
   private liveSynced = false;
   private publishScheduled = false;
   private stopped = false;
@@ -137,7 +148,7 @@ export class ConsulRegistry extends StateBackedRegistry {
         .map(([source, message]) => ({ source, message })),
       problemCount: this.problems.size,
       notes,
-      hostnameCollisions: this.collisions,
+      hostnameCollisions: [...this.collisions.values()].flat().sort(),
       emptyHold: {
         holdMs: this.hold.holdMs,
         held: this.hold.held(MAX_DEBUG_ITEMS),
@@ -154,7 +165,7 @@ export class ConsulRegistry extends StateBackedRegistry {
   /** With `incomplete`: the listed services the registry became ready without, and why. */
   override status(): RegistryStatus {
     const base = super.status();
-    if (!this.liveSynced) return base;
+    if (!this.liveSynced || this.unansweredCount === 0) return base;
     const missing = this.unanswered();
     if (missing.length === 0) return base;
     const reason = (name: string): string =>
@@ -184,6 +195,8 @@ export class ConsulRegistry extends StateBackedRegistry {
       if (services.has(name)) continue;
       w.watch.stop();
       this.watches.delete(name);
+      if (!w.answered) this.unansweredCount--;
+      this.unindex(name);
       this.hold.release(name);
       this.clearProblem(`health/${name}`);
       this.clearProblem(`empty/${name}`);
@@ -213,11 +226,37 @@ export class ConsulRegistry extends StateBackedRegistry {
       ),
     };
     this.watches.set(name, entry);
+    this.unansweredCount++;
+    const host = hostnameFor(name, this.conversion.domain);
+    if (host !== undefined) {
+      const names = this.namesByHost.get(host) ?? new Set<string>();
+      names.add(name);
+      this.namesByHost.set(host, names);
+      this.dirtyHosts.add(host);
+    }
     entry.watch.start();
   }
 
+  private unindex(name: string): void {
+    const host = hostnameFor(name, this.conversion.domain);
+    if (host === undefined) return;
+    const names = this.namesByHost.get(host);
+    names?.delete(name);
+    if (names?.size === 0) this.namesByHost.delete(host);
+    this.dirtyHosts.add(host);
+  }
+
+  private markDirty(name: string): void {
+    const host = hostnameFor(name, this.conversion.domain);
+    if (host !== undefined) this.dirtyHosts.add(host);
+  }
+
   private applyHealth(name: string, entry: ServiceWatch, entries: readonly HealthEntry[]): void {
-    entry.answered = true;
+    if (!entry.answered) {
+      entry.answered = true;
+      this.unansweredCount--;
+      this.markDirty(name);
+    }
     this.clearProblem(`unsynced/${name}`);
     const kept = entry.converted?.endpoints.length ?? 0;
     // The catalog still lists the service (its watch would be gone otherwise): an empty answer is a
@@ -238,6 +277,7 @@ export class ConsulRegistry extends StateBackedRegistry {
     const listed =
       entries.length === 0 && converted.service === undefined ? entry.converted?.service : undefined;
     entry.converted = listed ? { service: listed, endpoints: [], notes: converted.notes } : converted;
+    this.markDirty(name);
     this.schedulePublish();
   }
 
@@ -288,41 +328,66 @@ export class ConsulRegistry extends StateBackedRegistry {
     if (this.stopped || !this.catalog) return;
     // The first sync waits for every listed service, so no client is handed a partial mesh (for
     // --consul-sync-timeout at most).
-    if (!this.liveSynced && !this.syncWaitOver && [...this.watches.values()].some((w) => !w.answered)) return;
-    const services = new Map<string, Service>();
-    const endpoints = new Map<string, readonly Endpoint[]>();
-    const collisions: string[] = [];
+    if (!this.liveSynced && !this.syncWaitOver && this.unansweredCount > 0) return;
     const current = this.state.snapshot();
-    for (const name of [...this.watches.keys()].sort()) {
-      const watch = this.watches.get(name);
-      if (watch && !watch.answered) {
-        // Not answered yet: what is already served for it (a stored snapshot's copy) stays.
-        const host = hostnameFor(name, this.conversion.domain);
-        const kept = host === undefined ? undefined : current.services.get(host);
-        if (host && kept && !services.has(host)) {
-          services.set(host, kept);
-          endpoints.set(host, current.endpoints.get(host) ?? []);
-        }
-        continue;
-      }
-      const converted = watch?.converted;
-      const service = converted?.service;
-      if (!converted || !service) continue;
-      if (services.has(service.hostname)) {
-        collisions.push(`${name}: ${service.hostname} is already served for another Consul service`);
-        continue;
-      }
-      services.set(service.hostname, service);
-      endpoints.set(service.hostname, converted.endpoints);
+    // The first live sync replaces whatever was served (a restored snapshot) as a whole; later
+    // publishes replace only the hostnames whose Consul names changed.
+    const hosts = this.liveSynced
+      ? [...this.dirtyHosts]
+      : [...new Set([...this.namesByHost.keys(), ...current.services.keys()])].sort();
+    this.dirtyHosts.clear();
+    const services: [string, Service | undefined][] = [];
+    const endpoints: [string, readonly Endpoint[] | undefined][] = [];
+    for (const host of hosts) {
+      const entry = this.resolveHost(host, current);
+      services.push([host, entry?.service]);
+      endpoints.push([host, entry?.endpoints]);
     }
-    this.collisions = collisions;
+    const next = this.liveSynced
+      ? {
+          services: LayeredMap.of(current.services).with(services),
+          endpoints: LayeredMap.of(current.endpoints).with(endpoints),
+        }
+      : { services: definedOnly(services), endpoints: definedOnly(endpoints) };
     // Published even while some watches fail: what they last saw is kept, and the reason stays shown.
-    this.state.replace({ services, endpoints }, this.problemError());
+    this.state.replace(next, this.problemError(), undefined, this.liveSynced ? hosts : undefined);
     this.liveSynced = true;
     clearTimeout(this.syncTimer);
     this.syncTimer = undefined;
     this.reportStatus();
     this.settle();
+  }
+
+  /**
+   * What `host` serves: of the Consul names mapping to it, in name order, the first that has a
+   * service (an unanswered one keeps what is already served for it, a stored snapshot's copy);
+   * the later ones are collisions.
+   */
+  private resolveHost(
+    host: string,
+    current: RegistrySnapshot,
+  ): { service: Service; endpoints: readonly Endpoint[] } | undefined {
+    let chosen: { service: Service; endpoints: readonly Endpoint[] } | undefined;
+    const collisions: string[] = [];
+    for (const name of [...(this.namesByHost.get(host) ?? [])].sort()) {
+      const watch = this.watches.get(name);
+      if (watch && !watch.answered) {
+        const kept = current.services.get(host);
+        if (kept && !chosen) chosen = { service: kept, endpoints: current.endpoints.get(host) ?? [] };
+        continue;
+      }
+      const converted = watch?.converted;
+      const service = converted?.service;
+      if (!converted || !service) continue;
+      if (chosen) {
+        collisions.push(`${name}: ${service.hostname} is already served for another Consul service`);
+        continue;
+      }
+      chosen = { service, endpoints: converted.endpoints };
+    }
+    if (collisions.length > 0) this.collisions.set(host, collisions);
+    else this.collisions.delete(host);
+    return chosen;
   }
 
   private setProblem(source: string, message: string): void {
@@ -345,7 +410,7 @@ export class ConsulRegistry extends StateBackedRegistry {
     const problem = this.problemError();
     if (problem) this.state.fail(problem);
     else if (this.liveSynced && this.state.status().lastError !== undefined) {
-      this.state.replace(this.state.snapshot()); // same content: clears the error, emits nothing
+      this.state.replace(this.state.snapshot(), undefined, undefined, []); // same content: clears the error, emits nothing
     }
   }
 
@@ -360,4 +425,10 @@ export class ConsulRegistry extends StateBackedRegistry {
     this.settleStart?.();
     this.settleStart = undefined;
   }
+}
+
+function definedOnly<V>(entries: readonly [string, V | undefined][]): Map<string, V> {
+  const map = new Map<string, V>();
+  for (const [key, value] of entries) if (value !== undefined) map.set(key, value);
+  return map;
 }
