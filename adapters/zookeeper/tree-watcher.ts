@@ -19,8 +19,8 @@ export function emptyMirror(): Mirror {
 }
 
 export interface TreeHooks {
-  /** The mirror changed after an event (not called for load/adopt). */
-  changed(): void;
+  /** The mirror changed after an event, in these groups (not called for load/adopt). */
+  changed(groups: readonly string[]): void;
   /** A read after an event failed for a reason other than a lost connection. */
   failed(err: unknown): void;
 }
@@ -133,8 +133,8 @@ export class TreeWatcher {
           ? this.refreshGroup(key.group)
           : this.refreshLeaf(key.group, key.leaf);
     work.then(
-      (changed) => {
-        if (changed && !this.closed) this.hooks.changed();
+      (groups) => {
+        if (groups.length > 0 && !this.closed) this.hooks.changed(groups);
       },
       (err: unknown) => {
         // A lost connection is followed by a full resync; anything else is the registry's to handle.
@@ -143,23 +143,28 @@ export class TreeWatcher {
     );
   }
 
-  private async refreshRoot(): Promise<boolean> {
+  /** Each refresh resolves to the groups it changed (none: nothing changed). */
+  private async refreshRoot(): Promise<string[]> {
     const mirror = this.current;
     const names = new Set(await this.listChildren(this.shape.root, { kind: 'root' }));
-    if (mirror !== this.current) return false;
-    let changed = false;
+    if (mirror !== this.current) return [];
+    const removed: string[] = [];
     for (const group of [...mirror.keys()]) {
       if (names.has(group)) continue;
       this.forgetGroup(group, mirror.get(group));
       mirror.delete(group);
-      changed = true;
+      removed.push(group);
     }
     const added = [...names].filter((group) => !mirror.has(group));
     await Promise.all(added.map((group) => this.loadGroup(mirror, group)));
-    return changed || added.length > 0;
+    return [...removed, ...added];
   }
 
-  private async refreshGroup(group: string): Promise<boolean> {
+  private async refreshGroup(group: string): Promise<string[]> {
+    return (await this.groupChanged(group)) ? [group] : [];
+  }
+
+  private async groupChanged(group: string): Promise<boolean> {
     const mirror = this.current;
     const leaves = mirror.get(group);
     if (!leaves) return false;
@@ -189,7 +194,11 @@ export class TreeWatcher {
     return changed || read.includes(true);
   }
 
-  private async refreshLeaf(group: string, leaf: string): Promise<boolean> {
+  private async refreshLeaf(group: string, leaf: string): Promise<string[]> {
+    return (await this.leafChanged(group, leaf)) ? [group] : [];
+  }
+
+  private async leafChanged(group: string, leaf: string): Promise<boolean> {
     const mirror = this.current;
     const leaves = mirror.get(group);
     if (!leaves?.has(leaf)) return false;
