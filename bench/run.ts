@@ -15,6 +15,7 @@ import { pushScale } from './push-scale.js';
 import { warmStart } from './warm-start.js';
 import { consulBench } from './consul.js';
 import { zookeeperLatency } from './zookeeper.js';
+import { registryPublishBench } from './registry-publish.js';
 
 const SCENARIOS: Record<string, () => Promise<void>> = {
   'edit-latency': editLatency,
@@ -28,6 +29,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   kubernetes: kubernetesBench,
   consul: consulBench,
   zookeeper: zookeeperLatency,
+  'registry-publish': () => registryPublishBench(),
   flood: floodBench,
   ca: caBench,
   agent: () => agentBench(),
