@@ -153,7 +153,7 @@ function sharedEndpoints(
   return resolution === 'DNS' ? undefined : [];
 }
 
-function matches(
+export function matches(
   selector: Readonly<Record<string, string>>,
   labels: Readonly<Record<string, string>>,
 ): boolean {

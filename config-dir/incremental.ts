@@ -12,7 +12,7 @@
 import { claimsOf } from './claims.js';
 import type { FileIndex } from './file-index.js';
 import type { FileLoad } from './load-file.js';
-import type { ServiceEntryResource } from '../mesh/types.js';
+import type { ServiceEntryResource, WorkloadEntryResource } from '../mesh/types.js';
 
 /** One edited file: what it served before the edit, and what it serves after (undefined: nothing). */
 export interface FileStep {
@@ -72,5 +72,62 @@ function simpleServiceEntries(load: FileLoad): readonly ServiceEntryResource[] |
   }
   // claimsOf keeps one claim per key: fewer claims than resources + hosts means a duplicate.
   if (claimsOf(load).size !== entries.length + hostCount) return undefined;
+  return entries;
+}
+
+/** One edit of files that define only WorkloadEntries: the entries before and after it. */
+export interface WorkloadEntryEdit {
+  readonly removed: readonly WorkloadEntryResource[];
+  readonly added: readonly WorkloadEntryResource[];
+}
+
+/**
+ * An edit of files whose old and new versions define only WorkloadEntries (the common VM case: one
+ * file per VM, its address or labels changed), under the same claim discipline as above: then only
+ * the ServiceEntries selecting those entries can change (registry.ts checks the rest: no conflict
+ * or cross-resource warning anywhere, no outside entry of the same name).
+ */
+export function planWorkloadEntries(
+  steps: readonly FileStep[],
+  index: FileIndex,
+): WorkloadEntryEdit | undefined {
+  const edited = new Set(steps.map((s) => s.path));
+  for (const path of index.pendingPaths()) if (!edited.has(path)) return undefined;
+  const removed: WorkloadEntryResource[] = [];
+  const added: WorkloadEntryResource[] = [];
+  const claimedAfter = new Set<string>();
+  for (const { path, before, after } of steps) {
+    if (before === after) continue;
+    if (before) {
+      const entries = onlyWorkloadEntries(before);
+      if (!entries) return undefined;
+      for (const key of claimsOf(before).keys()) {
+        const holders = index.claimantsOf(key);
+        if (holders.size !== 1 || !holders.has(path)) return undefined;
+      }
+      removed.push(...entries);
+    }
+    if (after) {
+      const entries = onlyWorkloadEntries(after);
+      if (!entries) return undefined;
+      for (const key of claimsOf(after).keys()) {
+        for (const holder of index.claimantsOf(key)) if (holder !== path) return undefined;
+        if (claimedAfter.has(key)) return undefined;
+        claimedAfter.add(key);
+      }
+      added.push(...entries);
+    }
+  }
+  return { removed, added };
+}
+
+/** The file's WorkloadEntries, if it defines nothing else and no two of one name. */
+function onlyWorkloadEntries(load: FileLoad): readonly WorkloadEntryResource[] | undefined {
+  const entries: WorkloadEntryResource[] = [];
+  for (const r of load.resources) {
+    if (r.kind !== 'WorkloadEntry') return undefined;
+    entries.push(r);
+  }
+  if (claimsOf(load).size !== entries.length) return undefined;
   return entries;
 }

@@ -12,7 +12,8 @@ import { resourcesOf, type ConfigDebugState, type FileDebugState } from './debug
 import { formatIssue, loadConfigFile, NO_POSITIONS, type FileLoad } from './load-file.js';
 import { resolveClaims, type FileVersions } from './claims.js';
 import { FileIndex } from './file-index.js';
-import { planIncremental, type FileStep } from './incremental.js';
+import { planIncremental, planWorkloadEntries, type FileStep } from './incremental.js';
+import { SelectionIndex } from './selection-index.js';
 import { ConfigFileReader, DEFAULT_READ_LIMITS, type ReadFs } from './read-file.js';
 import { comparePaths, mergeFiles, type ConfigConflict, type MergedConfig } from './merge.js';
 import { buildSnapshot, REGISTRY_NAME, type CrossResourceWarning } from './conversion.js';
@@ -109,6 +110,11 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   private crossWarnings: readonly CrossResourceWarning[] = [];
   /** Whether a snapshot read from the directory has been published (a restored one does not count). */
   private published = false;
+  /**
+   * Who selects which WorkloadEntry, from the last full publish; undefined when that publish had a
+   * conflict or a cross-resource warning (a WorkloadEntry edit then takes the full publish too).
+   */
+  private selection: SelectionIndex | undefined;
   /** WorkloadEntries from outside the directory (auto-registered VMs), selected like the files' own. */
   private entrySource: WorkloadEntrySource | undefined;
 
@@ -369,7 +375,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       return { path, before, after: f?.candidate?.load ?? f?.good };
     });
     const edit = planIncremental(steps, this.index);
-    if (!edit) return false;
+    if (!edit) return this.publishWorkloadEdit(edited, steps, files);
     for (const { path } of edited) {
       const f = this.files.get(path);
       if (f?.candidate) this.accept(path, f, f.candidate);
@@ -384,6 +390,39 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     );
     this.mergedStale = true;
     this.state.replace({ services, endpoints }, this.failure(), files, edit.hosts);
+    return true;
+  }
+
+  /**
+   * Applies an edit of WorkloadEntry files by converting again only the ServiceEntries that select
+   * an entry it changed (selection-index.ts); false, having changed nothing, when it cannot.
+   */
+  private publishWorkloadEdit(
+    edited: readonly { path: string; before: FileLoad | undefined }[],
+    steps: readonly FileStep[],
+    files: readonly string[],
+  ): boolean {
+    const plan = planWorkloadEntries(steps, this.index);
+    const change = plan && this.selection?.change(plan);
+    if (!change) return false;
+    const conversion = buildSnapshot(change.serviceEntries, change.workloadEntries);
+    // A new cross-resource warning is the full publish's to record and log.
+    if (conversion.warnings.length > 0 || conversion.conflicts.length > 0) return false;
+    for (const { path } of edited) {
+      const f = this.files.get(path);
+      if (f?.candidate) this.accept(path, f, f.candidate);
+    }
+    change.commit();
+    const current = this.state.snapshot();
+    const hosts = [...conversion.snapshot.services.keys()];
+    const services = LayeredMap.of(current.services).with(
+      hosts.map((h) => [h, conversion.snapshot.services.get(h)]),
+    );
+    const endpoints = LayeredMap.of(current.endpoints).with(
+      hosts.map((h) => [h, conversion.snapshot.endpoints.get(h) ?? []]),
+    );
+    this.mergedStale = true;
+    this.state.replace({ services, endpoints }, this.failure(), files, hosts);
     return true;
   }
 
@@ -403,8 +442,17 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     if (!reuse) this.settleCandidates();
     const merged = reuse ?? mergeFiles([...this.files.values()].flatMap((f) => (f.good ? [f.good] : [])));
     this.mergedStale = false;
-    const conversion = buildSnapshot(merged.serviceEntries, this.withSourceEntries(merged.workloadEntries));
+    const workloadEntries = this.withSourceEntries(merged.workloadEntries);
+    const conversion = buildSnapshot(merged.serviceEntries, workloadEntries);
     const conflicts = [...this.claimConflicts, ...merged.conflicts, ...conversion.conflicts];
+    this.selection =
+      conflicts.length === 0 && conversion.warnings.length === 0
+        ? new SelectionIndex(
+            merged.serviceEntries,
+            workloadEntries,
+            (this.entrySource?.workloadEntries() ?? []).map(resourceKey),
+          )
+        : undefined;
     this.logNew(conflicts, this.conflicts, (c) => [
       { file: c.ignored.file, line: c.ignored.line, kept: c.kept, ignored: c.ignored },
       `${c.type === 'duplicate-host' ? 'host' : 'resource'} ${c.subject} defined twice; ignoring ${c.ignored.file}:${c.ignored.line}, keeping ${c.kept.file}:${c.kept.line}`,

@@ -1,7 +1,8 @@
 // An edit the registry applies host by host (config-dir/incremental.ts) must serve exactly what a
 // full reload of the same directory serves. A seeded sequence of edits — files of plain
-// ServiceEntries (the incremental path), entries with selectors and WorkloadEntries, a
-// VirtualService, hosts moving between files, deletes, several files in one batch — is applied to
+// ServiceEntries (the incremental path), files of WorkloadEntries alone (the selector path: labels
+// and addresses changing, some unfit for the selecting entry), entries with selectors and
+// WorkloadEntries, a VirtualService, hosts moving between files, deletes, several files in one batch — is applied to
 // one running registry, and after each step its snapshot, resources, conflicts and file statuses
 // are compared with those of a registry started fresh on the directory.
 import assert from 'node:assert/strict';
@@ -15,7 +16,7 @@ import { makeTempDir } from './helpers.js';
 
 const FILES = 6;
 const HOSTS = Array.from({ length: 10 }, (_, i) => `h${i}.incremental.internal`);
-const STEPS = 40;
+const STEPS = 60;
 
 function random(seed: number): () => number {
   let s = seed;
@@ -59,6 +60,19 @@ kind: WorkloadEntry
 metadata: {name: we-${name}}
 spec: {address: 10.1.${step % 250}.1, labels: {app: selected}}
 `;
+
+/** One or two VMs; their labels decide which selecting ServiceEntries (app: selected) take them. */
+const workloadEntries = (file: number, step: number, next: () => number): string =>
+  Array.from(
+    { length: 1 + Math.floor(next() * 2) },
+    (_, i) => `apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: vm${file}-${i}}
+spec:
+  address: ${next() < 0.1 ? `vm${file}.example.internal` : `10.2.${step % 250}.${file * 2 + i + 1}`}
+  labels: {app: ${next() < 0.7 ? 'selected' : 'other'}, step: s${step}}
+`,
+  ).join('---\n');
 
 const virtualService = (name: string, host: string): string => `apiVersion: networking.istio.io/v1
 kind: VirtualService
@@ -116,12 +130,15 @@ test('edits applied one by one serve what a fresh load of the same directory ser
       const hosts = free.filter(() => next() < 0.3).slice(0, 3);
       if (hosts.length === 0 && free.length > 0) hosts.push(pick(free));
       const kind = next();
-      if (kind < 0.15 || hosts.length === 0) {
+      if (kind < 0.12 || hosts.length === 0) {
         owned.delete(file);
         await rm(join(tmp.dir, path(file)), { force: true });
-      } else if (kind < 0.75) {
+      } else if (kind < 0.5) {
         owned.set(file, hosts);
         await tmp.write(path(file), plainEntry(`se${file}`, hosts, step));
+      } else if (kind < 0.7) {
+        owned.set(file, []);
+        await tmp.write(path(file), workloadEntries(file, step, next));
       } else if (kind < 0.9) {
         owned.set(file, hosts);
         await tmp.write(path(file), selectorEntry(`se${file}`, hosts, step));
@@ -136,6 +153,37 @@ test('edits applied one by one serve what a fresh load of the same directory ser
     await fresh.stop();
     await eventually(() => assert.deepEqual(view(live), expected), {
       what: `the live registry to serve what a fresh load serves after step ${step} (files ${[...batch].join(', ')})`,
+    });
+  }
+});
+
+test('WorkloadEntry files edited one by one (the selector path) serve what a fresh load serves', async (t) => {
+  const tmp = await makeTempDir();
+  t.after(() => tmp.cleanup());
+  const next = random(1818);
+  // Two selecting ServiceEntries (one with a fixed VM of its own) and a plain one stay; four files
+  // of VMs change: labels in and out of the selection, addresses, one or two entries, deletes.
+  await tmp.write('a-selecting.yaml', selectorEntry('sel-a', [HOSTS[0] as string], 0));
+  await tmp.write('b-selecting.yaml', selectorEntry('sel-b', [HOSTS[1] as string, HOSTS[2] as string], 1));
+  await tmp.write('c-plain.yaml', plainEntry('plain', [HOSTS[3] as string], 0));
+  const vmPath = (file: number): string => join(file % 2 === 0 ? '' : 'vms', `vm${file}.yaml`);
+  for (let file = 0; file < 4; file++) await tmp.write(vmPath(file), workloadEntries(file, 0, next));
+  const live = new ConfigDirRegistry({ dir: tmp.dir, debounceMs: 20 });
+  t.after(() => live.stop());
+  await live.start();
+
+  for (let step = 1; step <= STEPS; step++) {
+    const batch = new Set(Array.from({ length: 1 + Math.floor(next() * 2) }, () => Math.floor(next() * 4)));
+    for (const file of batch) {
+      if (next() < 0.1) await rm(join(tmp.dir, vmPath(file)), { force: true });
+      else await tmp.write(vmPath(file), workloadEntries(file, step, next));
+    }
+    const fresh = new ConfigDirRegistry({ dir: tmp.dir, debounceMs: 20 });
+    await fresh.start();
+    const expected = view(fresh);
+    await fresh.stop();
+    await eventually(() => assert.deepEqual(view(live), expected), {
+      what: `the live registry to serve what a fresh load serves after VM step ${step} (files ${[...batch].join(', ')})`,
     });
   }
 });
