@@ -1,5 +1,6 @@
 // Cost of one change as the mesh grows: `portolan serve` as a child process with N services × 10
-// endpoints, from a config directory (one ServiceEntry file each) or the mock registry (its HTTP
+// endpoints, from a config directory (one ServiceEntry file each; or a selecting ServiceEntry and
+// its VM's WorkloadEntry file each) or the mock registry (its HTTP
 // API), one stream watching the churned service's endpoints, and that service changed CHANGES times
 // at RATE per second (its file rewritten, or its endpoints PUT). Reports server CPU per change
 // (from /proc, idle CPU subtracted) and change → EDS response p99, at 1,000 and 10,000 services,
@@ -43,13 +44,41 @@ ${endpoints}
 // `config-dir-sharded`: the same files in subdirectories of FILES_PER_DIR. chokidar re-reads (and
 // lstat()s every entry of) the directory of a changed file on every event in it, so a file's cost
 // grows with its directory's size, not the tree's: the layout docs/benchmarks.md recommends.
-type Source = 'config-dir' | 'config-dir-sharded' | 'mock';
+// `config-dir-vms`: sharded as above, each service a ServiceEntry selecting its one VM by label and
+// that VM's WorkloadEntry in a file of its own (vm-N.yaml beside svc-N.yaml); the churn rewrites the
+// VM's file with a new address (one endpoint per service instead of ENDPOINTS).
+type Source = 'config-dir' | 'config-dir-sharded' | 'config-dir-vms' | 'mock';
 const FILES_PER_DIR = 100;
 
 function servicePath(configDir: string, source: Source, i: number): string {
-  return source === 'config-dir-sharded'
+  return source === 'config-dir-sharded' || source === 'config-dir-vms'
     ? join(configDir, `shard-${Math.floor(i / FILES_PER_DIR)}`, `svc-${i}.yaml`)
     : join(configDir, `svc-${i}.yaml`);
+}
+
+const vmPath = (configDir: string, i: number): string =>
+  join(dirname(servicePath(configDir, 'config-dir-vms', i)), `vm-${i}.yaml`);
+
+function selectingServiceFile(i: number): string {
+  return `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: { name: svc-${i} }
+spec:
+  hosts: [${host(i)}]
+  ports: [{ number: 7070, name: grpc, protocol: GRPC }]
+  resolution: STATIC
+  workloadSelector: { labels: { app: svc-${i} } }
+`;
+}
+
+function vmFile(i: number, generation: number): string {
+  return `apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: { name: vm-${i} }
+spec:
+  address: 10.${(generation >> 8) & 255}.${generation & 255}.1
+  labels: { app: svc-${i} }
+`;
 }
 
 const endpointsOf = (generation: number): { address: string; ports: { grpc: number } }[] =>
@@ -102,7 +131,11 @@ async function churnAt(source: Source, services: number): Promise<ChurnResult> {
     for (let i = 0; i < services; i++) {
       const path = servicePath(configDir, source, i);
       if (i % FILES_PER_DIR === 0) mkdirSync(dirname(path), { recursive: true });
-      writeFileSync(path, serviceFile(i, 0));
+      if (source !== 'config-dir-vms') writeFileSync(path, serviceFile(i, 0));
+      else {
+        writeFileSync(path, selectingServiceFile(i));
+        writeFileSync(vmPath(configDir, i), vmFile(i, 0));
+      }
     }
   const profileDir = process.env.PORTOLAN_BENCH_PROFILE;
   const portolan = await startPortolanProcess(
@@ -136,7 +169,8 @@ async function churnAt(source: Source, services: number): Promise<ChurnResult> {
     const started = performance.now();
     for (let g = 1; g <= CHANGES; g++) {
       const at = performance.now();
-      if (source !== 'mock') writeFileSync(servicePath(configDir, source, 0), serviceFile(0, g));
+      if (source === 'config-dir-vms') writeFileSync(vmPath(configDir, 0), vmFile(0, g));
+      else if (source !== 'mock') writeFileSync(servicePath(configDir, source, 0), serviceFile(0, g));
       else await put(portolan.httpBase, `/mock/services/${host(0)}/endpoints`, endpointsOf(g));
       const marker = `"10.${(g >> 8) & 255}.${g & 255}.1"`;
       for (;;) {
@@ -166,7 +200,7 @@ async function churnAt(source: Source, services: number): Promise<ChurnResult> {
 
 export async function churnBench(
   sizes: readonly number[] = SIZES,
-  sources: readonly Source[] = ['config-dir', 'config-dir-sharded', 'mock'],
+  sources: readonly Source[] = ['config-dir', 'config-dir-sharded', 'config-dir-vms', 'mock'],
 ): Promise<ChurnResult[]> {
   const results: ChurnResult[] = [];
   for (const source of sources) {
