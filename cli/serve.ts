@@ -126,6 +126,7 @@ async function startLocked(
       store,
       options.autoRegistrationGraceMs ?? DEFAULT_GRACE_MS,
       logger.child({ component: 'auto-registration' }),
+      shared && { store: shared, replica, leads: () => replication.leads() },
     );
   metrics.watchRegistries(registries);
   metrics.countRegistryEvents(registries);

@@ -497,6 +497,104 @@ spec:
   assert.deepEqual(failures, [], 'no call failed across the failover');
 });
 
+test('auto-registration is shared: a VM registered through A is an endpoint for a client of B; when A dies, the leader removes it after the grace', async (t) => {
+  const store = await database();
+  const vmIp = '127.0.0.41';
+  const vmBackend = await startEchoBackend('vm', vmIp);
+  t.after(() => vmBackend.stop());
+  const host = 'echo.vm-ha.internal';
+  const dirs = ['a', 'b'].map((n) => {
+    const dir = join(root, `autoreg-config-${n}`);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      join(dir, 'echo.yaml'),
+      `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: { name: echo, namespace: shop }
+spec:
+  hosts: [${host}]
+  ports: [{ number: ${vmBackend.port}, name: grpc, protocol: GRPC }]
+  resolution: STATIC
+  workloadSelector: { labels: { app: echo-vm } }
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadGroup
+metadata: { name: echo-vms, namespace: shop }
+spec:
+  metadata: { labels: { app: echo-vm } }
+  template: { serviceAccount: echo }
+`,
+    );
+    return dir;
+  });
+  const serveArgs = (dir: string): string[] => [
+    '--registries',
+    'config',
+    '--config-dir',
+    dir,
+    '--auto-registration-grace',
+    '3s',
+  ];
+  const a = await replica(t, 'a', store, serveArgs(dirs[0] ?? ''));
+  const b = await replica(t, 'b', store, serveArgs(dirs[1] ?? ''));
+  const vm = await vmDir(store, 'autoreg');
+  // Connected to A only: when A dies the VM has no replica, and its entry must go after the grace.
+  const agent = await startAgentProcess(
+    [
+      '--ca-addr',
+      a.secure,
+      '--root-cert',
+      join(vm, 'first-root.pem'),
+      '--namespace',
+      'shop',
+      '--service-account',
+      'echo',
+      '--node-id',
+      'echo-vm-1',
+      '--cert-dir',
+      join(vm, 'certs'),
+      '--data-dir',
+      join(vm, 'data'),
+      '--run-dir',
+      join(vm, 'run'),
+      '--group',
+      'echo-vms',
+      '--instance-ip',
+      vmIp,
+    ],
+    { env: { PORTOLAN_JOIN_TOKEN: await newToken(store, 'echo') } },
+  );
+  t.after(() => agent.stop(5000));
+  const client = xdsEchoClient(`xds:///${host}:${vmBackend.port}`, b.xdsAddress, 'autoreg-client');
+  try {
+    await eventually(async () => assert.equal(await callEcho(client, 2000), 'vm'), { timeoutMs: 20_000 });
+  } finally {
+    // Closed while it routes: a grpc-js-xds client closed with no endpoints keeps a timer alive.
+    client.close();
+  }
+  const registered = async (): Promise<{ entry: string; replica?: string }[]> =>
+    ((await getJson(`${b.httpBase}/debug/registryz`)).autoRegistered as {
+      entry: string;
+      replica?: string;
+    }[]) ?? [];
+  assert.deepEqual(
+    (await registered()).map((r) => r.replica),
+    ['a'],
+    'B lists the VM as held by A',
+  );
+
+  const killedAt = performance.now();
+  process.kill(a.pid, 'SIGKILL');
+  // Not before the grace (3 s) after A's last heartbeat (every 3 s)...
+  await sleep(2000);
+  assert.equal((await registered()).length, 1, 'the entry outlives its replica for the grace');
+  // ...and gone after it, removed by the leader (B, once A's lease is gone).
+  await eventually(async () => assert.deepEqual(await registered(), []), { timeoutMs: 30_000 });
+  t.diagnostic(
+    `A killed → its VM's entry removed by the leader: ${(performance.now() - killedAt).toFixed(0)} ms`,
+  );
+});
+
 test('a database from a newer Portolan is refused by serve and by the commands, naming both versions', async (t) => {
   const store = await database();
   await ok(['ca', 'root', '--store', store]); // creates the schema
