@@ -6,7 +6,9 @@
 // renewing known workloads while new enrollments are refused with UNAVAILABLE, until it returns.
 // Then failover: a real @grpc/grpc-js-xds client whose bootstrap names both replicas moves to B
 // when A is killed -9, keeps routing, and follows an endpoint edit made after the failover; the
-// singleton jobs' lease passes to B.
+// singleton jobs' lease passes to B. The same for a `portolan agent` given both replicas
+// (--xds-addr A,B), with a proxyless client behind it. Auto-registration shared: a VM registered
+// through A is an endpoint for B's clients, and B (leading) removes it after the grace once A dies.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
