@@ -3,7 +3,8 @@
 // workloads must trust, both during a rotation) in the `portolan-trust-bundle-bin` response header.
 // The server must prove it is the control plane (ca/control-plane-check.ts) before anything is sent.
 import * as grpc from '@grpc/grpc-js';
-import { controlPlaneCheck } from './control-plane-check.js';
+import { controlPlaneAddresses } from './control-plane-addresses.js';
+import { controlPlaneCheck, ServerIdentityError } from './control-plane-check.js';
 import {
   CREATE_CERTIFICATE_PATH,
   decodeCertificateResponse,
@@ -13,6 +14,7 @@ import {
 export const TRUST_BUNDLE_HEADER = 'portolan-trust-bundle-bin';
 
 export interface CertificateCall {
+  /** HOST:PORT, or several comma-separated (replicas): tried in order while one is unreachable. */
   readonly address: string;
   /** Roots that the CA's server certificate must chain to. */
   readonly rootPem: string;
@@ -36,14 +38,31 @@ export interface CertificateResult {
 const identity = (b: Buffer): Buffer => b;
 
 export async function requestCertificate(req: CertificateCall): Promise<CertificateResult> {
-  const check = controlPlaneCheck(req.address, req.trustDomain);
+  const addresses = controlPlaneAddresses(req.address);
+  let lastError: unknown = new Error(`no CA address in "${req.address}"`);
+  for (const address of addresses) {
+    try {
+      return await requestFrom(address, req);
+    } catch (err) {
+      // Unreachable, not proving itself, or refusing enrollments while its database is down: the
+      // next replica may answer. Anything else is the CA's answer, the same on every replica.
+      const unavailable = (err as { code?: unknown }).code === grpc.status.UNAVAILABLE;
+      if (!unavailable && !(err instanceof ServerIdentityError)) throw err;
+      lastError = err;
+    }
+  }
+  throw lastError;
+}
+
+async function requestFrom(address: string, req: CertificateCall): Promise<CertificateResult> {
+  const check = controlPlaneCheck(address, req.trustDomain);
   const creds = grpc.credentials.createSsl(
     Buffer.from(req.rootPem),
     req.current ? Buffer.from(req.current.keyPem) : null,
     req.current ? Buffer.from(req.current.certChainPem) : null,
     { checkServerIdentity: check.checkServerIdentity },
   );
-  const client = new grpc.Client(req.address, creds, check.channelOptions);
+  const client = new grpc.Client(address, creds, check.channelOptions);
   const metadata = new grpc.Metadata();
   if (req.token) metadata.set('authorization', `Bearer ${req.token}`);
   try {

@@ -15,6 +15,7 @@ import { ControlModule } from '../agent/workload/control-module.js';
 import { RegistrationModule } from '../agent/workload/registration-module.js';
 import { parseDuration } from '../ca/duration.js';
 import { readCertDir } from '../ca/cert-dir.js';
+import { controlPlaneAddresses } from '../ca/control-plane-addresses.js';
 import { IdentityError, parseSpiffeUri, validateTrustDomain, workloadIdentity } from '../ca/identity.js';
 import { tokenIdentity, TokenError } from '../ca/join-tokens.js';
 import { createLogger } from '../log/logger.js';
@@ -115,7 +116,10 @@ export function addAgentCommand(program: Command): void {
       'Run the VM side of the mesh: enroll and renew the workload certificate, proxy local xDS clients to the control plane over mTLS (serving them from a cache through outages), serve SDS on a Unix socket, and optionally supervise a command given after --.',
     )
     .argument('[command...]', 'a command to run and supervise (after --), e.g. -- envoy -c envoy.json')
-    .requiredOption('--ca-addr <host:port>', "the control plane's secure port (serve's --secure-xds-addr)")
+    .requiredOption(
+      '--ca-addr <host:port>',
+      "the control plane's secure port (serve's --secure-xds-addr); replicas: a DNS name with one record each, or HOST:PORT,HOST:PORT,… tried in turn",
+    )
     .requiredOption('--root-cert <file>', 'trust bundle for first contact, from `portolan ca root`')
     .option('--token <token>', `join token for the first certificate (or set ${TOKEN_ENV})`)
     .requiredOption('--namespace <ns>', "the workload's namespace (its identity)")
@@ -136,7 +140,10 @@ export function addAgentCommand(program: Command): void {
       AGENT_DEFAULTS.dataDir,
     )
     .option('--run-dir <dir>', 'where the default sockets go', AGENT_DEFAULTS.runDir)
-    .option('--xds-addr <host:port>', "the control plane's xDS address (default: --ca-addr)")
+    .option(
+      '--xds-addr <host:port>',
+      "the control plane's xDS address, or a comma-separated list of replicas (default: --ca-addr)",
+    )
     .option(
       '--listen-xds <host:port>',
       'plaintext local xDS (ADS) for Envoy and gRPC apps',
@@ -343,10 +350,8 @@ export function compileAgentSettings(flags: AgentFlags, envToken: string | undef
   const runDir = resolve(flags.runDir);
   const socket = (value: string | undefined, name: string): string | undefined =>
     value === 'off' ? undefined : resolve(value ?? join(runDir, name));
-  const caAddr = flags.caAddr;
-  parseAddress(caAddr, '--ca-addr');
-  const xdsAddr = flags.xdsAddr ?? caAddr;
-  parseAddress(xdsAddr, '--xds-addr');
+  const caAddr = addressList(flags.caAddr, '--ca-addr');
+  const xdsAddr = flags.xdsAddr === undefined ? caAddr : addressList(flags.xdsAddr, '--xds-addr');
   const xdsSocket = socket(flags.xdsSocket, 'xds.sock');
   const sdsSocket = socket(flags.sdsSocket, 'sds.sock');
   if (flags.group !== undefined && !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(flags.group))
@@ -450,6 +455,14 @@ export function renderBootstrap(kind: 'envoy' | 'grpc', s: AgentSettings): strin
   const problems = validateBootstrap(bootstrap);
   if (problems.length > 0) throw new OptionError(`bootstrap fails validation:\n  ${problems.join('\n  ')}`);
   return `${JSON.stringify(bootstrap, null, 2)}\n`;
+}
+
+/** HOST:PORT or a comma-separated list of them (replicas, tried in turn), each checked. */
+function addressList(text: string, flag: string): string {
+  const entries = controlPlaneAddresses(text);
+  if (entries.length === 0) throw new OptionError(`${flag}: expected HOST:PORT, got "${text}"`);
+  for (const entry of entries) parseAddress(entry, flag);
+  return entries.join(',');
 }
 
 function durationSeconds(text: string, flag: string): number {

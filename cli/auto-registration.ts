@@ -8,6 +8,9 @@ import * as grpc from '@grpc/grpc-js';
 import type { ConfigDirRegistry } from '../config-dir/registry.js';
 import type { Logger } from '../log/logger.js';
 import { AutoRegistration, type AgentClaim } from '../registration/auto-registration.js';
+import { HEARTBEAT_MS } from './replication.js';
+import { PostgresRegistrations } from '../store/postgres/auto-registrations.js';
+import type { PostgresStore } from '../store/postgres/postgres-store.js';
 import type { Store } from '../store/store.js';
 import type { AdsStream } from '../xds/server/ads-stream.js';
 import type { StreamAdmission } from '../xds/server/ads-server.js';
@@ -26,19 +29,39 @@ export interface WiredAutoRegistration {
   stop(): void;
 }
 
+/** With --store postgres: registrations shared by the replicas (docs/ha.md). */
+export interface SharedRegistrationOptions {
+  readonly store: PostgresStore;
+  readonly replica: string;
+  /** Whether this replica leads the singleton jobs (the grace cleanup of dead replicas' rows). */
+  readonly leads: () => boolean;
+}
+
+/** How often a replica reads the registrations the others hold. */
+const SHARED_POLL_MS = 1000;
+
 export function wireAutoRegistration(
   config: ConfigDirRegistry,
   store: Store | undefined,
   graceMs: number,
   logger: Logger,
+  shared?: SharedRegistrationOptions,
 ): WiredAutoRegistration {
+  // Shared: in PostgreSQL instead of this replica's SQLite (which keeps its table, unused).
+  const sharedRows = shared && new PostgresRegistrations(shared.store, shared.replica, logger);
   const registration = new AutoRegistration({
     groups: () => config.meshConfig().workloadGroups ?? [],
     graceMs,
-    ...(store && { store: store.autoRegistrations }),
+    ...(sharedRows ? { store: sharedRows } : store && { store: store.autoRegistrations }),
     logger,
   });
   registration.restore();
+  sharedRows?.watch((rows) => registration.setShared(rows), {
+    pollMs: SHARED_POLL_MS,
+    graceMs,
+    heartbeatMs: HEARTBEAT_MS,
+    leads: shared?.leads ?? (() => false),
+  });
   const detach = config.addWorkloadEntries(registration);
   const unsubscribe = config.onConfigChange(() => registration.groupsChanged());
   const registering = new Set<string>();
@@ -70,6 +93,7 @@ export function wireAutoRegistration(
       unsubscribe();
       detach();
       registration.stop();
+      void sharedRows?.stop();
     },
   };
 }

@@ -14,8 +14,8 @@ export function printHistory(dataDir: string, limit: number, json: boolean): voi
     }
     process.stdout.write('Config changes and registry events (newest first)\n');
     printTable(
-      ['at', 'source', 'subject', 'event', 'detail'],
-      changes.map((c) => [c.at, c.source, c.subject, c.event, c.detail]),
+      ['at', 'source', 'subject', 'event', 'detail', 'replica'],
+      changes.map((c) => [c.at, c.source, c.subject, c.event, c.detail, c.replica || '-']),
     );
     process.stdout.write('\nProxy connections (newest first)\n');
     printTable(

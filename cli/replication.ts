@@ -12,7 +12,7 @@ import { SqliteSharedStore } from '../store/sqlite-shared.js';
 import type { Store } from '../store/store.js';
 import type { CaBacking } from './ca-serve.js';
 
-const HEARTBEAT_MS = 3000;
+export const HEARTBEAT_MS = 3000;
 /** How often a follower tries to take a dead leader's lease. */
 const LEADER_RETRY_MS = 2000;
 
@@ -27,6 +27,8 @@ export interface ReplicasView {
 export interface Replication {
   readonly replica: string;
   readonly backing: CaBacking;
+  /** Whether this replica leads the singleton jobs now. */
+  leads(): boolean;
   storeState(): StoreState;
   view(): Promise<ReplicasView>;
   stop(): Promise<void>;
@@ -72,6 +74,7 @@ export function startReplication(
   return {
     replica,
     backing,
+    leads: () => leadership.isLeader(),
     storeState: () => health.state(),
     async view() {
       const base = { replica, leader: leadership.isLeader(), store: health.state() };

@@ -80,8 +80,10 @@ async function startLocked(
   onFailure: (undo: () => Promise<void>) => void,
 ): Promise<RunningPortolan> {
   const metrics = new PortolanMetrics();
+  const replica = options.replicaId ?? replicaId();
   const store = Store.open({
     dataDir: options.dataDir,
+    replica,
     logger: logger.child({ component: 'store' }),
     reset: options.resetStore,
     resetCa: options.ca?.resetCa ?? false,
@@ -89,7 +91,6 @@ async function startLocked(
     onWriteError: () => metrics.storeWriteErrors.inc(),
   });
   // --store postgres://…: the CA's state shared with the other replicas (docs/ha.md).
-  const replica = options.replicaId ?? replicaId();
   const shared = options.storeUrl ? await openPostgres(options.storeUrl, replica) : undefined;
   let proxiesOf: () => readonly string[] = () => [];
   const replication = startReplication(
@@ -126,6 +127,7 @@ async function startLocked(
       store,
       options.autoRegistrationGraceMs ?? DEFAULT_GRACE_MS,
       logger.child({ component: 'auto-registration' }),
+      shared && { store: shared, replica, leads: () => replication.leads() },
     );
   metrics.watchRegistries(registries);
   metrics.countRegistryEvents(registries);

@@ -70,6 +70,15 @@ export interface RegistrationView {
   readonly reason?: string;
   /** False when its group is gone: no entry is made until it returns. */
   readonly groupExists: boolean;
+  /** The replica holding it, when another replica of a shared store does (docs/ha.md). */
+  readonly replica?: string;
+}
+
+/** A registration another replica holds (read from the shared store). */
+export interface SharedRegistration {
+  readonly key: string;
+  readonly value: string;
+  readonly replica: string;
 }
 
 export class AutoRegistration implements WorkloadEntrySource {
@@ -78,6 +87,8 @@ export class AutoRegistration implements WorkloadEntrySource {
   private readonly byConnection = new Map<string, string>();
   private readonly listeners = new Listeners<void>();
   private entries: readonly WorkloadEntryResource[] = [];
+  /** Registrations other replicas hold, by key (with a shared store; empty otherwise). */
+  private elsewhere = new Map<string, { registration: Registration; replica: string }>();
 
   constructor(private readonly options: AutoRegistrationOptions) {}
 
@@ -195,6 +206,30 @@ export class AutoRegistration implements WorkloadEntrySource {
     if (before?.healthy !== healthy) this.recompute();
   }
 
+  /**
+   * What the other replicas hold now (a shared store's rows, this replica's own left out): their
+   * VMs are entries here too, so clients of any replica see them. The rows' owners and the leader
+   * remove them when their grace is over.
+   */
+  setShared(rows: readonly SharedRegistration[]): void {
+    const next = new Map<string, { registration: Registration; replica: string }>();
+    for (const row of rows) {
+      const registration = parseStored(row.value);
+      if (registration && registrationKey(registration) === row.key)
+        next.set(row.key, { registration, replica: row.replica });
+    }
+    const same =
+      next.size === this.elsewhere.size &&
+      [...next].every(
+        ([k, v]) =>
+          this.elsewhere.get(k)?.replica === v.replica &&
+          JSON.stringify(this.elsewhere.get(k)?.registration) === JSON.stringify(v.registration),
+      );
+    if (same) return;
+    this.elsewhere = next;
+    this.recompute();
+  }
+
   /** The groups changed: entries follow their templates, and go with their group. */
   groupsChanged(): void {
     this.recompute();
@@ -209,6 +244,36 @@ export class AutoRegistration implements WorkloadEntrySource {
   }
 
   list(): RegistrationView[] {
+    const local = this.localList();
+    const remote = [...this.elsewhere]
+      .filter(([key]) => !this.held.has(key))
+      .map(([key, { registration: r, replica }]): RegistrationView => {
+        const group = this.findGroup(r.namespace, r.group);
+        const report = r.health;
+        const health = report
+          ? report.healthy
+            ? 'HEALTHY'
+            : 'UNHEALTHY'
+          : group?.spec.probe
+            ? 'UNKNOWN'
+            : 'HEALTHY';
+        return {
+          entry: key,
+          group: r.group,
+          address: r.address,
+          node: r.nodeId,
+          state: 'connected',
+          since: report?.at ?? '',
+          health,
+          ...(report && !report.healthy && { reason: report.message }),
+          groupExists: group !== undefined,
+          replica,
+        };
+      });
+    return [...local, ...remote].sort((a, b) => (a.entry < b.entry ? -1 : a.entry > b.entry ? 1 : 0));
+  }
+
+  private localList(): RegistrationView[] {
     return [...this.held.entries()]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([key, h]) => {
@@ -262,9 +327,12 @@ export class AutoRegistration implements WorkloadEntrySource {
 
   private recompute(): void {
     const next: WorkloadEntryResource[] = [];
-    for (const h of this.held.values()) {
-      const group = this.findGroup(h.registration.namespace, h.registration.group);
-      if (group) next.push(buildEntry(h.registration, group));
+    const registrations = [...this.held.values()].map((h) => h.registration);
+    for (const [key, { registration }] of this.elsewhere)
+      if (!this.held.has(key)) registrations.push(registration);
+    for (const r of registrations) {
+      const group = this.findGroup(r.namespace, r.group);
+      if (group) next.push(buildEntry(r, group));
     }
     next.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     if (JSON.stringify(next) === JSON.stringify(this.entries)) return;

@@ -21,6 +21,8 @@ export interface HistoryEntry {
   /** accepted / rejected / removed, or synced / failed / restored. */
   readonly event: string;
   readonly detail: string;
+  /** The replica that wrote it ('' before replicas were named, or on a database not yet migrated). */
+  readonly replica: string;
 }
 
 const MAX_PENDING = 10_000;
@@ -36,13 +38,23 @@ export class HistoryTables {
   /** Accepted text (or null: removed) of files whose row is still pending, for lastAcceptedText. */
   private readonly pendingFiles = new Map<string, string | null>();
   private timer: NodeJS.Timeout | undefined;
+  private readonly tagged: boolean;
 
   constructor(
     private readonly db: Database.Database,
     private readonly guard: GuardWrite,
     limit: number,
+    private readonly replica = '',
   ) {
     this.retention = new Retention(db, ['config_history', 'registry_events'], limit);
+    // A database opened without migrating (`portolan history`, tests' older schemas) may predate
+    // migration 7's column: rows are then written and read untagged.
+    this.tagged =
+      db
+        .prepare<[], { n: number }>(
+          "SELECT COUNT(*) AS n FROM pragma_table_info('config_history') WHERE name = 'replica'",
+        )
+        .get()?.n === 1;
   }
 
   recordConfig(
@@ -57,9 +69,19 @@ export class HistoryTables {
     this.defer(`config history of ${file}`, () => {
       this.db
         .prepare(
-          'INSERT INTO config_history (at, file, outcome, content_hash, resources, error) VALUES (?, ?, ?, ?, ?, ?)',
+          this.tagged
+            ? 'INSERT INTO config_history (at, file, outcome, content_hash, resources, error, replica) VALUES (?, ?, ?, ?, ?, ?, ?)'
+            : 'INSERT INTO config_history (at, file, outcome, content_hash, resources, error) VALUES (?, ?, ?, ?, ?, ?)',
         )
-        .run(at, file, outcome, hash, JSON.stringify(details.resources ?? []), details.error ?? null);
+        .run(
+          at,
+          file,
+          outcome,
+          hash,
+          JSON.stringify(details.resources ?? []),
+          details.error ?? null,
+          ...(this.tagged ? [this.replica] : []),
+        );
       if (outcome === 'accepted' && details.text !== undefined) {
         this.db
           .prepare(
@@ -113,8 +135,12 @@ export class HistoryTables {
     const at = new Date().toISOString();
     this.defer(`registry event of ${registry}`, () => {
       this.db
-        .prepare('INSERT INTO registry_events (at, registry, event, detail) VALUES (?, ?, ?, ?)')
-        .run(at, registry, event, detail);
+        .prepare(
+          this.tagged
+            ? 'INSERT INTO registry_events (at, registry, event, detail, replica) VALUES (?, ?, ?, ?, ?)'
+            : 'INSERT INTO registry_events (at, registry, event, detail) VALUES (?, ?, ?, ?)',
+        )
+        .run(at, registry, event, detail, ...(this.tagged ? [this.replica] : []));
       this.retention.inserted();
     });
   }
@@ -122,13 +148,15 @@ export class HistoryTables {
   /** The newest entries of both kinds, newest first. */
   recent(limit = 100): HistoryEntry[] {
     this.flush();
+    const replica = this.tagged ? 'replica' : "''";
     return this.db
       .prepare<[number], HistoryEntry>(
-        `SELECT at, source, subject, event, detail FROM (
+        `SELECT at, source, subject, event, detail, replica FROM (
            SELECT id, at, 'config' AS source, file AS subject, outcome AS event,
-                  COALESCE(error, resources) AS detail FROM config_history
+                  COALESCE(error, resources) AS detail, ${replica} AS replica FROM config_history
            UNION ALL
-           SELECT id, at, 'registry' AS source, registry AS subject, event, COALESCE(detail, '') AS detail
+           SELECT id, at, 'registry' AS source, registry AS subject, event, COALESCE(detail, '') AS detail,
+                  ${replica} AS replica
              FROM registry_events)
          ORDER BY at DESC, id DESC LIMIT ?`,
       )

@@ -119,4 +119,9 @@ export const MIGRATIONS: readonly string[] = [
      endpoints TEXT,                  -- JSON Endpoint[]; NULL: a service without an endpoint list
      PRIMARY KEY (registry, host)
    ) WITHOUT ROWID;`,
+
+  // 7: each history row names the replica that wrote it (serve --replica-id); '' for rows written
+  // before replicas were named.
+  `ALTER TABLE config_history ADD COLUMN replica TEXT NOT NULL DEFAULT '';
+   ALTER TABLE registry_events ADD COLUMN replica TEXT NOT NULL DEFAULT '';`,
 ];

@@ -39,6 +39,8 @@ export interface StoreOptions {
   readonly reset?: boolean;
   /** With `reset`: start anew even when the CA's state cannot be carried over (a new root). */
   readonly resetCa?: boolean;
+  /** The replica writing (serve --replica-id): history rows are tagged with it. */
+  readonly replica?: string;
   /** Rows kept per history table (config changes, registry events, proxy connections). */
   readonly historyLimit?: number;
   /** Open without writing (for `portolan history`): no migrations, no permission changes. */
@@ -74,7 +76,7 @@ export class Store {
     const guard = <T>(what: string, fn: () => T): T | undefined => this.guardWrite(what, fn);
     const limit = options.historyLimit ?? 10_000;
     this.snapshots = new SnapshotTable(db, guard);
-    this.history = new HistoryTables(db, guard, limit);
+    this.history = new HistoryTables(db, guard, limit, options.replica ?? '');
     this.proxies = new ProxyHistoryTable(db, guard, limit);
     this.ca = new CaMaterialTable(db, guard, limit);
     this.revocations = new RevocationTable(db, guard);

@@ -9,9 +9,15 @@
 // (grpc-js reconnects on its own, with the same bounds) retries at once. A renewed certificate makes
 // a new channel: streams move to it (`onRotate`), since the server checks the peer certificate only
 // when a stream starts and the old one will expire.
+//
+// Replicas (docs/ha.md): the address may list several, comma-separated. When a retry comes and the
+// channel to the current one is not ready, the connection moves to the next entry (a new channel;
+// streams reopen there and replay their subscriptions). A DNS name with several records is one entry:
+// gRPC's resolver and pick_first policy already try each record.
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log/logger.js';
 import { Backoff, type BackoffOptions } from '../../model/backoff.js';
+import { controlPlaneAddresses } from '../../ca/control-plane-addresses.js';
 import { controlPlaneCheck, type ControlPlaneCheck } from '../../ca/control-plane-check.js';
 import type { HeldCertificate } from '../../ca/cert-dir.js';
 
@@ -24,7 +30,7 @@ export interface IdentitySource {
 }
 
 export interface UpstreamOptions {
-  /** The control plane's secure port, HOST:PORT. */
+  /** The control plane's secure port, HOST:PORT, or several comma-separated (replicas). */
   readonly address: string;
   readonly trustDomain: string;
   readonly identity: IdentitySource;
@@ -62,11 +68,15 @@ export class UpstreamConnection {
   private stopped = false;
   private outageLogged = false;
   private everUp = false;
+  private readonly targets: readonly string[];
+  private targetIndex = 0;
   /** Times the control plane answered again after being unreachable. */
   reconnects = 0;
 
   constructor(private readonly options: UpstreamOptions) {
     this.backoff = new Backoff(options.backoff ?? DEFAULT_BACKOFF);
+    this.targets = controlPlaneAddresses(options.address);
+    if (this.targets.length === 0) throw new Error(`no control plane address in "${options.address}"`);
   }
 
   /** Connects with the current certificate (or waits for the first), and follows renewals. */
@@ -81,8 +91,9 @@ export class UpstreamConnection {
     return this.stateValue;
   }
 
+  /** The entry of the address list the connection uses now. */
   get address(): string {
-    return this.options.address;
+    return this.targets[this.targetIndex] ?? this.options.address;
   }
 
   /** Whether the control plane is reachable and answering now. */
@@ -154,11 +165,15 @@ export class UpstreamConnection {
     const delay = this.backoff.next();
     // Once per outage at warn; each retry after that at debug.
     this.options.logger[this.outageLogged ? 'debug' : 'warn'](
-      { address: this.options.address, code: error.code, reason: error.message, retryInMs: delay },
+      { address: this.address, code: error.code, reason: error.message, retryInMs: delay },
       'control plane unreachable',
     );
     this.outageLogged = true;
-    this.retryTimer = setTimeout(() => this.retry(), delay);
+    this.retryTimer = setTimeout(() => {
+      // Still not through to this replica after the backoff: try the next (the waiters open there).
+      if (!this.channelReady && this.targets.length > 1 && !this.stopped) this.failover();
+      this.retry();
+    }, delay);
   }
 
   /** Lets every waiting stream try again. */
@@ -184,9 +199,15 @@ export class UpstreamConnection {
       this.outageLogged = false;
     }
     this.stateValue = state;
-    if (state === 'up')
-      this.options.logger.info({ address: this.options.address }, 'control plane connected');
+    if (state === 'up') this.options.logger.info({ address: this.address }, 'control plane connected');
     for (const l of this.stateListeners) l(state);
+  }
+
+  private failover(): void {
+    const from = this.address;
+    this.targetIndex = (this.targetIndex + 1) % this.targets.length;
+    this.options.logger.info({ from, to: this.address }, 'trying the next control plane replica');
+    this.rotate();
   }
 
   /** A channel with the current certificate; streams on the old one move over. */
@@ -194,10 +215,10 @@ export class UpstreamConnection {
     const cert = this.options.identity.current();
     if (!cert || this.stopped) return;
     const old = this.client;
-    const check = controlPlaneCheck(this.options.address, this.options.trustDomain);
+    const check = controlPlaneCheck(this.address, this.options.trustDomain);
     const backoff = this.options.backoff ?? DEFAULT_BACKOFF;
     const client = new grpc.Client(
-      this.options.address,
+      this.address,
       grpc.credentials.createSsl(
         Buffer.from(cert.bundlePem),
         Buffer.from(cert.keyPem),
@@ -238,7 +259,7 @@ export class UpstreamConnection {
       this.channelReady = state === grpc.connectivityState.READY;
       if (state === grpc.connectivityState.TRANSIENT_FAILURE)
         this.fail({
-          message: this.check?.lastFailure()?.message ?? `cannot connect to ${this.options.address}`,
+          message: this.check?.lastFailure()?.message ?? `cannot connect to ${this.address}`,
           at: new Date(),
         });
       else if (this.channelReady && this.stateValue !== 'up') this.retry();

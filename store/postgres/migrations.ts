@@ -67,4 +67,14 @@ export const PG_MIGRATIONS: readonly string[] = [
      endpoints TEXT,
      PRIMARY KEY (registry, host)
    );`,
+
+  // 4: VMs auto-registered through their agents (registration/auto-registration.ts), one row per
+  // entry, owned by the replica the agent is connected to; every replica serves them all. The
+  // owner's grace timer deletes its rows; the leader deletes those of a replica that died.
+  `CREATE TABLE auto_registrations (
+     key TEXT PRIMARY KEY,
+     registration TEXT NOT NULL,
+     replica TEXT NOT NULL,
+     updated_at TEXT NOT NULL
+   );`,
 ];

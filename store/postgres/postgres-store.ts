@@ -462,6 +462,48 @@ export class PostgresStore implements SharedStore, ReplicaCoordination {
     }));
   }
 
+  /** Writes an auto-registration held by this replica (it owns the row from now on). */
+  async putAutoRegistration(key: string, registration: string, now = new Date()): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO auto_registrations (key, registration, replica, updated_at) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (key) DO UPDATE SET registration = $2, replica = $3, updated_at = $4`,
+      [key, registration, this.replica, now.toISOString()],
+    );
+  }
+
+  /** Deletes an auto-registration if this replica still owns it (another may have taken it over). */
+  async deleteAutoRegistration(key: string): Promise<void> {
+    await this.pool.query('DELETE FROM auto_registrations WHERE key = $1 AND replica = $2', [
+      key,
+      this.replica,
+    ]);
+  }
+
+  async listAutoRegistrations(): Promise<{ key: string; value: string; replica: string }[]> {
+    const res = await this.pool.query<{ key: string; value: string; replica: string }>(
+      'SELECT key, registration AS value, replica FROM auto_registrations ORDER BY key LIMIT 100000',
+    );
+    return res.rows;
+  }
+
+  /**
+   * The leader's grace cleanup: the rows of replicas whose heartbeat is older than `graceMs` (dead,
+   * so their own timers died with them), and rows older than their live owner's start (a previous
+   * run's, which it no longer holds) once they are `graceMs` old. Returns how many went.
+   */
+  async expireAutoRegistrations(graceMs: number, now = new Date()): Promise<number> {
+    const cutoff = new Date(now.getTime() - graceMs).toISOString();
+    const res = await this.pool.query(
+      `DELETE FROM auto_registrations a
+       WHERE NOT EXISTS (
+         SELECT 1 FROM replicas r
+         WHERE r.replica = a.replica AND r.heartbeat_at >= $1 AND (a.updated_at >= r.started_at OR a.updated_at >= $1)
+       )`,
+      [cutoff],
+    );
+    return res.rowCount ?? 0;
+  }
+
   lead(job: string, onChange: (leading: boolean) => void = () => undefined, retryMs = 2000): Leadership {
     return leadJob(this.url, this.replica, job, onChange, retryMs);
   }

@@ -256,3 +256,29 @@ test('history rows are written behind, together: readers through the store see t
   store.close();
   assert.equal(rowsOnDisk(), 7, 'close writes what is pending');
 });
+
+test('history rows name the replica that wrote them; rows from before migration 7 read as "", also without migrating', (t) => {
+  const dir = tempDir(t);
+  const old = Store.open({ dataDir: dir, logger: silentLogger, migrateTo: 6 });
+  old.history.recordConfig('a.yaml', 'accepted', { text: 'old era' });
+  old.history.recordRegistry('mock', 'synced');
+  old.close();
+  // `portolan history` opens read-only and does not migrate: the untagged rows still read.
+  const reader = open(t, dir, { readonly: true });
+  assert.deepEqual(
+    reader.history.recent(10).map((e) => e.replica),
+    ['', ''],
+  );
+  reader.close();
+  const store = open(t, dir, { replica: 'cp-2' });
+  store.history.recordConfig('a.yaml', 'accepted', { text: 'new era' });
+  store.history.recordRegistry('mock', 'failed', 'gone');
+  // Rows of one millisecond have no order between the two tables: compare as a set.
+  assert.deepEqual(
+    store.history
+      .recent(10)
+      .map((e) => `${e.subject} ${e.event} ${e.replica || '-'}`)
+      .sort(),
+    ['a.yaml accepted -', 'a.yaml accepted cp-2', 'mock failed cp-2', 'mock synced -'],
+  );
+});
