@@ -23,6 +23,7 @@ import { AdsMetrics } from '../metrics/ads-metrics.js';
 import { PortolanMetrics } from '../metrics/metrics.js';
 import { DataDirLockedError, lockDataDir, type DataDirLock } from '../store/data-dir-lock.js';
 import { RegistryPersistence } from '../store/registry-persistence.js';
+import { PostgresSnapshotMirror, pullSharedSnapshots } from '../store/postgres/snapshot-mirror.js';
 import { Store } from '../store/store.js';
 import { DEFAULT_GRACE_MS, wireAutoRegistration } from './auto-registration.js';
 import { startCa, type RunningCa } from './ca-serve.js';
@@ -131,10 +132,18 @@ async function startLocked(
     );
   metrics.watchRegistries(registries);
   metrics.countRegistryEvents(registries);
-  const persistence = new RegistryPersistence(store, registries, logger.child({ component: 'store' }));
+  // --store: the last good snapshots are mirrored to PostgreSQL too, so any replica warm-starts.
+  const mirror = shared && new PostgresSnapshotMirror(shared, logger.child({ component: 'store' }));
+  const persistence = new RegistryPersistence(store, registries, logger.child({ component: 'store' }), {
+    ...(mirror && { mirror }),
+  });
   persistence.watch();
-  // Warm start: until a registry syncs live, xDS is served from its last good snapshot.
-  if (options.serveStale) persistence.restore();
+  // Warm start: until a registry syncs live, xDS is served from its last good snapshot (under
+  // --store, the newer of the local one and the shared one).
+  if (options.serveStale) {
+    if (shared) await pullSharedSnapshots(shared, store.snapshots, logger.child({ component: 'store' }));
+    persistence.restore();
+  }
   const discovery = new AggregateDiscovery(registries);
   await discovery.start();
 
@@ -274,6 +283,8 @@ async function startLocked(
       await discovery.stop((registry) => steps.run(`registry ${registry.name}`, () => registry.stop()));
       await steps.run('store', async () => {
         persistence.stop();
+        await mirror?.flush();
+        mirror?.stop();
         store.close();
         await replication.stop();
       });

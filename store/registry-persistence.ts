@@ -5,6 +5,7 @@
 import type { Registry } from '../model/registry.js';
 import type { Logger } from '../log/logger.js';
 import type { Store } from './store.js';
+import type { RegistrySnapshot } from '../model/change.js';
 
 /**
  * A save writes the hostnames that changed since the last one (one row each); the first save of a
@@ -13,9 +14,21 @@ import type { Store } from './store.js';
  */
 const SAVE_SPACING = 20;
 
+/** Told of every local save (the shared store's copy, store/postgres/snapshot-mirror.ts); never blocks. */
+export interface SnapshotMirror {
+  saved(
+    registry: string,
+    snapshot: RegistrySnapshot,
+    hosts: Iterable<string> | 'all',
+    syncedAt: string,
+  ): void;
+}
+
 export interface PersistenceOptions {
   /** Quiet time before a changed snapshot is written (default 500 ms). */
   readonly debounceMs?: number;
+  /** Also told of every successful save (--store: PostgreSQL). */
+  readonly mirror?: SnapshotMirror;
 }
 
 export class RegistryPersistence {
@@ -26,6 +39,7 @@ export class RegistryPersistence {
   private readonly changed = new Map<string, Set<string>>();
   private readonly unsubscribes: (() => void)[] = [];
   private readonly debounceMs: number;
+  private readonly mirror: SnapshotMirror | undefined;
 
   constructor(
     private readonly store: Store,
@@ -34,6 +48,7 @@ export class RegistryPersistence {
     options: PersistenceOptions = {},
   ) {
     this.debounceMs = options.debounceMs ?? 500;
+    this.mirror = options.mirror;
   }
 
   /**
@@ -125,13 +140,16 @@ export class RegistryPersistence {
     // A registry's first save of a run rewrites its rows (the stored ones may be from any earlier
     // state), and so does the save after a failed one.
     this.changed.set(registry.name, new Set());
+    const snapshot = registry.snapshot();
     const saved = this.store.snapshots.saveHosts(
       registry.name,
-      registry.snapshot(),
+      snapshot,
       changed ?? 'all',
       status.lastSyncAt,
     );
     if (!saved) this.changed.delete(registry.name);
+    // The shared copy keeps its own pending hostnames, so a failed local write does not skip them.
+    this.mirror?.saved(registry.name, snapshot, changed ?? 'all', status.lastSyncAt);
     this.saveMs.set(registry.name, performance.now() - started);
   }
 }

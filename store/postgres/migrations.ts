@@ -77,4 +77,12 @@ export const PG_MIGRATIONS: readonly string[] = [
      replica TEXT NOT NULL,
      updated_at TEXT NOT NULL
    );`,
+
+  // 5: when each registry's rows in registry_hosts were last synced live, and by which replica
+  // (snapshot-mirror.ts): the warm-start source of a replica whose registries are unreachable.
+  `CREATE TABLE registry_snapshots (
+     registry TEXT PRIMARY KEY,
+     synced_at TEXT NOT NULL,
+     replica TEXT NOT NULL
+   );`,
 ];
