@@ -20,6 +20,7 @@ import { adsz, registryz } from './debug-views.js';
 import { overviewz, readiness } from './overviewz.js';
 import { proxyConfigz } from './proxy-configz.js';
 import type { PushHistory } from './push-history.js';
+import type { HistoryEntry } from '../store/history.js';
 import { servicez } from './servicez.js';
 import { syncz } from './syncz.js';
 import { UiAssets } from './ui-assets.js';
@@ -37,6 +38,8 @@ export interface AdminDeps {
   readonly autoRegistration?: { list(): readonly RegistrationView[] };
   readonly metrics?: PortolanMetrics;
   readonly store?: Store;
+  /** --store: every replica's history rows from PostgreSQL (newest first), for /debug/historyz. */
+  readonly sharedHistory?: (limit: number) => Promise<readonly HistoryEntry[]>;
   /** Recent pushes and NACKs (/debug/push_status), when the ADS server reports to it. */
   readonly pushHistory?: PushHistory;
   /** The built-in CA (/debug/caz). */
@@ -204,8 +207,20 @@ export class AdminServer {
       case '/debug/historyz': {
         if (!this.deps.store) throw new HttpError(404, 'no store');
         const limit = Math.min(1000, Number(url.searchParams.get('limit') ?? 100) || 100);
+        // Under --store the shared rows; the local ones if the database does not answer.
+        let changes: readonly HistoryEntry[] | undefined;
+        let from = 'local';
+        if (this.deps.sharedHistory) {
+          try {
+            changes = await this.deps.sharedHistory(limit);
+            from = 'shared';
+          } catch {
+            from = 'local (shared store unreachable)';
+          }
+        }
         return sendJson(res, 200, {
-          changes: this.deps.store.history.recent(limit),
+          changes: changes ?? this.deps.store.history.recent(limit),
+          changesFrom: from,
           proxies: this.deps.store.proxies.recent(limit),
         });
       }

@@ -1,13 +1,48 @@
 // `portolan history`: the store's recent config changes, registry events and proxy connections,
 // read-only, so it can run beside a live `portolan serve`.
+// With --store, the config changes and registry events are every replica's, from PostgreSQL; proxy
+// connections are per replica and still come from --data-dir (none if it holds no store).
 import { silentLogger } from '../log/logger.js';
-import { Store } from '../store/store.js';
+import type { HistoryEntry } from '../store/history.js';
+import type { ProxyConnectionRecord } from '../store/proxy-history.js';
+import { Store, StoreError } from '../store/store.js';
+import { openPostgres } from './store-options.js';
 
-export function printHistory(dataDir: string, limit: number, json: boolean): void {
-  const store = Store.open({ dataDir, logger: silentLogger, readonly: true });
-  try {
-    const changes = store.history.recent(limit);
-    const proxies = store.proxies.recent(limit);
+export async function printHistory(
+  dataDir: string,
+  limit: number,
+  json: boolean,
+  storeUrl?: string,
+): Promise<void> {
+  let changes: HistoryEntry[];
+  let proxies: ProxyConnectionRecord[] = [];
+  if (storeUrl) {
+    const shared = await openPostgres(storeUrl, 'history');
+    try {
+      changes = await shared.recentHistory(limit);
+    } finally {
+      await shared.close();
+    }
+    try {
+      const local = Store.open({ dataDir, logger: silentLogger, readonly: true });
+      try {
+        proxies = local.proxies.recent(limit);
+      } finally {
+        local.close();
+      }
+    } catch (err) {
+      if (!(err instanceof StoreError)) throw err;
+    }
+  } else {
+    const store = Store.open({ dataDir, logger: silentLogger, readonly: true });
+    try {
+      changes = store.history.recent(limit);
+      proxies = store.proxies.recent(limit);
+    } finally {
+      store.close();
+    }
+  }
+  {
     if (json) {
       process.stdout.write(`${JSON.stringify({ changes, proxies }, null, 2)}\n`);
       return;
@@ -29,8 +64,6 @@ export function printHistory(dataDir: string, limit: number, json: boolean): voi
         Object.keys(p.lastNacks).join(',') || '-',
       ]),
     );
-  } finally {
-    store.close();
   }
 }
 

@@ -21,7 +21,7 @@ import {
 } from './options.js';
 import { REGISTRY_FACTORIES, knownRegistries } from './registries.js';
 import { startPortolan } from './serve.js';
-import { REPLICA_ID_ENV, STORE_FLAG_HELP } from './store-options.js';
+import { REPLICA_ID_ENV, STORE_FLAG_HELP, storeUrl } from './store-options.js';
 import { parseShutdownTimeout, SHUTDOWN_TIMEOUT_DEFAULT, stopWithDeadline } from './shutdown.js';
 import { addTokenCommand, cliErrors } from './token.js';
 import { AdminError } from './admin-client.js';
@@ -160,9 +160,15 @@ program
   .option('--data-dir <dir>', 'the data directory of the Portolan to read', SERVE_DEFAULTS.dataDir)
   .option('--limit <n>', 'how many entries of each kind', '50')
   .option('--json', 'print JSON instead of tables')
-  .action((opts: { dataDir: string; limit: string; json?: boolean }, cmd: Command) => {
+  .option('--store <url>', `${STORE_FLAG_HELP} (the history of every replica)`)
+  .action(async (opts: { dataDir: string; limit: string; json?: boolean; store?: string }, cmd: Command) => {
     try {
-      printHistory(opts.dataDir, parsePositiveInt(opts.limit, '--limit'), opts.json ?? false);
+      await printHistory(
+        opts.dataDir,
+        parsePositiveInt(opts.limit, '--limit'),
+        opts.json ?? false,
+        storeUrl(opts.store),
+      );
     } catch (err) {
       if (err instanceof OptionError || err instanceof StoreError)
         cmd.error(`error: ${err.message}`, { exitCode: 2 });

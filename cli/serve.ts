@@ -23,6 +23,7 @@ import { AdsMetrics } from '../metrics/ads-metrics.js';
 import { PortolanMetrics } from '../metrics/metrics.js';
 import { DataDirLockedError, lockDataDir, type DataDirLock } from '../store/data-dir-lock.js';
 import { RegistryPersistence } from '../store/registry-persistence.js';
+import { PostgresHistoryMirror } from '../store/postgres/history-mirror.js';
 import { PostgresSnapshotMirror, pullSharedSnapshots } from '../store/postgres/snapshot-mirror.js';
 import { Store } from '../store/store.js';
 import { DEFAULT_GRACE_MS, wireAutoRegistration } from './auto-registration.js';
@@ -93,6 +94,10 @@ async function startLocked(
   });
   // --store postgres://…: the CA's state shared with the other replicas (docs/ha.md).
   const shared = options.storeUrl ? await openPostgres(options.storeUrl, replica) : undefined;
+  // …and the history, written behind to PostgreSQL too (the local rows stay as they are).
+  const historyMirror =
+    shared && new PostgresHistoryMirror(shared, options.historyLimit, logger.child({ component: 'store' }));
+  if (historyMirror) store.history.mirrorTo(historyMirror);
   let proxiesOf: () => readonly string[] = () => [];
   const replication = startReplication(
     store,
@@ -218,6 +223,10 @@ async function startLocked(
     ...(auto && { autoRegistration: auto.registration }),
     metrics,
     store,
+    ...(historyMirror && {
+      // Rows recorded moments ago are written first, so this replica's latest ones show.
+      sharedHistory: async (limit: number) => (await historyMirror.flush(), shared.recentHistory(limit)),
+    }),
     pushHistory,
     ...(ca && { ca: ca.ca }),
     ...(shared && { replicas: replication }),
@@ -285,6 +294,8 @@ async function startLocked(
         persistence.stop();
         await mirror?.flush();
         mirror?.stop();
+        await historyMirror?.flush();
+        historyMirror?.stop();
         store.close();
         await replication.stop();
       });

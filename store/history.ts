@@ -32,6 +32,11 @@ export const WRITE_WINDOW_MS = 50;
 
 type PendingRow = () => void;
 
+/** Told of every history row as it is recorded (the shared store's copy); never blocks. */
+export interface HistoryMirror {
+  record(entry: HistoryEntry): void;
+}
+
 export class HistoryTables {
   private readonly retention: Retention;
   private pending: { what: string; write: PendingRow }[] = [];
@@ -39,6 +44,7 @@ export class HistoryTables {
   private readonly pendingFiles = new Map<string, string | null>();
   private timer: NodeJS.Timeout | undefined;
   private readonly tagged: boolean;
+  private mirror: HistoryMirror | undefined;
 
   constructor(
     private readonly db: Database.Database,
@@ -57,6 +63,11 @@ export class HistoryTables {
         .get()?.n === 1;
   }
 
+  /** --store: every row recorded from now on is also handed to `mirror`. */
+  mirrorTo(mirror: HistoryMirror): void {
+    this.mirror = mirror;
+  }
+
   recordConfig(
     file: string,
     outcome: ConfigOutcome,
@@ -66,6 +77,14 @@ export class HistoryTables {
     const hash = details.text === undefined ? null : hashText(details.text);
     if (outcome === 'accepted' && details.text !== undefined) this.pendingFiles.set(file, details.text);
     if (outcome === 'removed') this.pendingFiles.set(file, null);
+    this.mirror?.record({
+      at,
+      source: 'config',
+      subject: file,
+      event: outcome,
+      detail: details.error ?? JSON.stringify(details.resources ?? []),
+      replica: this.replica,
+    });
     this.defer(`config history of ${file}`, () => {
       this.db
         .prepare(
@@ -133,6 +152,7 @@ export class HistoryTables {
 
   recordRegistry(registry: string, event: RegistryEventKind, detail = ''): void {
     const at = new Date().toISOString();
+    this.mirror?.record({ at, source: 'registry', subject: registry, event, detail, replica: this.replica });
     this.defer(`registry event of ${registry}`, () => {
       this.db
         .prepare(

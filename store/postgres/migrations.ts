@@ -85,4 +85,17 @@ export const PG_MIGRATIONS: readonly string[] = [
      synced_at TEXT NOT NULL,
      replica TEXT NOT NULL
    );`,
+
+  // 6: config changes and registry events of every replica, each row naming the replica that
+  // wrote it (history-mirror.ts); `portolan history --store` reads it.
+  `CREATE TABLE history (
+     id BIGSERIAL PRIMARY KEY,
+     at TEXT NOT NULL,
+     source TEXT NOT NULL,
+     subject TEXT NOT NULL,
+     event TEXT NOT NULL,
+     detail TEXT NOT NULL,
+     replica TEXT NOT NULL
+   );
+   CREATE INDEX history_at ON history (at);`,
 ];

@@ -4,6 +4,7 @@
 // what libpq users expect (user, password, host, port, database, sslmode); PGPASSWORD and the other
 // PG* variables fill what it leaves out.
 import pg from 'pg';
+import type { HistoryEntry } from '../history.js';
 import type { IssuedCertificate } from '../ca-material.js';
 import type { EnrollmentRow } from '../enrollments.js';
 import type { JoinTokenRow } from '../join-tokens.js';
@@ -509,6 +510,30 @@ export class PostgresStore implements SharedStore, ReplicaCoordination {
         [registry, syncedAt, this.replica],
       );
     });
+  }
+
+  /** Appends history rows in one transaction, then keeps the newest `limit`. */
+  async insertHistory(rows: readonly HistoryEntry[], limit: number): Promise<void> {
+    await this.transaction(async (client) => {
+      for (const r of rows)
+        await client.query(
+          'INSERT INTO history (at, source, subject, event, detail, replica) VALUES ($1, $2, $3, $4, $5, $6)',
+          [r.at, r.source, r.subject, r.event, r.detail, r.replica],
+        );
+      await client.query(
+        'DELETE FROM history WHERE id <= (SELECT id FROM history ORDER BY id DESC OFFSET $1 LIMIT 1)',
+        [limit],
+      );
+    });
+  }
+
+  /** Every replica's newest history rows, newest first. */
+  async recentHistory(limit: number): Promise<HistoryEntry[]> {
+    const res = await this.pool.query<HistoryEntry>(
+      'SELECT at, source, subject, event, detail, replica FROM history ORDER BY at DESC, id DESC LIMIT $1',
+      [limit],
+    );
+    return res.rows;
   }
 
   /** Every registry's stored snapshot rows, with when (and by which replica) they were synced. */
