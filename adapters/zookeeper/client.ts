@@ -48,6 +48,9 @@ export interface ZkSessionOptions {
 export class ZkSession extends EventEmitter<ZkSessionEvents> {
   private readonly client: zookeeper.Client;
   private readonly connectTimeoutMs: number;
+  private readonly spinDelayMs: number;
+  /** Handshakes dropped in a row: each one gives the next attempt longer (see armHandshakeTimer). */
+  private handshakeDrops = 0;
   private closed = false;
   private handshakeTimer: NodeJS.Timeout | undefined;
   private probeTimer: NodeJS.Timeout | undefined;
@@ -59,8 +62,10 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> {
     // The client's own connect timeout: the session timeout shared among the servers.
     const servers = hosts.split('/')[0]?.split(',').length ?? 1;
     this.connectTimeoutMs = Math.max(250, Math.floor(sessionTimeoutMs / servers));
+    this.spinDelayMs = spinDelayMs;
     this.client.on('connected', () => {
       clearTimeout(this.handshakeTimer);
+      this.handshakeDrops = 0;
       this.startProbing();
       this.emit('connected');
     });
@@ -138,13 +143,20 @@ export class ZkSession extends EventEmitter<ZkSessionEvents> {
     });
   }
 
+  // The deadline covers the client's own wait before it reconnects (up to spinDelay) plus one
+  // connect timeout, and doubles with each handshake dropped in a row (up to 4×): a fixed period
+  // equal to the spin delay can cut every attempt just as it starts, and a slow but live server
+  // (a loaded machine) must get a handshake through eventually, or an expired session is never
+  // learned of.
   private armHandshakeTimer(): void {
     clearTimeout(this.handshakeTimer);
+    const deadlineMs = this.spinDelayMs + this.connectTimeoutMs * 2 ** Math.min(this.handshakeDrops, 2);
     this.handshakeTimer = setTimeout(() => {
       if (this.closed || this.isConnected()) return;
+      this.handshakeDrops++;
       this.drop('handshake');
       this.armHandshakeTimer();
-    }, this.connectTimeoutMs);
+    }, deadlineMs);
   }
 
   private startProbing(): void {
