@@ -233,7 +233,17 @@ test('a revocation written through the shared store closes the secure stream on 
 
 test('PostgreSQL stopped for 30 s: both replicas keep serving xDS and renewing known workloads; new enrollments get UNAVAILABLE; when it returns, a new enrollment works', async (t) => {
   const store = await database();
-  const [a, b] = await Promise.all([replica(t, 'a', store), replica(t, 'b', store)]);
+  // Each replica watches its own copy of the config directory, beside the mock registry.
+  const dirs = ['a', 'b'].map((n) => {
+    const dir = join(root, `outage-config-${n}`);
+    mkdirSync(dir, { recursive: true });
+    return dir;
+  });
+  const withConfig = (dir: string): string[] => ['--registries', 'mock,config', '--config-dir', dir];
+  const [a, b] = await Promise.all([
+    replica(t, 'a', store, withConfig(dirs[0] ?? '')),
+    replica(t, 'b', store, withConfig(dirs[1] ?? '')),
+  ]);
   const vm = await vmDir(store, 'known');
   await ok(certArgs(a.secure, vm, ['--token', await newToken(store, 'known')]));
   await ok(certArgs(b.secure, vm)); // B has read this enrollment too
@@ -280,11 +290,32 @@ test('PostgreSQL stopped for 30 s: both replicas keep serving xDS and renewing k
     signal: AbortSignal.timeout(5000),
   });
   assert.ok(res.status < 300, `mock service added: ${res.status}`);
-  await eventually(() =>
-    assert.ok(
-      stream.responses.some((r) => r.resources > clusters),
-      "the new service's cluster is pushed while PostgreSQL is down",
-    ),
+  const withMock = await eventually(() => {
+    const grown = stream.responses.find((r) => r.resources > clusters);
+    assert.ok(grown, "the new service's cluster is pushed while PostgreSQL is down");
+    return grown.resources;
+  });
+  // And a ServiceEntry written to the config directories (every replica's copy) reaches it too.
+  for (const dir of dirs)
+    writeFileSync(
+      join(dir, 'outage.yaml'),
+      `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: { name: outage, namespace: default }
+spec:
+  hosts: [outage.ha.internal]
+  ports: [{ number: 80, name: http, protocol: HTTP }]
+  resolution: STATIC
+  endpoints: [{ address: 10.9.0.1 }]
+`,
+    );
+  await eventually(
+    () =>
+      assert.ok(
+        stream.responses.some((r) => r.resources > withMock),
+        "the config directory's new service is pushed while PostgreSQL is down",
+      ),
+    { timeoutMs: 15_000 },
   );
   const left = 30_000 - (performance.now() - stoppedAt);
   if (left > 0) await sleep(left);
