@@ -2,12 +2,18 @@
 // initial scan as one batch, then every burst of events after `debounceMs` of quiet. Batches never
 // overlap, and the reload reads each file's current state, so event order and duplicates do not matter.
 //
+// Two watchers, so that an edit costs the same whatever else its directory holds: chokidar watches
+// each config file (edits, atomic replaces, deletes, a ConfigMap's symlinked files), and `DirTree`
+// watches each directory for entries added and removed. chokidar is not given the directories: on
+// every event in a directory it re-reads and lstat()s all of its entries (docs/benchmarks.md, Churn).
+//
 // chokidar drops a file's change events for 50 ms after one it emitted, so the end of an in-place
 // write (truncate, then write) can go unreported. Every batch that changed something is therefore
 // read once more RECHECK_MS later; unchanged text costs a read and nothing else.
 import { stat } from 'node:fs/promises';
 import { relative, resolve, sep } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
+import { DirTree } from './dir-tree.js';
 import { isConfigFile } from './load-file.js';
 
 export interface DirWatcherOptions {
@@ -25,7 +31,10 @@ const RECHECK_MS = 100;
 
 export class DirWatcher {
   private readonly dir: string;
-  private watcher: FSWatcher | undefined;
+  private files: FSWatcher | undefined;
+  private tree: DirTree | undefined;
+  /** Files chokidar watches (absolute paths). */
+  private readonly watched = new Set<string>();
   private ready = false;
   private readonly dirty = new Set<string>();
   /** Files seen and not deleted since: what to reload when a whole directory disappears. */
@@ -49,24 +58,35 @@ export class DirWatcher {
     });
     if (!info.isDirectory()) throw new Error(`config directory ${this.dir} is not a directory`);
 
-    const watcher = watch(this.dir, {
-      ignoreInitial: false,
-      // Hidden entries are editor swap files and Kubernetes ConfigMap internals (`..data`, `..2024_…`),
-      // which would otherwise load every file twice.
-      ignored: (path) =>
-        this.relative(path)
-          .split('/')
-          .some((part) => part.startsWith('.')),
+    const initial: string[] = [];
+    const tree = new DirTree(this.dir, (path) => this.isHidden(path), {
+      entry: (path, exists) => {
+        if (this.files) this.fileSeen(path, exists);
+        else if (exists && isConfigFile(this.relative(path))) initial.push(path);
+      },
+      dirGone: (dir) => this.dirRemoved(this.relative(dir)),
+      error: (error) => this.options.onError(error),
     });
-    this.watcher = watcher;
-    watcher.on('add', (path) => this.fileEvent(path, true));
-    watcher.on('change', (path) => this.fileEvent(path, true));
-    watcher.on('unlink', (path) => this.fileEvent(path, false));
-    watcher.on('unlinkDir', (path) => this.dirRemoved(this.relative(path)));
-    watcher.on('error', (error) =>
+    this.tree = tree;
+    await tree.start();
+    // Only files: given a directory, chokidar would watch it too (the cost DirTree avoids).
+    const files = watch(initial, { ignoreInitial: true, persistent: true });
+    this.files = files;
+    for (const path of initial) this.watched.add(path);
+    files.on('change', (path) => this.markDirty(this.relative(path)));
+    // A file's watcher ends when the file goes; whether it came back is the tree's to say.
+    files.on('unlink', (path) => {
+      this.watched.delete(path);
+      this.markDirty(this.relative(path));
+      tree.check(path);
+    });
+    files.on('error', (error) =>
       this.options.onError(error instanceof Error ? error : new Error(String(error))),
     );
-    await new Promise<void>((resolveReady) => watcher.once('ready', () => resolveReady()));
+    // chokidar says `ready` once the paths it was given are watched; given none, it never does.
+    if (initial.length > 0)
+      await new Promise<void>((resolveReady) => files.once('ready', () => resolveReady()));
+    for (const path of initial) this.fileSeen(path, true);
     this.ready = true;
     await this.enqueue(this.dirty);
   }
@@ -75,8 +95,11 @@ export class DirWatcher {
     clearTimeout(this.timer);
     clearTimeout(this.recheckTimer);
     this.timer = this.recheckTimer = undefined;
-    await this.watcher?.close();
-    this.watcher = undefined;
+    this.tree?.close();
+    this.tree = undefined;
+    await this.files?.close();
+    this.files = undefined;
+    this.watched.clear();
     await this.running;
     this.dirty.clear();
     this.recheck.clear();
@@ -91,14 +114,24 @@ export class DirWatcher {
 
   /** Reads `path` (relative, `/`-separated) again, as if it had changed. */
   readAgain(path: string): void {
-    if (this.watcher) this.markDirty(path);
+    if (this.files) this.markDirty(path);
   }
 
-  private fileEvent(absolute: string, exists: boolean): void {
+  /** The tree found `absolute`, or saw it go: watch it (or stop) and read it again. */
+  private fileSeen(absolute: string, exists: boolean): void {
     const path = this.relative(absolute);
     if (!isConfigFile(path)) return;
-    if (exists) this.known.add(path);
-    else this.known.delete(path);
+    if (exists) {
+      this.known.add(path);
+      if (!this.watched.has(absolute)) {
+        this.watched.add(absolute);
+        this.files?.add(absolute);
+      }
+    } else {
+      // chokidar closes a file's watcher itself when the file goes (and says so: `unlink`).
+      this.known.delete(path);
+      this.watched.delete(absolute);
+    }
     this.markDirty(path);
   }
 
@@ -106,6 +139,9 @@ export class DirWatcher {
     for (const path of this.known) {
       if (path.startsWith(`${dir}/`)) {
         this.known.delete(path);
+        // A directory moved out of the tree keeps its files: stop watching them.
+        const absolute = resolve(this.dir, path);
+        if (this.watched.delete(absolute)) this.files?.unwatch(absolute);
         this.markDirty(path);
       }
     }
@@ -113,7 +149,7 @@ export class DirWatcher {
 
   private markDirty(path: string): void {
     this.dirty.add(path);
-    if (!this.ready || !this.watcher) return; // the initial scan is loaded as one batch by start()
+    if (!this.ready || !this.files) return; // the initial scan is loaded as one batch by start()
     // Quiet-period debounce, but a steady stream of writes must not postpone reloads forever.
     const now = Date.now();
     if (this.timer === undefined) this.burstStartedAt = now;
@@ -144,7 +180,7 @@ export class DirWatcher {
       this.busy = true;
       try {
         const changed = await this.options.reload(batch);
-        if (changed && this.watcher) this.recheckLater(batch);
+        if (changed && this.files) this.recheckLater(batch);
       } catch (e) {
         this.options.onError(e instanceof Error ? e : new Error(String(e)));
       } finally {
@@ -157,7 +193,7 @@ export class DirWatcher {
 
   private isIdle(): boolean {
     const pending = this.timer !== undefined || this.recheckTimer !== undefined || this.dirty.size > 0;
-    return !this.busy && (!pending || !this.watcher);
+    return !this.busy && (!pending || !this.files);
   }
 
   private notifyIdle(): void {
@@ -169,5 +205,13 @@ export class DirWatcher {
 
   private relative(path: string): string {
     return relative(this.dir, path).split(sep).join('/');
+  }
+
+  /** Hidden entries are editor swap files and Kubernetes ConfigMap internals (`..data`, `..2024_…`),
+   * which would otherwise load every file twice. */
+  private isHidden(absolute: string): boolean {
+    return this.relative(absolute)
+      .split('/')
+      .some((part) => part.startsWith('.'));
   }
 }
