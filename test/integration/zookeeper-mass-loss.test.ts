@@ -138,15 +138,24 @@ test('sessions expiring across the fleet and the registry at once: the new sessi
   registries.push(registry);
   assert.deepEqual(endpointAddresses(registry, 'cart.service.zk'), ['10.8.0.1:7070', '10.8.0.2:7070']);
 
-  // The registry is cut off first, so its session (same timeout) expires no later than the fleet's.
   const lastResync = () => (registry.debug() as { lastResync?: { at: string } }).lastResync?.at;
   const resynced = lastResync();
+  const registrySession = zkDebug(registry).sessionId;
   proxy.cut();
   await eventually(() => assert.equal(registry.status().stale, true), { what: 'the registry to notice' });
   fleetProxy.cut();
   await eventually(async () => assert.deepEqual(await writer.children(`${root}/services/cart`), []), {
     timeoutMs: 15_000,
     what: "ZooKeeper to expire the fleet's session and delete its instances",
+  });
+  // Cutting the registry off first does not make its session expire first: ZooKeeper times a
+  // session from the last packet it received, and the registry's resync reads and probes came
+  // after the fleet's last write. Restored before its own expiry, the registry rightly resumes
+  // the same session (ZooKeeper answers the handshake with the session's timeout), so wait until
+  // ZooKeeper has expired it too.
+  await eventually(async () => assert.equal(await zk.hasSession(registrySession), false), {
+    timeoutMs: 15_000,
+    what: "ZooKeeper to expire the registry's session",
   });
   proxy.restore();
   await eventually(

@@ -49,6 +49,8 @@ export function endpointAddresses(registry: ZooKeeperRegistry, hostname: string)
 
 export interface ZkDebug {
   readonly connection: string;
+  /** The current session's id in hex (all zeros before the first connect). */
+  readonly sessionId: string;
   readonly sessions: number;
   readonly resyncs: number;
   readonly resyncFailures: number;

@@ -32,6 +32,11 @@ export interface ZooKeeperServer {
   start(): Promise<void>;
   /** Stops it and deletes its directory. */
   destroy(): Promise<void>;
+  /**
+   * Whether the server still holds the session `id` (hex, as `0x…` with or without leading zeros),
+   * read from its `dump` command: the only way to see a session expire on the server's side.
+   */
+  hasSession(id: string): Promise<boolean>;
 }
 
 export interface ZooKeeperServerOptions {
@@ -60,7 +65,7 @@ export async function startZooKeeperServer(options: ZooKeeperServerOptions = {})
       `minSessionTimeout=${2 * tickTimeMs}`,
       'maxSessionTimeout=60000',
       'admin.enableServer=false',
-      '4lw.commands.whitelist=srvr,ruok',
+      '4lw.commands.whitelist=srvr,ruok,dump',
       '',
     ].join('\n'),
   );
@@ -113,6 +118,18 @@ export async function startZooKeeperServer(options: ZooKeeperServerOptions = {})
     async destroy() {
       await server.stop();
       rmSync(dir, { recursive: true, force: true });
+    },
+    async hasSession(id) {
+      const dump = await fourLetterWord(port, 'dump');
+      // "SessionTracker dump:" lists every live session, one `0x…` per line, until the ephemerals.
+      const start = dump.indexOf('SessionTracker dump:');
+      const end = dump.indexOf('ephemeral nodes dump:');
+      if (start < 0 || end < start) throw new Error(`no session dump from ZooKeeper on port ${port}`);
+      const wanted = BigInt(id);
+      return dump
+        .slice(start, end)
+        .split('\n')
+        .some((line) => /^\s*0x[0-9a-f]+\s*$/i.test(line) && BigInt(line.trim()) === wanted);
     },
   };
   await server.start();
