@@ -88,10 +88,23 @@ export async function startConfigDirPortolan(
   }
 }
 
-/** The server log's warnings and errors (pino levels 40 and up), for the benchmark's report. */
+/** The server log's warnings and errors (pino levels 40 and up), counted by message, for the report. */
 export function logProblems(logs: readonly Record<string, unknown>[]): string {
   const bad = logs.filter((l) => typeof l.level === 'number' && l.level >= 40);
   const errors = bad.filter((l) => (l.level as number) >= 50).length;
-  const first = bad[0];
-  return `${bad.length - errors} warnings, ${errors} errors${first ? ` (first: ${String(first.msg)})` : ''}`;
+  // A config file's issue reads `FILE[:LINE] message`: count the message, name the first file.
+  const kinds = new Map<string, { count: number; file: string }>();
+  for (const l of bad) {
+    const file = typeof l.file === 'string' ? l.file : '';
+    const raw = String(l.msg);
+    const msg = file && raw.startsWith(file) ? raw.slice(file.length).replace(/^:\d+/, '').trimStart() : raw;
+    const kind = kinds.get(msg) ?? { count: 0, file };
+    kind.count += 1;
+    kinds.set(msg, kind);
+  }
+  const top = [...kinds]
+    .sort((a, b) => b[1].count - a[1].count)
+    .slice(0, 3)
+    .map(([msg, k]) => `${k.count}× "${msg}"${k.file ? ` (first: ${k.file})` : ''}`);
+  return `${bad.length - errors} warnings, ${errors} errors${top.length ? `: ${top.join(', ')}` : ''}`;
 }
