@@ -6,40 +6,21 @@
 // (from /proc, idle CPU subtracted) and change → EDS response p99, at 1,000 and 10,000 services,
 // and their ratio: a path that is O(mesh) per change shows up as a ratio far above 1.
 // PORTOLAN_BENCH_PROFILE=<dir> writes a V8 CPU profile of each child (`node --cpu-prof`).
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ENDPOINT } from '../xds/proto/type-urls.js';
 import { startPortolanProcess } from '../test/support/portolan-process.js';
 import { decodedResources, RawAdsClient } from '../test/support/raw-ads-client.js';
+import { cpuSeconds, idleRate, waitQuiet } from './load/proc.js';
+import { generationAddresses, host, serviceEntryHead, serviceFile } from './load/service-files.js';
 import { percentile, printTable } from './table.js';
 
 const SIZES = [1000, 10_000];
-const ENDPOINTS = 10;
 const CHANGES = 40;
 const RATE = 5; // changes per second
 const IDLE_SECONDS = 3;
-const CLK_TCK = 100;
-
-const host = (i: number): string => `svc-${i}.churn.internal`;
-
-function serviceFile(i: number, generation: number): string {
-  const endpoints = Array.from(
-    { length: ENDPOINTS },
-    (_, e) => `    - { address: 10.${(generation >> 8) & 255}.${generation & 255}.${e + 1} }`,
-  ).join('\n');
-  return `apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: { name: svc-${i} }
-spec:
-  hosts: [${host(i)}]
-  ports: [{ number: 7070, name: grpc, protocol: GRPC }]
-  resolution: STATIC
-  endpoints:
-${endpoints}
-`;
-}
 
 // `config-dir-sharded`: the same files in subdirectories of FILES_PER_DIR. chokidar re-reads (and
 // lstat()s every entry of) the directory of a changed file on every event in it, so a file's cost
@@ -59,17 +40,8 @@ function servicePath(configDir: string, source: Source, i: number): string {
 const vmPath = (configDir: string, i: number): string =>
   join(dirname(servicePath(configDir, 'config-dir-vms', i)), `vm-${i}.yaml`);
 
-function selectingServiceFile(i: number): string {
-  return `apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: { name: svc-${i} }
-spec:
-  hosts: [${host(i)}]
-  ports: [{ number: 7070, name: grpc, protocol: GRPC }]
-  resolution: STATIC
-  workloadSelector: { labels: { app: svc-${i} } }
-`;
-}
+const selectingServiceFile = (i: number): string =>
+  `${serviceEntryHead(i)}  workloadSelector: { labels: { app: svc-${i} } }\n`;
 
 function vmFile(i: number, generation: number): string {
   return `apiVersion: networking.istio.io/v1
@@ -82,10 +54,7 @@ spec:
 }
 
 const endpointsOf = (generation: number): { address: string; ports: { grpc: number } }[] =>
-  Array.from({ length: ENDPOINTS }, (_, e) => ({
-    address: `10.${(generation >> 8) & 255}.${generation & 255}.${e + 1}`,
-    ports: { grpc: 7070 },
-  }));
+  generationAddresses(generation).map((address) => ({ address, ports: { grpc: 7070 } }));
 
 async function put(base: string, path: string, body: unknown): Promise<void> {
   const res = await fetch(`${base}${path}`, {
@@ -108,11 +77,6 @@ async function populateMock(base: string, services: number): Promise<void> {
       }
     }),
   );
-}
-
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
 }
 
 export interface ChurnResult {
@@ -157,14 +121,8 @@ async function churnAt(source: Source, services: number): Promise<ChurnResult> {
     client.ack(await client.next(60_000), [cluster]);
     // The initial load's tail (history, snapshot save, GC) must not count against the changes:
     // wait (bounded) for a quiet second, then take the idle rate from the next few.
-    for (let i = 0; i < 60; i++) {
-      const before = cpuSeconds(portolan.pid);
-      await sleep(1000);
-      if (cpuSeconds(portolan.pid) - before <= 0.05) break;
-    }
-    const idleStart = cpuSeconds(portolan.pid);
-    await sleep(IDLE_SECONDS * 1000);
-    const idlePerSecond = (cpuSeconds(portolan.pid) - idleStart) / IDLE_SECONDS;
+    await waitQuiet(portolan.pid);
+    const idlePerSecond = await idleRate(portolan.pid, IDLE_SECONDS);
     const cpuStart = cpuSeconds(portolan.pid);
     const started = performance.now();
     for (let g = 1; g <= CHANGES; g++) {

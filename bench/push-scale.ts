@@ -3,17 +3,25 @@
 // for comparison, a minimal grpc-js server that fans out pre-encoded identical responses. Measures
 // the connect storm, RSS per stream, idle CPU, convergence under steady endpoint churn, CPU per push,
 // and fan-out throughput against that limit. Writes its table into docs/benchmarks.md.
-import { fork, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { startPortolanProcess, type PortolanProcess } from '../test/support/portolan-process.js';
-import type { GeneratorMarks, GeneratorStatus, ToGenerator } from './load/load-generator.js';
+import {
+  connectStorm,
+  Helper,
+  type StormResult,
+  paced,
+  RAW_MAIN,
+  startGenerators,
+  statusOf,
+} from './load/fleet.js';
+import type { GeneratorMarks, ToGenerator } from './load/load-generator.js';
+import { cpuSeconds, rssBytes } from './load/proc.js';
 import type { StreamSpec } from './load/sim-stream.js';
-import { markerAddress, wallNow } from './load/wire-lite.js';
-import { percentile, printTable } from './table.js';
+import { markerAddress } from './load/wire-lite.js';
+import { markdownTable, percentile, printTable, writeDocSection } from './table.js';
 
 const SERVICES = 1000;
 const ENDPOINTS = 10;
@@ -22,7 +30,6 @@ const CHURN_SECONDS = 10;
 const IDLE_SECONDS = 10;
 const GENERATORS = 2;
 const QUIET_MS = 100;
-const CLK_TCK = 100;
 
 const host = (i: number): string => `svc-${i}.bench.internal`;
 const WATCHED = host(0);
@@ -98,52 +105,6 @@ const GROUPS: readonly Group[] = [
   },
 ];
 
-const GENERATOR_MAIN = fileURLToPath(new URL('./load/load-generator.js', import.meta.url));
-const RAW_MAIN = fileURLToPath(new URL('./load/raw-ads-server.js', import.meta.url));
-
-/** A forked helper process, talked to over IPC, stopped by PID. */
-class Helper {
-  private readonly waiters: ((msg: Record<string, unknown>) => void)[] = [];
-  constructor(readonly child: ChildProcess) {
-    child.on('message', (msg: Record<string, unknown>) => this.waiters.shift()?.(msg));
-  }
-  static start(main: string, args: string[] = []): Helper {
-    return new Helper(
-      fork(main, args, {
-        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-        execArgv: ['--max-old-space-size=4096'],
-      }),
-    );
-  }
-  next<T>(): Promise<T> {
-    return new Promise((resolve) => this.waiters.push((m) => resolve(m as T)));
-  }
-  ask<T>(msg: object): Promise<T> {
-    const reply = this.next<T>();
-    this.child.send(msg);
-    return reply;
-  }
-  async stop(): Promise<void> {
-    const pid = this.child.pid;
-    if (!pid || this.child.exitCode !== null) return;
-    const exited = new Promise((resolve) => this.child.once('exit', resolve));
-    this.child.on('error', () => {}); // a closed IPC channel: the kill below still applies
-    if (this.child.connected) this.child.send({ cmd: 'close' });
-    const done = await Promise.race([exited.then(() => true), sleep(3000).then(() => false)]);
-    if (!done && this.child.exitCode === null) this.child.kill('SIGKILL');
-  }
-}
-
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
-}
-
-function rssBytes(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return Number(m?.[1] ?? 0) * 1024;
-}
-
 async function put(base: string, path: string, body: unknown): Promise<void> {
   const res = await fetch(`${base}${path}`, {
     method: 'PUT',
@@ -193,52 +154,6 @@ function deal(n: number): { group: Group; perGenerator: StreamSpec[][] }[] {
   });
 }
 
-async function statusOf(generators: readonly Helper[]): Promise<GeneratorStatus[]> {
-  return Promise.all(generators.map((g) => g.ask<GeneratorStatus>({ cmd: 'status' } satisfies ToGenerator)));
-}
-
-/** Opens the streams and waits until every one holds its full config; returns seconds taken. */
-async function connectStorm(
-  generators: readonly Helper[],
-  address: string,
-  dealt: ReturnType<typeof deal>,
-  timeoutMs: number,
-): Promise<{ seconds: number; configured: number; total: number; errors: number; firstError?: string }> {
-  const started = wallNow();
-  for (const { group, perGenerator } of dealt) {
-    await Promise.all(
-      generators.map((g, i) =>
-        g.ask({
-          cmd: 'open',
-          address,
-          streams: perGenerator[i] ?? [],
-          perConnection: group.perConnection,
-          clusters,
-        } satisfies ToGenerator),
-      ),
-    );
-  }
-  const total = dealt.reduce((n, d) => n + d.perGenerator.reduce((m, l) => m + l.length, 0), 0);
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const all = await statusOf(generators);
-    const configured = all.reduce((n, s) => n + s.configured, 0);
-    const errors = all.reduce((n, s) => n + s.errors, 0);
-    const firstError = all.find((s) => s.firstError)?.firstError;
-    if (configured === total || Date.now() > deadline) {
-      const last = Math.max(...all.map((s) => s.lastConfiguredAt));
-      return {
-        seconds: (last - started) / 1000,
-        configured,
-        total,
-        errors,
-        ...(firstError && { firstError }),
-      };
-    }
-    await sleep(250);
-  }
-}
-
 interface ChurnResult {
   readonly convergence: number[];
   readonly spreads: number[];
@@ -252,15 +167,7 @@ async function churn(
   count: number,
   apply: (seq: number) => Promise<void> | void,
 ): Promise<ChurnResult> {
-  const changedAt: number[] = [];
-  const start = wallNow();
-  for (let seq = 1; seq <= count; seq++) {
-    const due = start + ((seq - 1) * 1000) / CHANGE_RATE;
-    const wait = due - wallNow();
-    if (wait > 0) await sleep(wait);
-    changedAt[seq] = wallNow();
-    await apply(seq);
-  }
+  const changedAt = await paced(count, CHANGE_RATE, apply);
   await sleep(3000);
   const all = await Promise.all(
     generators.map((g) => g.ask<GeneratorMarks>({ cmd: 'marks', changes: count } satisfies ToGenerator)),
@@ -316,13 +223,13 @@ export async function pushScale(
     await sleep(1000);
     const rssBefore = rssBytes(pid);
 
-    const generators = Array.from({ length: GENERATORS }, () => Helper.start(GENERATOR_MAIN));
+    const generators = startGenerators(GENERATORS);
     helpers.push(...generators);
     const loadAtStart = loadavg()[0] ?? 0;
     const dealt = deal(streamCount);
     const generatorCpu = (): number => generators.reduce((n, g) => n + cpuSeconds(g.child.pid ?? 0), 0);
     const stormCpu = { server: cpuSeconds(pid), generators: generatorCpu() };
-    const storm = await connectStorm(generators, portolan.xdsAddress, dealt, 180_000);
+    const storm = await connectStorm(generators, portolan.xdsAddress, dealt, 180_000, { clusters });
     stormCpu.server = cpuSeconds(pid) - stormCpu.server;
     stormCpu.generators = generatorCpu() - stormCpu.generators;
     // Let the storm's garbage be collected before calling the server idle.
@@ -440,7 +347,7 @@ export async function pushScale(
       `${changes} endpoint changes of ${WATCHED} at ${CHANGE_RATE}/s; node ${process.version}, ${new Date().toISOString()}.`;
     printTable(setup, rows);
     // A profiled run is not a measurement (the profiler costs CPU): keep the page as it is.
-    if (!profileDir) writeSection(setup, rows);
+    if (!profileDir) writeDocSection('push-scale', `${setup}\n\n${markdownTable(rows)}`);
   } finally {
     await portolan?.stop();
     for (const h of helpers) await h.stop();
@@ -464,19 +371,19 @@ async function rawLimit(
   watchers: number,
   changes: number,
   dealt: ReturnType<typeof deal>,
-): Promise<ChurnResult & { cpuPerResponse: number; storm: Awaited<ReturnType<typeof connectStorm>> }> {
+): Promise<ChurnResult & { cpuPerResponse: number; storm: StormResult }> {
   const server = Helper.start(RAW_MAIN, [`outbound|7070||${WATCHED}`]);
-  const generators = Array.from({ length: GENERATORS }, () => Helper.start(GENERATOR_MAIN));
+  const generators = startGenerators(GENERATORS);
   try {
     const { port } = await server.next<{ port: number }>();
-    const stormGenerators = Array.from({ length: GENERATORS }, () => Helper.start(GENERATOR_MAIN));
-    let storm: Awaited<ReturnType<typeof connectStorm>>;
+    const stormGenerators = startGenerators(GENERATORS);
+    let storm: StormResult;
     try {
       const sotw = dealt.map(({ group, perGenerator }) => ({
         group,
         perGenerator: perGenerator.map((list) => list.map((spec) => ({ ...spec, api: 'sotw' as const }))),
       }));
-      storm = await connectStorm(stormGenerators, `127.0.0.1:${port}`, sotw, 120_000);
+      storm = await connectStorm(stormGenerators, `127.0.0.1:${port}`, sotw, 120_000, { clusters });
     } finally {
       for (const g of stormGenerators) await g.stop();
     }
@@ -490,7 +397,7 @@ async function rawLimit(
         record: true,
       });
     const watching = [{ group: GROUPS[0] as Group, perGenerator: specs }];
-    await connectStorm(generators, `127.0.0.1:${port}`, watching, 120_000);
+    await connectStorm(generators, `127.0.0.1:${port}`, watching, 120_000, { clusters });
     // The raw server pushes at Portolan's batching cadence: every change window's latest state.
     const every = Math.round((2 * QUIET_MS * CHANGE_RATE) / 1000);
     const pid = server.child.pid ?? 0;
@@ -514,23 +421,4 @@ async function rawLimit(
     for (const g of generators) await g.stop();
     await server.stop();
   }
-}
-
-const BEGIN = '<!-- push-scale:begin -->';
-const END = '<!-- push-scale:end -->';
-
-/** Replaces the push-scale table in docs/benchmarks.md (between its markers). */
-function writeSection(setup: string, rows: readonly Record<string, string>[]): void {
-  const path = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));
-  const doc = readFileSync(path, 'utf8');
-  const start = doc.indexOf(BEGIN);
-  const end = doc.indexOf(END);
-  if (start < 0 || end < start) return;
-  const table = [
-    '| measurement | result | target |',
-    '| --- | --- | --- |',
-    ...rows.map((r) => `| ${r.measurement} | ${r.result} | ${r.target} |`),
-  ].join('\n');
-  const section = `${BEGIN}\n\n${setup}\n\n${table}\n\n${END}`;
-  writeFileSync(path, doc.slice(0, start) + section + doc.slice(end + END.length));
 }

@@ -12,6 +12,8 @@ import { kubernetesBench } from './kubernetes.js';
 import { localityViews } from './locality-views.js';
 import { pushFanout } from './push-fanout.js';
 import { pushScale } from './push-scale.js';
+import { proxylessStorm } from './proxyless-storm.js';
+import { churnStreams } from './churn-streams.js';
 import { warmStart } from './warm-start.js';
 import { consulBench } from './consul.js';
 import { zookeeperLatency } from './zookeeper.js';
@@ -37,6 +39,8 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   'onboard-probe': () => probeBench(),
   'onboard-dns': dnsBench,
   ha: haBench,
+  'proxyless-storm': proxylessStorm,
+  'churn-streams': churnStreams,
 };
 
 const chosen = process.argv.slice(2);

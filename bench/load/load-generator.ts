@@ -1,5 +1,6 @@
-// A load-generator process (forked by bench/push-scale.ts): opens simulated proxy streams against an
-// ADS server, many per HTTP/2 connection or one each, and answers the parent's questions over IPC.
+// A load-generator process (forked by bench/push-scale.ts, bench/proxyless-storm.ts and
+// bench/churn-streams.ts): opens simulated proxy streams against an ADS server, many per HTTP/2
+// connection or one each, and answers the parent's questions over IPC.
 import * as grpc from '@grpc/grpc-js';
 import { SimStream, type StreamSpec } from './sim-stream.js';
 
@@ -11,9 +12,15 @@ export type ToGenerator =
       /** Streams sharing one connection (1: a connection per stream). */
       readonly perConnection: number;
       readonly clusters: readonly string[];
+      /** Keep the first response of each (type, name) seen, for `captured`. */
+      readonly capture?: boolean;
     }
   | { readonly cmd: 'status' }
   | { readonly cmd: 'marks'; readonly changes: number }
+  | { readonly cmd: 'arrivals' }
+  | { readonly cmd: 'captured' }
+  /** Close every stream and connection, and stay up for the next `open`. */
+  | { readonly cmd: 'reset' }
   | { readonly cmd: 'close' };
 
 export interface GeneratorStatus {
@@ -37,12 +44,39 @@ export interface GeneratorMarks {
   readonly recording: number;
 }
 
+/** Each recording stream's watched host and its [change seq, arrival time] marks. */
+export interface GeneratorArrivals {
+  readonly ev: 'arrivals';
+  readonly streams: { readonly host: string; readonly marks: [number, number][] }[];
+}
+
+/** The first response of each (type, name) the streams received, base64, keyed `${typeUrl} ${name}`. */
+export interface GeneratorCaptured {
+  readonly ev: 'captured';
+  readonly responses: Record<string, string>;
+}
+
 const streams: SimStream[] = [];
 const clients: grpc.Client[] = [];
 const specs: StreamSpec[] = [];
+const captured = new Map<string, Buffer>();
 
-function reply(message: GeneratorStatus | GeneratorMarks | { ev: 'opened' } | { ev: 'closed' }): void {
+function reply(
+  message:
+    | GeneratorStatus
+    | GeneratorMarks
+    | GeneratorArrivals
+    | GeneratorCaptured
+    | { ev: 'opened' }
+    | { ev: 'reset' }
+    | { ev: 'closed' },
+): void {
   process.send?.(message);
+}
+
+function capture(typeUrl: string, name: string, bytes: Buffer): void {
+  const key = `${typeUrl} ${name}`;
+  if (!captured.has(key)) captured.set(key, bytes);
 }
 
 function open(msg: Extract<ToGenerator, { cmd: 'open' }>): void {
@@ -56,7 +90,7 @@ function open(msg: Extract<ToGenerator, { cmd: 'open' }>): void {
       });
       clients.push(client);
     }
-    streams.push(new SimStream(client, spec, msg.clusters));
+    streams.push(new SimStream(client, spec, msg.clusters, msg.capture ? capture : undefined));
     specs.push(spec);
   });
   reply({ ev: 'opened' });
@@ -114,13 +148,38 @@ function marks(changes: number): GeneratorMarks {
   return { ev: 'marks', first, last, reached, recording };
 }
 
+function arrivals(): GeneratorArrivals {
+  const out: GeneratorArrivals['streams'] = [];
+  streams.forEach((s, i) => {
+    const spec = specs[i];
+    if (spec?.record) out.push({ host: spec.host, marks: s.marks });
+  });
+  return { ev: 'arrivals', streams: out };
+}
+
+function closeAll(): void {
+  for (const s of streams) s.close();
+  for (const c of clients) c.close();
+  streams.length = 0;
+  clients.length = 0;
+  specs.length = 0;
+}
+
 process.on('message', (msg: ToGenerator) => {
   if (msg.cmd === 'open') open(msg);
   else if (msg.cmd === 'status') reply(status());
   else if (msg.cmd === 'marks') reply(marks(msg.changes));
-  else if (msg.cmd === 'close') {
-    for (const s of streams) s.close();
-    for (const c of clients) c.close();
+  else if (msg.cmd === 'arrivals') reply(arrivals());
+  else if (msg.cmd === 'captured')
+    reply({
+      ev: 'captured',
+      responses: Object.fromEntries([...captured].map(([k, b]) => [k, b.toString('base64')])),
+    });
+  else if (msg.cmd === 'reset') {
+    closeAll();
+    reply({ ev: 'reset' });
+  } else if (msg.cmd === 'close') {
+    closeAll();
     reply({ ev: 'closed' });
     setTimeout(() => process.exit(0), 200);
   }

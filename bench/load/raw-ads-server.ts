@@ -1,12 +1,18 @@
-// The limit to compare against (forked by bench/push-scale.ts): a minimal grpc-js ADS server that
-// answers every first request of a type with a pre-encoded response and, on command, writes one
-// pre-encoded EDS response (identical bytes for every stream) to all of its streams. No protocol
-// state, no generation, no flow control: what grpc-js itself costs for the same fan-out.
+// The limit to compare against (forked by bench/push-scale.ts and bench/proxyless-storm.ts): a
+// minimal grpc-js ADS server that answers every subscription (a request without a response nonce;
+// ACKs are read and ignored) with a pre-encoded response and, on command, writes one pre-encoded EDS
+// response (identical bytes for every stream) to all of its streams. No protocol state, no
+// generation, no flow control: what grpc-js itself costs for the same load.
+// Arguments: [CLUSTER] [RESPONSES.json]. CLUSTER names the pushed EDS response. RESPONSES.json
+// (`{"<type_url> <name>": "<base64 DiscoveryResponse>"}`, responses another server sent) answers a
+// subscription to that type and first name with those exact bytes; anything else gets an empty
+// response of its type (EDS: the current pushed one).
 import * as grpc from '@grpc/grpc-js';
 import { encodeResource } from '../../xds/proto/resource.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../xds/proto/type-urls.js';
 import { encodeDiscoveryResponse } from '../../xds/proto/wire.js';
-import { readHead } from './wire-lite.js';
+import { readFileSync } from 'node:fs';
+import { readRequest } from './wire-lite.js';
 
 export type ToRawServer =
   { readonly cmd: 'push'; readonly addresses: readonly string[] } | { readonly cmd: 'close' };
@@ -48,6 +54,15 @@ const empty = new Map(
   ]),
 );
 
+const responsesFile = process.argv[3];
+const preEncoded = new Map<string, Buffer>(
+  responsesFile
+    ? Object.entries(JSON.parse(readFileSync(responsesFile, 'utf8')) as Record<string, string>).map(
+        ([key, b64]) => [key, Buffer.from(b64, 'base64')],
+      )
+    : [],
+);
+
 const server = new grpc.Server();
 server.addService(
   {
@@ -63,12 +78,14 @@ server.addService(
   },
   {
     StreamAggregatedResources: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
-      const answered = new Set<string>();
       call.on('data', (bytes: Buffer) => {
-        // Requests carry type_url as field 4, like responses: the lite reader serves both.
-        const { typeUrl } = readHead(bytes);
-        if (answered.has(typeUrl)) return;
-        answered.add(typeUrl);
+        const { typeUrl, nonce, name } = readRequest(bytes);
+        if (nonce !== '') return;
+        const recorded = preEncoded.get(`${typeUrl} ${name}`);
+        if (recorded) {
+          call.write(recorded);
+          return;
+        }
         if (typeUrl === ENDPOINT) streams.add(call);
         call.write(typeUrl === ENDPOINT ? current : (empty.get(typeUrl) ?? current));
       });

@@ -40,6 +40,8 @@ export class SimStream {
     client: grpc.Client,
     private readonly spec: StreamSpec,
     private readonly allClusters: readonly string[],
+    /** Sees the first response of each type, with the name subscribed (bench/proxyless-storm.ts keeps them). */
+    private readonly onFirstResponse?: (typeUrl: string, name: string, bytes: Buffer) => void,
   ) {
     this.call = client.makeBidiStreamRequest(
       spec.api === 'sotw' ? SOTW_PATH : DELTA_PATH,
@@ -96,6 +98,7 @@ export class SimStream {
     this.ack(head.typeUrl, head.versionInfo, head.nonce);
     const first = !this.seen.has(head.typeUrl);
     this.seen.add(head.typeUrl);
+    if (first) this.onFirstResponse?.(head.typeUrl, this.names.get(head.typeUrl)?.[0] ?? '', bytes);
     if (head.typeUrl === ENDPOINT && this.spec.record) {
       const seq = markerSeq(bytes);
       if (seq >= 0) this.marks.push([seq, now]);

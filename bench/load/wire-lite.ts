@@ -20,17 +20,12 @@ function varint(buf: Buffer, pos: number): [number, number] {
   }
 }
 
-/** Fields 1 (version), 2 (resources, counted), 4 (type_url), 5 (nonce): the same in SotW and delta. */
-export function readHead(buf: Buffer): ResponseHead {
+/** Calls `visit` with each length-delimited top-level field of a message (others are skipped). */
+function eachBytesField(buf: Buffer, visit: (field: number, start: number, end: number) => void): void {
   let pos = 0;
-  let versionInfo = '';
-  let typeUrl = '';
-  let nonce = '';
-  let resources = 0;
   while (pos < buf.length) {
     let tag;
     [tag, pos] = varint(buf, pos);
-    const field = Math.floor(tag / 8);
     const wire = tag & 7;
     if (wire === 0) {
       [, pos] = varint(buf, pos);
@@ -39,13 +34,45 @@ export function readHead(buf: Buffer): ResponseHead {
     if (wire !== 2) throw new Error(`unexpected wire type ${wire}`);
     let len;
     [len, pos] = varint(buf, pos);
-    if (field === 1) versionInfo = buf.toString('utf8', pos, pos + len);
-    else if (field === 2) resources += 1;
-    else if (field === 4) typeUrl = buf.toString('utf8', pos, pos + len);
-    else if (field === 5) nonce = buf.toString('utf8', pos, pos + len);
+    visit(Math.floor(tag / 8), pos, pos + len);
     pos += len;
   }
+}
+
+/** Fields 1 (version), 2 (resources, counted), 4 (type_url), 5 (nonce): the same in SotW and delta. */
+export function readHead(buf: Buffer): ResponseHead {
+  let versionInfo = '';
+  let typeUrl = '';
+  let nonce = '';
+  let resources = 0;
+  eachBytesField(buf, (field, start, end) => {
+    if (field === 1) versionInfo = buf.toString('utf8', start, end);
+    else if (field === 2) resources += 1;
+    else if (field === 4) typeUrl = buf.toString('utf8', start, end);
+    else if (field === 5) nonce = buf.toString('utf8', start, end);
+  });
   return { versionInfo, typeUrl, nonce, resources };
+}
+
+export interface RequestHead {
+  readonly typeUrl: string;
+  /** response_nonce: empty on a subscription, set on an ACK or NACK. */
+  readonly nonce: string;
+  /** The first of resource_names ('' for a wildcard). */
+  readonly name: string;
+}
+
+/** A SotW DiscoveryRequest's type_url (4), response_nonce (5) and first resource_names (3). */
+export function readRequest(buf: Buffer): RequestHead {
+  let typeUrl = '';
+  let nonce = '';
+  let name: string | undefined;
+  eachBytesField(buf, (field, start, end) => {
+    if (field === 3) name ??= buf.toString('utf8', start, end);
+    else if (field === 4) typeUrl = buf.toString('utf8', start, end);
+    else if (field === 5) nonce = buf.toString('utf8', start, end);
+  });
+  return { typeUrl, nonce, name: name ?? '' };
 }
 
 const MARKER = Buffer.from('10.200.');

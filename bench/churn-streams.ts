@@ -1,0 +1,275 @@
+// Issue #18's churn rows, on `portolan serve --config-dir D` (a child process; D one flat directory
+// of ServiceEntry files × 10 endpoints) with proxyless gRPC streams connected (bench/proxyless-storm.ts's
+// streams, from two load-generator processes). Each change rewrites one service's file with an
+// endpoint address that encodes the change's number; a change has reached a stream once the stream
+// received that number or a later one for its service.
+// (a) 2,000 streams, 1,000 services; svc-0's file rewritten 20 times/s for 10 s: change → every
+//     stream watching svc-0 (streams k ≡ 0 mod 1,000: two), p99, and server CPU % meanwhile.
+// (b) 200 streams (2 connections × 100, stream k watching svc-k), 1,000 and then 10,000 services;
+//     10 changes/s for 10 s, change i rewriting svc-(i mod 200)'s file: server CPU per change (the
+//     idle rate subtracted) and change → watching stream p99, and the 10,000/1,000 ratios. Once the
+//     streams have closed, the same server's CPU per change with no stream connected, at 20/s and 5/s.
+// Writes its table into docs/benchmarks.md.
+import { loadavg } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  connectStorm,
+  paced,
+  resetStreams,
+  startGenerators,
+  type Helper,
+  type StormResult,
+} from './load/fleet.js';
+import type { GeneratorArrivals, ToGenerator } from './load/load-generator.js';
+import { cpuSeconds, idleRate, waitQuiet } from './load/proc.js';
+import {
+  generationAddresses,
+  host,
+  logProblems,
+  startConfigDirPortolan,
+  type ConfigDirPortolan,
+} from './load/service-files.js';
+import { markerAddress, wallNow } from './load/wire-lite.js';
+import { GENERATORS, proxylessStreams, STORM_SERVICES, STORM_STREAMS } from './proxyless-storm.js';
+import { markdownTable, percentile, printTable, writeDocSection } from './table.js';
+
+const SECONDS = 10;
+const STORM_RATE = 20;
+const SPREAD_RATE = 10;
+const SPREAD_STREAMS = 200;
+const SIZES = [1000, 10_000];
+const IDLE_SECONDS = 3;
+const CONVERGE_MS = 15_000;
+const BASE = generationAddresses(0).slice(1);
+
+interface ChurnOutcome {
+  readonly changes: number;
+  /** Change → its last watching stream, ms, sorted. */
+  readonly convergence: number[];
+  /** Changes some watching stream never received (within CONVERGE_MS of the last change). */
+  readonly missed: number;
+  /** Server CPU while the changes were made, as a share of one core. */
+  readonly cpuShare: number;
+  /** Server CPU per change from the first change until all arrived, the idle rate subtracted, ms. */
+  readonly cpuMsPerChange: number;
+  readonly idleShare: number;
+}
+
+async function arrivals(generators: readonly Helper[]): Promise<GeneratorArrivals['streams']> {
+  const all = await Promise.all(
+    generators.map((g) => g.ask<GeneratorArrivals>({ cmd: 'arrivals' } satisfies ToGenerator)),
+  );
+  return all.flatMap((a) => a.streams);
+}
+
+/** Per change: when its last watching stream received it (NaN if one has not). */
+function reachedAt(
+  streams: GeneratorArrivals['streams'],
+  changedAt: readonly number[],
+  serviceOf: (seq: number) => number,
+): number[] {
+  const byHost = new Map<string, GeneratorArrivals['streams']>();
+  for (const s of streams) byHost.set(s.host, [...(byHost.get(s.host) ?? []), s]);
+  const out: number[] = [];
+  for (let c = 1; c < changedAt.length; c++) {
+    const watchers = byHost.get(host(serviceOf(c))) ?? [];
+    const made = changedAt[c] ?? 0;
+    let last = watchers.length === 0 ? NaN : 0;
+    for (const w of watchers)
+      last = Math.max(last, w.marks.find(([seq, at]) => seq >= c && at >= made)?.[1] ?? NaN);
+    out[c] = last;
+  }
+  return out;
+}
+
+/**
+ * `count` changes at `rate`/s, change seq rewriting service serviceOf(seq)'s file; with `generators`,
+ * waits (bounded) until every change reached its watching streams.
+ */
+async function churnFiles(
+  server: ConfigDirPortolan,
+  generators: readonly Helper[],
+  count: number,
+  rate: number,
+  serviceOf: (seq: number) => number,
+): Promise<ChurnOutcome> {
+  const pid = server.portolan.pid;
+  await waitQuiet(pid, 60);
+  const idle = await idleRate(pid, IDLE_SECONDS);
+  const cpuFrom = cpuSeconds(pid);
+  const started = wallNow();
+  const changedAt = await paced(count, rate, (seq) =>
+    server.rewrite(serviceOf(seq), [...BASE, markerAddress(seq)]),
+  );
+  const cpuShare = (cpuSeconds(pid) - cpuFrom) / ((wallNow() - started) / 1000);
+  let reached: number[] = [];
+  const deadline = wallNow() + CONVERGE_MS;
+  for (;;) {
+    if (generators.length === 0) {
+      await sleep(1000); // no streams: the last change's work is done within the windows
+      break;
+    }
+    reached = reachedAt(await arrivals(generators), changedAt, serviceOf);
+    if (reached.slice(1).every((t) => !Number.isNaN(t)) || wallNow() > deadline) break;
+    await sleep(250);
+  }
+  const seconds = (wallNow() - started) / 1000;
+  const busy = Math.max(0, cpuSeconds(pid) - cpuFrom - idle * seconds);
+  const convergence: number[] = [];
+  let missed = 0;
+  for (let c = 1; c < reached.length; c++) {
+    const t = reached[c] ?? NaN;
+    if (Number.isNaN(t)) missed += 1;
+    else convergence.push(t - (changedAt[c] ?? 0));
+  }
+  return {
+    changes: count,
+    convergence: convergence.sort((a, b) => a - b),
+    missed,
+    cpuShare,
+    cpuMsPerChange: (busy * 1000) / count,
+    idleShare: idle,
+  };
+}
+
+async function connect(
+  server: ConfigDirPortolan,
+  generators: readonly Helper[],
+  streams: number,
+  services: number,
+  record: (k: number) => boolean,
+): Promise<StormResult> {
+  const batches = proxylessStreams(streams, services, record);
+  const storm = await connectStorm(generators, server.portolan.xdsAddress, batches, 180_000);
+  if (storm.configured < storm.total)
+    console.error(`churn-streams: ${storm.total - storm.configured} streams not configured`);
+  return storm;
+}
+
+interface SpreadRun {
+  readonly services: number;
+  readonly quiet: { readonly fast: ChurnOutcome; readonly slow: ChurnOutcome };
+  readonly storm: StormResult;
+  readonly churn: ChurnOutcome;
+  readonly log: string;
+}
+
+/** (b) at one size, then the no-streams figures on the same server once the streams have closed. */
+async function spreadAt(services: number, generators: readonly Helper[]): Promise<SpreadRun> {
+  const server = await startConfigDirPortolan(services, SPREAD_STREAMS + 100);
+  try {
+    const spread = (seq: number): number => seq % SPREAD_STREAMS;
+    const storm = await connect(server, generators, SPREAD_STREAMS, services, () => true);
+    const churn = await churnFiles(server, generators, SPREAD_RATE * SECONDS, SPREAD_RATE, spread);
+    await resetStreams(generators);
+    // After the streams' run: a stream connecting later would find these changes' numbers in its first EDS.
+    const fast = await churnFiles(server, [], STORM_RATE * 5, STORM_RATE, spread);
+    const slow = await churnFiles(server, [], 5 * 8, 5, spread);
+    return { services, quiet: { fast, slow }, storm, churn, log: logProblems(server.portolan.logs) };
+  } finally {
+    await server.stop();
+  }
+}
+
+export async function churnStreams(): Promise<void> {
+  const loadAtStart = loadavg()[0] ?? 0;
+  const generators = startGenerators(GENERATORS);
+  try {
+    // (a)
+    const server = await startConfigDirPortolan(STORM_SERVICES, STORM_STREAMS + 100);
+    let storm: StormResult;
+    let one: ChurnOutcome;
+    let log: string;
+    try {
+      storm = await connect(
+        server,
+        generators,
+        STORM_STREAMS,
+        STORM_SERVICES,
+        (k) => k % STORM_SERVICES === 0,
+      );
+      one = await churnFiles(server, generators, STORM_RATE * SECONDS, STORM_RATE, () => 0);
+      log = logProblems(server.portolan.logs);
+      await resetStreams(generators);
+    } finally {
+      await server.stop();
+    }
+    // (b)
+    const spread: SpreadRun[] = [];
+    for (const n of SIZES) spread.push(await spreadAt(n, generators));
+    report(storm, one, log, spread, loadAtStart);
+  } finally {
+    for (const g of generators) await g.stop();
+  }
+}
+
+const ms = (n: number): string => `${n.toFixed(n < 10 ? 1 : 0)} ms`;
+const p = (o: ChurnOutcome, q: number): number => percentile(o.convergence, q);
+const pct = (share: number): string => `${(share * 100).toFixed(0)} %`;
+
+function report(
+  storm: StormResult,
+  one: ChurnOutcome,
+  log: string,
+  spread: readonly SpreadRun[],
+  loadAtStart: number,
+): void {
+  const [small, large] = spread;
+  const rows: Record<string, string>[] = [
+    {
+      measurement: `churn, one file rewritten ${STORM_RATE} times/s (${STORM_STREAMS} streams, ${STORM_SERVICES} services): change → every watching stream, p99`,
+      Portolan: `${ms(p(one, 99))} (server CPU ${pct(one.cpuShare)})`,
+      target: '≤ 350 ms',
+    },
+  ];
+  for (const r of spread) {
+    rows.push({
+      measurement: `churn at ${SPREAD_RATE} changes/s on ${SPREAD_STREAMS} streams, ${r.services} services: server CPU per change / p99`,
+      Portolan: `${ms(r.churn.cpuMsPerChange)} / ${ms(p(r.churn, 99))}`,
+      target: r === small ? '≤ 3 ms / ≤ 350 ms' : 'within 1.5 × of the 1,000-service figures',
+    });
+  }
+  if (small && large) {
+    rows.push({
+      measurement: `ratios ${large.services} / ${small.services} services: CPU per change / p99`,
+      Portolan: `${(large.churn.cpuMsPerChange / small.churn.cpuMsPerChange).toFixed(2)} × / ${(p(large.churn, 99) / p(small.churn, 99)).toFixed(2)} ×`,
+      target: '≤ 1.5 × / ≤ 1.5 ×',
+    });
+  }
+  for (const r of spread) {
+    rows.push({
+      measurement: `server CPU per one-file change, no streams connected, ${r.services} services: at ${STORM_RATE}/s / at 5/s`,
+      Portolan: `${ms(r.quiet.fast.cpuMsPerChange)} / ${ms(r.quiet.slow.cpuMsPerChange)}`,
+      target: '≤ 3 ms, flat from 1,000 to 10,000 services (within 1.5×)',
+    });
+  }
+  rows.push(
+    {
+      measurement: `detail (a): p50 / max; changes missed by a watching stream; streams configured; idle CPU before`,
+      Portolan: `${ms(p(one, 50))} / ${ms(one.convergence.at(-1) ?? NaN)}; ${one.missed} of ${one.changes}; ${storm.configured} / ${storm.total} (errors ${storm.errors}); ${pct(one.idleShare)}`,
+      target: '',
+    },
+    ...spread.map((r) => ({
+      measurement: `detail (b), ${r.services} services: p50 / max; missed; streams configured; server CPU while changing; idle`,
+      Portolan: `${ms(p(r.churn, 50))} / ${ms(r.churn.convergence.at(-1) ?? NaN)}; ${r.churn.missed} of ${r.churn.changes}; ${r.storm.configured} / ${r.storm.total} (errors ${r.storm.errors}); ${pct(r.churn.cpuShare)}; ${pct(r.churn.idleShare)}`,
+      target: '',
+    })),
+    {
+      measurement: 'Portolan server log: (a); (b) per size',
+      Portolan: [log, ...spread.map((r) => r.log)].join('; '),
+      target: '',
+    },
+    {
+      measurement: 'machine load average (1 min) at the start / the end (2 cores, shared)',
+      Portolan: `${loadAtStart.toFixed(2)} / ${(loadavg()[0] ?? 0).toFixed(2)}`,
+      target: '',
+    },
+  );
+  const setup =
+    `churn-streams: portolan serve --config-dir D (child process; D one flat directory of ServiceEntry files × 10 endpoints), ` +
+    `--max-streams-per-peer raised for the load, defaults otherwise (100 ms config debounce, 100 ms push window); proxyless gRPC SotW ` +
+    `streams (LDS → RDS → CDS → EDS by name, every response ACKed), 100 per HTTP/2 connection, from ${GENERATORS} load-generator processes; ` +
+    `each change rewrites one file in place; node ${process.version}, ${new Date().toISOString()}.`;
+  printTable(setup, rows);
+  writeDocSection('churn-streams', `${setup}\n\n${markdownTable(rows)}`);
+}

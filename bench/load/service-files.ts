@@ -1,0 +1,110 @@
+// The config-directory fixture of the churn benchmarks: one ServiceEntry file per service
+// (svc-N.churn.internal, port 7070 gRPC, STATIC, 10 inline endpoints), and `portolan serve` on a
+// directory of them.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startPortolanProcess, type PortolanProcess } from '../../test/support/portolan-process.js';
+
+export const ENDPOINTS = 10;
+
+export const host = (i: number): string => `svc-${i}.churn.internal`;
+
+/** The endpoint addresses of a generation: 10.G/256.G%256.1 … .10. */
+export const generationAddresses = (generation: number): string[] =>
+  Array.from({ length: ENDPOINTS }, (_, e) => `10.${(generation >> 8) & 255}.${generation & 255}.${e + 1}`);
+
+/** Service i's ServiceEntry up to its endpoints or workload selector. */
+export const serviceEntryHead = (i: number): string => `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: { name: svc-${i} }
+spec:
+  hosts: [${host(i)}]
+  ports: [{ number: 7070, name: grpc, protocol: GRPC }]
+  resolution: STATIC
+`;
+
+/** Service i's ServiceEntry with these endpoint addresses. */
+export const serviceYaml = (i: number, addresses: readonly string[]): string =>
+  `${serviceEntryHead(i)}  endpoints:\n${addresses.map((a) => `    - { address: ${a} }\n`).join('')}`;
+
+export const serviceFile = (i: number, generation: number): string =>
+  serviceYaml(i, generationAddresses(generation));
+
+/** A new flat directory DIR with svc-0.yaml … svc-(n-1).yaml at generation 0. */
+export function writeServiceDir(dir: string, services: number): void {
+  mkdirSync(dir, { recursive: true });
+  for (let i = 0; i < services; i++) writeFileSync(join(dir, `svc-${i}.yaml`), serviceFile(i, 0));
+}
+
+export interface ConfigDirPortolan {
+  readonly portolan: PortolanProcess;
+  /** The watched directory (svc-N.yaml). */
+  readonly configDir: string;
+  /** Rewrites service i's file with these endpoint addresses. */
+  rewrite(i: number, addresses: readonly string[]): void;
+  /** Stops the server and removes its directories. */
+  stop(): Promise<void>;
+}
+
+/**
+ * `portolan serve --config-dir D` as a child process, D a new flat directory of `services` files.
+ * Every simulated stream dials from 127.0.0.1, so the per-peer stream limit is raised to
+ * `streamsPerPeer`; everything else is at its default unless `args` says otherwise.
+ */
+export async function startConfigDirPortolan(
+  services: number,
+  streamsPerPeer: number,
+  args: readonly string[] = [],
+): Promise<ConfigDirPortolan> {
+  const dir = mkdtempSync(join(tmpdir(), 'portolan-bench-'));
+  const configDir = join(dir, 'config');
+  try {
+    writeServiceDir(configDir, services);
+    const portolan = await startPortolanProcess(
+      [
+        '--config-dir',
+        configDir,
+        '--data-dir',
+        join(dir, 'data'),
+        '--max-streams-per-peer',
+        String(streamsPerPeer),
+        ...args,
+      ],
+      { timeoutMs: 300_000 },
+    );
+    return {
+      portolan,
+      configDir,
+      rewrite: (i, addresses) => writeFileSync(join(configDir, `svc-${i}.yaml`), serviceYaml(i, addresses)),
+      stop: async () => {
+        await portolan.stop();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/** The server log's warnings and errors (pino levels 40 and up), counted by message, for the report. */
+export function logProblems(logs: readonly Record<string, unknown>[]): string {
+  const bad = logs.filter((l) => typeof l.level === 'number' && l.level >= 40);
+  const errors = bad.filter((l) => (l.level as number) >= 50).length;
+  // A config file's issue reads `FILE[:LINE] message`: count the message, name the first file.
+  const kinds = new Map<string, { count: number; file: string }>();
+  for (const l of bad) {
+    const file = typeof l.file === 'string' ? l.file : '';
+    const raw = String(l.msg);
+    const msg = file && raw.startsWith(file) ? raw.slice(file.length).replace(/^:\d+/, '').trimStart() : raw;
+    const kind = kinds.get(msg) ?? { count: 0, file };
+    kind.count += 1;
+    kinds.set(msg, kind);
+  }
+  const top = [...kinds]
+    .sort((a, b) => b[1].count - a[1].count)
+    .slice(0, 3)
+    .map(([msg, k]) => `${k.count}× "${msg}"${k.file ? ` (first: ${k.file})` : ''}`);
+  return `${bad.length - errors} warnings, ${errors} errors${top.length ? `: ${top.join(', ')}` : ''}`;
+}

@@ -1,0 +1,297 @@
+// Issue #18's proxyless rows: `portolan serve --config-dir D` (a child process; D one flat directory
+// of 1,000 ServiceEntry files × 10 endpoints) and 2,000 proxyless gRPC streams over 20 HTTP/2
+// connections (100 each, from two load-generator processes), each walking LDS → RDS → CDS → EDS by
+// name for one service (stream k watches service k mod 1,000) and ACKing every response (SotW).
+// Rounds: open every stream, wait until all hold their config, close them all; the first round warms
+// up, the next four are measured. Then the same rounds against a minimal grpc-js server
+// (bench/load/raw-ads-server.ts) that answers each subscription with the very bytes Portolan sent for
+// that type and name in its first round. Reports the storm time (median of the warm rounds) and the
+// throughput ratio, server RSS per stream (after the first storm settles, minus before it), and
+// server CPU per response over the warm rounds, for both. Writes its table into docs/benchmarks.md.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  connectStorm,
+  Helper,
+  RAW_MAIN,
+  resetStreams,
+  receivedBy,
+  startGenerators,
+  type StormResult,
+  type StreamBatch,
+} from './load/fleet.js';
+import type { GeneratorCaptured, ToGenerator } from './load/load-generator.js';
+import { cpuSeconds, rssBytes, waitQuiet } from './load/proc.js';
+import { host, logProblems, startConfigDirPortolan } from './load/service-files.js';
+import type { StreamSpec } from './load/sim-stream.js';
+import { markdownTable, percentile, printTable, writeDocSection } from './table.js';
+
+export const STORM_SERVICES = 1000;
+export const STORM_STREAMS = 2000;
+const PER_CONNECTION = 100;
+export const GENERATORS = 2;
+const ROUNDS = 5; // the first warms up
+const STORM_TIMEOUT_MS = 120_000;
+const UNPACED = 100_000;
+
+/**
+ * `streams` proxyless SotW streams, stream k watching service k mod `services`; each generator gets a
+ * contiguous share, `PER_CONNECTION` to a connection. `record(k)`: whether stream k keeps the
+ * endpoint-change markers it receives.
+ */
+export function proxylessStreams(
+  streams: number,
+  services: number,
+  record: (k: number) => boolean = () => false,
+): StreamBatch[] {
+  const share = Math.ceil(streams / GENERATORS);
+  const perGenerator: StreamSpec[][] = Array.from({ length: GENERATORS }, (_, g) =>
+    Array.from({ length: Math.max(0, Math.min(share, streams - g * share)) }, (_, j) => {
+      const k = g * share + j;
+      return {
+        id: `proxyless-${k}`,
+        style: 'grpc',
+        api: 'sotw',
+        host: host(k % services),
+        record: record(k),
+      };
+    }),
+  );
+  return [{ group: { perConnection: PER_CONNECTION }, perGenerator }];
+}
+
+interface Round extends StormResult {
+  /** Server CPU seconds from the first open to the last stream configured. */
+  readonly cpu: number;
+  readonly responses: number;
+  readonly bytes: number;
+}
+
+interface StormRun {
+  readonly rounds: Round[];
+  /** RSS before the first round and once the first round's storm has settled. */
+  readonly rssBefore: number;
+  readonly rssAfter: number;
+}
+
+/** ROUNDS connect storms against the server at `address` (process `pid`); the first may capture. */
+async function storms(
+  pid: number,
+  address: string,
+  generators: readonly Helper[],
+  onFirstRound: () => Promise<void> = async () => {},
+): Promise<StormRun> {
+  const batches = proxylessStreams(STORM_STREAMS, STORM_SERVICES);
+  await waitQuiet(pid, 30);
+  const rssBefore = rssBytes(pid);
+  let rssAfter = rssBefore;
+  const rounds: Round[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const cpuFrom = cpuSeconds(pid);
+    const from = await receivedBy(generators);
+    const storm = await connectStorm(generators, address, batches, STORM_TIMEOUT_MS, { capture: r === 0 });
+    const cpu = cpuSeconds(pid) - cpuFrom;
+    const to = await receivedBy(generators);
+    rounds.push({ ...storm, cpu, responses: to.responses - from.responses, bytes: to.bytes - from.bytes });
+    if (r === 0) {
+      await waitQuiet(pid, 20);
+      rssAfter = rssBytes(pid);
+      await onFirstRound();
+    }
+    await resetStreams(generators);
+    // The server's side of the closes is not part of the next storm.
+    await sleep(500);
+    await waitQuiet(pid, 10);
+  }
+  return { rounds, rssBefore, rssAfter };
+}
+
+/** The first response of each (type, name) the generators saw, merged, as raw-ads-server reads them. */
+async function captured(generators: readonly Helper[]): Promise<Record<string, string>> {
+  const all = await Promise.all(
+    generators.map((g) => g.ask<GeneratorCaptured>({ cmd: 'captured' } satisfies ToGenerator)),
+  );
+  return Object.assign({}, ...all.map((c) => c.responses)) as Record<string, string>;
+}
+
+interface Summary {
+  readonly median: number;
+  readonly warmUp: number;
+  readonly all: string;
+  readonly perStreamKiB: number;
+  readonly cpuPerResponseUs: number;
+  readonly responsesPerStream: number;
+  readonly bytesPerRound: number;
+  readonly configured: string;
+}
+
+function summarize(run: StormRun): Summary {
+  const warm = run.rounds.slice(1);
+  const seconds = warm.map((r) => r.seconds).sort((a, b) => a - b);
+  const first = run.rounds[0];
+  const responses = warm.reduce((n, r) => n + r.responses, 0);
+  const errors = run.rounds.reduce((n, r) => n + r.errors, 0);
+  const firstError = run.rounds.find((r) => r.firstError)?.firstError;
+  return {
+    // The median of an even count: the mean of the middle two.
+    median: (percentile(seconds, 50) + (seconds[seconds.length / 2] ?? NaN)) / 2,
+    warmUp: first?.seconds ?? NaN,
+    all: run.rounds.map((r) => r.seconds.toFixed(2)).join(', '),
+    perStreamKiB: (run.rssAfter - run.rssBefore) / STORM_STREAMS / 1024,
+    cpuPerResponseUs: (warm.reduce((n, r) => n + r.cpu, 0) / Math.max(1, responses)) * 1e6,
+    responsesPerStream: responses / Math.max(1, warm.length * STORM_STREAMS),
+    bytesPerRound: warm.reduce((n, r) => n + r.bytes, 0) / Math.max(1, warm.length),
+    configured:
+      run.rounds.map((r) => `${r.configured}/${r.total}`).join(', ') +
+      ` (stream errors: ${errors}${firstError ? `, first: ${firstError}` : ''})`,
+  };
+}
+
+const mib = (b: number): string => `${(b / 2 ** 20).toFixed(0)} MiB`;
+
+export async function proxylessStorm(): Promise<void> {
+  const tmp = mkdtempSync(join(tmpdir(), 'portolan-storm-'));
+  const responsesFile = join(tmp, 'responses.json');
+  const helpers: Helper[] = [];
+  let server: Awaited<ReturnType<typeof startConfigDirPortolan>> | undefined;
+  try {
+    const loadAtStart = loadavg()[0] ?? 0;
+    server = await startConfigDirPortolan(STORM_SERVICES, STORM_STREAMS + 100);
+    const { portolan } = server;
+    const generators = startGenerators(GENERATORS);
+    helpers.push(...generators);
+    let recorded = 0;
+    const ours = await storms(portolan.pid, portolan.xdsAddress, generators, async () => {
+      const responses = await captured(generators);
+      recorded = Object.keys(responses).length;
+      writeFileSync(responsesFile, JSON.stringify(responses));
+    });
+    const ourRss = { before: ours.rssBefore, after: ours.rssAfter };
+    let log = logProblems(portolan.logs);
+    await server.stop();
+    server = undefined;
+
+    // The default admission pacing alone keeps 2,000 new streams near 1 s: the same without it.
+    server = await startConfigDirPortolan(STORM_SERVICES, STORM_STREAMS + 100, [
+      '--push-new-streams-per-second',
+      String(UNPACED),
+    ]);
+    const unpaced = await storms(server.portolan.pid, server.portolan.xdsAddress, generators);
+    log += `; unpaced: ${logProblems(server.portolan.logs)}`;
+    await server.stop();
+    server = undefined;
+
+    const raw = Helper.start(RAW_MAIN, [`outbound|7070||${host(0)}`, responsesFile]);
+    helpers.push(raw);
+    const { port } = await raw.next<{ port: number }>();
+    const theirs = await storms(raw.pid, `127.0.0.1:${port}`, generators);
+    report(
+      summarize(ours),
+      summarize(theirs),
+      summarize(unpaced),
+      ourRss,
+      theirs,
+      recorded,
+      log,
+      loadAtStart,
+    );
+  } finally {
+    await server?.stop();
+    for (const h of helpers) await h.stop();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+function report(
+  ours: Summary,
+  raw: Summary,
+  unpaced: Summary,
+  ourRss: { before: number; after: number },
+  rawRun: StormRun,
+  recorded: number,
+  log: string,
+  loadAtStart: number,
+): void {
+  const f = (n: number, digits = 2): string => n.toFixed(digits);
+  const ratio = raw.median / ours.median;
+  const cpuRatio = ours.cpuPerResponseUs / raw.cpuPerResponseUs;
+  const rows: Record<string, string>[] = [
+    {
+      measurement: `connect storm, all ${STORM_STREAMS} streams configured (median of ${ROUNDS - 1} warm rounds)`,
+      Portolan: `${f(ours.median)} s`,
+      'raw grpc-js': `${f(raw.median)} s`,
+      target: `≥ 0.7 × the raw throughput: ${f(ratio)} ×`,
+    },
+    {
+      measurement: 'server memory per stream (RSS after the first storm settles − before, ÷ streams)',
+      Portolan: `+${f(ours.perStreamKiB, 1)} KiB`,
+      'raw grpc-js': `+${f(raw.perStreamKiB, 1)} KiB`,
+      target: '≤ 40 KB',
+    },
+    {
+      measurement: 'server CPU per response over the warm rounds; Portolan ÷ raw',
+      Portolan: `${f(ours.cpuPerResponseUs, 0)} µs`,
+      'raw grpc-js': `${f(raw.cpuPerResponseUs, 0)} µs`,
+      target: `≤ 1.4 ×: ${f(cpuRatio)} ×`,
+    },
+    {
+      measurement: `the same storm, Portolan with --push-new-streams-per-second ${UNPACED} (admission pacing lifted; default 1000): median; CPU per response`,
+      Portolan: `${f(unpaced.median)} s (${f(raw.median / unpaced.median)} × the raw throughput); ${f(unpaced.cpuPerResponseUs, 0)} µs (${f(unpaced.cpuPerResponseUs / raw.cpuPerResponseUs)} ×)`,
+      'raw grpc-js': '',
+      target: '',
+    },
+    {
+      measurement: 'storm time of every round, the warm-up first (s)',
+      Portolan: `${ours.all} (unpaced: ${unpaced.all})`,
+      'raw grpc-js': raw.all,
+      target: '',
+    },
+    {
+      measurement: 'streams configured per round',
+      Portolan: ours.configured,
+      'raw grpc-js': raw.configured,
+      target: `${STORM_STREAMS}`,
+    },
+    {
+      measurement: 'responses per stream per warm round',
+      Portolan: f(ours.responsesPerStream),
+      'raw grpc-js': f(raw.responsesPerStream),
+      target: '4',
+    },
+    {
+      measurement: 'response bytes received per warm round (the same responses: within the nonces)',
+      Portolan: `${(ours.bytesPerRound / 2 ** 20).toFixed(2)} MiB`,
+      'raw grpc-js': `${(raw.bytesPerRound / 2 ** 20).toFixed(2)} MiB`,
+      target: '',
+    },
+    {
+      measurement: 'server RSS before the first storm / after it settled',
+      Portolan: `${mib(ourRss.before)} / ${mib(ourRss.after)}`,
+      'raw grpc-js': `${mib(rawRun.rssBefore)} / ${mib(rawRun.rssAfter)}`,
+      target: '',
+    },
+    {
+      measurement: '(type, name) responses recorded from Portolan and replayed by the raw server',
+      Portolan: String(recorded),
+      'raw grpc-js': '',
+      target: `${4 * STORM_SERVICES}`,
+    },
+    { measurement: 'Portolan server log', Portolan: log, 'raw grpc-js': '', target: '' },
+    {
+      measurement: 'machine load average (1 min) at the start / the end (2 cores, shared)',
+      Portolan: `${f(loadAtStart)} / ${f(loadavg()[0] ?? 0)}`,
+      'raw grpc-js': '',
+      target: '',
+    },
+  ];
+  const setup =
+    `proxyless-storm: portolan serve --config-dir D (child process; D: ${STORM_SERVICES} ServiceEntry files × 10 endpoints, one directory), ` +
+    `--max-streams-per-peer ${STORM_STREAMS + 100}, defaults otherwise; ${STORM_STREAMS} proxyless gRPC SotW streams ` +
+    `(LDS → RDS → CDS → EDS by name, every response ACKed) over ${STORM_STREAMS / PER_CONNECTION} HTTP/2 connections ` +
+    `from ${GENERATORS} load-generator processes; ${ROUNDS} rounds, the first a warm-up; the raw grpc-js server in the same run ` +
+    `replays Portolan's first-round responses; node ${process.version}, ${new Date().toISOString()}.`;
+  printTable(setup, rows);
+  writeDocSection('proxyless-storm', `${setup}\n\n${markdownTable(rows)}`);
+}
