@@ -260,20 +260,10 @@ export class SotwConnection implements AdsStream {
       this.noteMissing(typeUrl, names, response.names);
       if (response.resources.length === 0) return undefined;
     } else {
-      const collect = (): EncodedResource[] => {
-        if (!generator) return [];
-        const names = new Set(sub.names);
-        const key = view.hold?.key;
-        if (sub.wildcard) for (const n of cache.wildcardNames(generator, proxy, key).names) names.add(n);
-        return present([...names].map((n) => cache.get(generator, proxy, n, key)));
-      };
-      response = this.deps.responses.get(
-        tk,
-        epoch,
-        `${view.hold?.key ?? ''}\0${view.subKey}`,
-        typeUrl,
-        collect,
-      );
+      const key = `${view.hold?.key ?? ''}\0${view.subKey}`;
+      response =
+        this.deps.responses.lookup(tk, epoch, key) ??
+        this.deps.responses.get(tk, epoch, key, typeUrl, () => this.collect(view, proxy, sub));
       this.noteMissing(typeUrl, sub.names, response.names, true);
       response = this.makeBeforeBreak(typeUrl, response);
     }
@@ -307,6 +297,21 @@ export class SotwConnection implements AdsStream {
       buildMs: performance.now() - started,
     });
     return message;
+  }
+
+  /** Every resource of the subscription that exists for this proxy (a whole SotW response). */
+  private collect(
+    view: TypeView,
+    proxy: Proxy,
+    sub: { readonly wildcard: boolean; readonly names: ReadonlySet<string> },
+  ): EncodedResource[] {
+    const { generator } = view;
+    if (!generator) return [];
+    const cache = this.deps.cache;
+    const names = new Set(sub.names);
+    const key = view.hold?.key;
+    if (sub.wildcard) for (const n of cache.wildcardNames(generator, proxy, key).names) names.add(n);
+    return present([...names].map((n) => cache.get(generator, proxy, n, key)));
   }
 
   /**
