@@ -140,8 +140,11 @@ export function scanRequest(buf: Buffer, fields: RequestFields): { names: number
 
 const NO_VERSIONS: ReadonlyMap<string, string> = new Map();
 
-/** A delta request without node and initial versions, or undefined to use the full decoder. */
-export function readPlainDeltaRequest(buf: Buffer): DeltaDiscoveryRequest | undefined {
+/**
+ * A delta request without node and initial versions, or undefined to use the full decoder (also
+ * when it lists more than `maxNames` names, as readPlainRequest).
+ */
+export function readPlainDeltaRequest(buf: Buffer, maxNames = Infinity): DeltaDiscoveryRequest | undefined {
   const r = new Reader(buf);
   let typeUrl = '';
   let responseNonce = '';
@@ -152,9 +155,10 @@ export function readPlainDeltaRequest(buf: Buffer): DeltaDiscoveryRequest | unde
     while (!r.done) {
       const tag = r.varint();
       if (tag === 18) typeUrl = r.typeUrl();
-      else if (tag === 26) subscribe.push(r.string());
-      else if (tag === 34) unsubscribe.push(r.string());
-      else if (tag === 50) responseNonce = r.string();
+      else if (tag === 26 || tag === 34) {
+        if (subscribe.length + unsubscribe.length >= maxNames) return undefined;
+        (tag === 26 ? subscribe : unsubscribe).push(r.string());
+      } else if (tag === 50) responseNonce = r.string();
       else if (tag === 58) errorDetail = readStatus(r.bytes());
       else return undefined;
     }

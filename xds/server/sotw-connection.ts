@@ -85,7 +85,12 @@ export class SotwConnection implements AdsStream {
       checkNamesListed(scan.names, max, scan.typeUrl);
       req = decodeDiscoveryRequest(bytes);
     }
-    if (!this.proxyInfo && req.node) this.call.admit?.(req.node);
+    if (!this.proxyInfo && req.node) {
+      // Parsed once: the admission checks and the stream read the same proxy.
+      const proxy = firstProxy(req.node);
+      this.call.admit?.(proxy);
+      this.proxyInfo = proxy;
+    }
     if (!req.typeUrl)
       throw new StreamError(GrpcStatus.INVALID_ARGUMENT, 'DiscoveryRequest.type_url is required on ADS');
     this.proxyInfo ??= firstProxy(req.node);
