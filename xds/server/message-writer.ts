@@ -84,7 +84,7 @@ export class MessageWriter {
       frame.writeUInt32BE(length, 1);
       let at = 5;
       for (const p of parts) at += p.copy(frame, at);
-      raw.write(frame, () => drained());
+      raw.write(frame, drained);
       return;
     }
     const header = Buffer.allocUnsafe(5);
