@@ -40,7 +40,7 @@ export class GeneratorTable implements GeneratorLookup {
   ) {
     for (const g of generators) {
       let byType = this.table.get(g.proxyKind);
-      if (!byType) this.table.set(g.proxyKind, (byType = new Map()));
+      if (!byType) this.table.set(g.proxyKind, (byType = new Map<string, ResourceGenerator>()));
       byType.set(g.typeUrl, validate ? validatingGenerator(g, logger) : g);
     }
   }

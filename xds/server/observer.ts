@@ -122,7 +122,8 @@ export function composeObservers(...observers: readonly AdsObserver[]): AdsObser
   for (const method of METHODS) {
     const listeners: Listener[] = [];
     for (const o of observers) {
-      const fn = o[method] as Listener | undefined;
+      // Bound to its observer: observers are class instances whose methods use `this`.
+      const fn = (o as Partial<Record<Method, (this: AdsObserver, ...args: unknown[]) => void>>)[method];
       if (typeof fn === 'function') listeners.push(fn.bind(o));
     }
     const [first, second] = listeners;
@@ -133,5 +134,5 @@ export function composeObservers(...observers: readonly AdsObserver[]): AdsObser
         }
       : first;
   }
-  return composed as AdsObserver;
+  return composed;
 }

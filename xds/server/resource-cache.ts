@@ -53,7 +53,7 @@ const typeKeys = new Map<ProxyKind, Map<string, string>>();
 
 export function typeKey(kind: ProxyKind, typeUrl: string): string {
   let byType = typeKeys.get(kind);
-  if (!byType) typeKeys.set(kind, (byType = new Map()));
+  if (!byType) typeKeys.set(kind, (byType = new Map<string, string>()));
   let key = byType.get(typeUrl);
   if (key === undefined) {
     key = `${kind} ${typeUrl}`;
