@@ -12,19 +12,44 @@ import type {
 } from '../xds/server/observer.js';
 import type { PortolanMetrics } from './metrics.js';
 
-export class AdsMetrics implements AdsObserver {
-  // Label lookups cost more than the increments; resolve each type's children once.
-  private readonly byType = new Map<string, ReturnType<AdsMetrics['typeMetrics']>>();
+/** Per type: the prom-client children, and counts not yet handed to them. */
+interface TypeCounts {
+  readonly children: ReturnType<AdsMetrics['typeMetrics']>;
+  responses: number;
+  resources: number;
+  bytes: number;
+}
 
-  constructor(private readonly metrics: PortolanMetrics) {}
+export class AdsMetrics implements AdsObserver {
+  // Label lookups cost more than the increments; resolve each type's children once. The counters
+  // are kept as plain numbers per response and handed to prom-client when it reads them.
+  private readonly byType = new Map<string, TypeCounts>();
+
+  constructor(private readonly metrics: PortolanMetrics) {
+    metrics.onCollect(() => this.flush());
+  }
 
   responseSent(_stream: AdsStream, r: ResponseSent): void {
     let m = this.byType.get(r.typeUrl);
-    if (!m) this.byType.set(r.typeUrl, (m = this.typeMetrics(r.type)));
-    m.responses.inc();
-    m.resources.inc(r.resources);
-    m.bytes.inc(r.bytes);
-    m.build.observe(r.buildMs / 1000);
+    if (!m)
+      this.byType.set(
+        r.typeUrl,
+        (m = { children: this.typeMetrics(r.type), responses: 0, resources: 0, bytes: 0 }),
+      );
+    m.responses += 1;
+    m.resources += r.resources;
+    m.bytes += r.bytes;
+    m.children.build.observe(r.buildMs / 1000);
+  }
+
+  private flush(): void {
+    for (const m of this.byType.values()) {
+      if (m.responses === 0) continue;
+      m.children.responses.inc(m.responses);
+      m.children.resources.inc(m.resources);
+      m.children.bytes.inc(m.bytes);
+      m.responses = m.resources = m.bytes = 0;
+    }
   }
 
   nack(_stream: AdsStream, n: NackReceived): void {

@@ -18,6 +18,20 @@ export class PortolanMetrics {
   readonly debounceSeconds: Histogram;
   readonly changesPerPush: Histogram;
   readonly modelChanges: Counter<'kind'>;
+  private readonly flushers: (() => void)[] = [];
+
+  /**
+   * Runs `flush` whenever the per-response counters are read: an observer may count responses in
+   * plain numbers (a labelled prom-client increment per response costs more than building it) and
+   * hand them over here.
+   */
+  onCollect(flush: () => void): void {
+    this.flushers.push(flush);
+  }
+
+  private flush(): void {
+    for (const f of this.flushers) f();
+  }
 
   constructor() {
     // prom-client's default metrics already start with process_ or nodejs_: the prefix is just ours.
@@ -44,6 +58,7 @@ export class PortolanMetrics {
       name: 'portolan_xds_responses_total',
       help: 'DiscoveryResponses sent, by type',
       labelNames: ['type'],
+      collect: () => this.flush(),
       registers: [this.registry],
     });
     const registers = [this.registry];
@@ -51,12 +66,14 @@ export class PortolanMetrics {
       name: 'portolan_xds_resources_sent_total',
       help: 'Resources sent in responses, by type',
       labelNames: ['type'],
+      collect: () => this.flush(),
       registers,
     });
     this.bytesSent = new Counter({
       name: 'portolan_xds_response_bytes_total',
       help: 'Bytes of responses sent (protobuf, before gRPC framing), by type',
       labelNames: ['type'],
+      collect: () => this.flush(),
       registers,
     });
     this.responseBuildSeconds = new Histogram({

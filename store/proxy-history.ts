@@ -26,6 +26,10 @@ interface Row {
 
 export class ProxyHistoryTable {
   private readonly retention: Retention;
+  // Prepared once, on first use: a connect storm writes a row per stream, and preparing costs more
+  // than running (half the table's time before). Lazily, so a read-only store never prepares writes.
+  private insertStmt: Database.Statement<[string, string, string, string]> | undefined;
+  private updateStmt: Database.Statement<[string, string, string, number]> | undefined;
 
   constructor(
     private readonly db: Database.Database,
@@ -38,9 +42,10 @@ export class ProxyHistoryTable {
   /** Records a new connection that started `at` (default now); returns its row id for the disconnect. */
   connected(nodeId: string, peer: string, kind: string, at = new Date().toISOString()): number | undefined {
     return this.guard(`proxy connection of ${nodeId}`, () => {
-      const info = this.db
-        .prepare('INSERT INTO proxy_connections (node_id, peer, kind, connected_at) VALUES (?, ?, ?, ?)')
-        .run(nodeId, peer, kind, at);
+      this.insertStmt ??= this.db.prepare(
+        'INSERT INTO proxy_connections (node_id, peer, kind, connected_at) VALUES (?, ?, ?, ?)',
+      );
+      const info = this.insertStmt.run(nodeId, peer, kind, at);
       this.retention.inserted();
       return Number(info.lastInsertRowid);
     });
@@ -57,13 +62,12 @@ export class ProxyHistoryTable {
     lastNacks: Record<string, unknown>,
     at = new Date().toISOString(),
   ): void {
-    this.guard('proxy disconnect', () =>
-      this.db
-        .prepare(
-          'UPDATE proxy_connections SET disconnected_at = ?, last_acks = ?, last_nacks = ? WHERE id = ?',
-        )
-        .run(at, JSON.stringify(lastAcks), JSON.stringify(lastNacks), id),
-    );
+    this.guard('proxy disconnect', () => {
+      this.updateStmt ??= this.db.prepare(
+        'UPDATE proxy_connections SET disconnected_at = ?, last_acks = ?, last_nacks = ? WHERE id = ?',
+      );
+      this.updateStmt.run(at, JSON.stringify(lastAcks), JSON.stringify(lastNacks), id);
+    });
   }
 
   recent(limit = 100): ProxyConnectionRecord[] {

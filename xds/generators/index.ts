@@ -25,7 +25,9 @@ export const DEFAULT_GENERATORS: readonly ResourceGenerator[] = [
 ];
 
 export class GeneratorTable implements GeneratorLookup {
-  private readonly table = new Map<string, ResourceGenerator>();
+  // By kind, then type URL: a lookup per stream and type hashes the (usually interned) type URL
+  // rather than a new "kind type" string.
+  private readonly table = new Map<ProxyKind, Map<string, ResourceGenerator>>();
 
   /**
    * With `validate` (cli/ sets it from PORTOLAN_VALIDATE_PUSHES), every resource is checked against
@@ -36,11 +38,14 @@ export class GeneratorTable implements GeneratorLookup {
     validate = false,
     logger?: Logger,
   ) {
-    for (const g of generators)
-      this.table.set(`${g.proxyKind} ${g.typeUrl}`, validate ? validatingGenerator(g, logger) : g);
+    for (const g of generators) {
+      let byType = this.table.get(g.proxyKind);
+      if (!byType) this.table.set(g.proxyKind, (byType = new Map<string, ResourceGenerator>()));
+      byType.set(g.typeUrl, validate ? validatingGenerator(g, logger) : g);
+    }
   }
 
   find(kind: ProxyKind, typeUrl: string): ResourceGenerator | undefined {
-    return this.table.get(`${kind} ${typeUrl}`);
+    return this.table.get(kind)?.get(typeUrl);
   }
 }

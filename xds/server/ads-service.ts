@@ -5,8 +5,8 @@
 // status) on a request the stream refuses.
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log/logger.js';
-import { proxyFromNode, type NodeInfo, type Proxy } from '../proxy/proxy.js';
-import { firstProxy, StreamError, type AdsApi, type AdsStream, type StreamCall } from './ads-stream.js';
+import type { Proxy } from '../proxy/proxy.js';
+import { StreamError, type AdsApi, type AdsStream, type StreamCall } from './ads-stream.js';
 import { MessageWriter } from './message-writer.js';
 import type { AdsObserver, RefusalReason } from './observer.js';
 import { PeerStreams, remoteAddress, type StreamLimits } from './stream-limits.js';
@@ -161,13 +161,13 @@ export class AdsService {
         if (!closed) writer.write(message, drained);
       },
       ...((authorize || admission) && {
-        admit: (node: NodeInfo) => {
+        admit: (proxy: Proxy) => {
           if (authorize) {
-            const verdict = authorize(proxyFromNode(node), call);
+            const verdict = authorize(proxy, call);
             if (verdict && 'code' in verdict) throw new StreamError(verdict.code, verdict.reason);
             if (verdict) stream.peerIdentity = verdict.identity;
           }
-          const refusal = admission?.(stream, firstProxy(node));
+          const refusal = admission?.(stream, proxy);
           if (refusal) throw new StreamError(refusal.code, refusal.reason);
         },
       }),

@@ -73,8 +73,11 @@ export type OutgoingMessage = Buffer | readonly Buffer[];
 export interface StreamCall {
   /** Writes one message; `drained` runs once gRPC has taken it. */
   send(message: OutgoingMessage, drained: () => void): void;
-  /** Checks the node of the first request that carries one, before anything is answered; throws to refuse. */
-  admit?(node: NodeInfo): void;
+  /**
+   * Checks the proxy of the first request that carries a node (parsed once, by the stream), before
+   * anything is answered; throws to refuse.
+   */
+  admit?(proxy: Proxy): void;
 }
 
 /** A request the server must refuse; the stream ends with this gRPC status. */

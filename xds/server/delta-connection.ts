@@ -58,10 +58,19 @@ export class DeltaConnection implements AdsStream {
 
   handleRequest(bytes: Buffer): void {
     const max = this.deps.limits.maxNamesPerType;
-    const scan = scanRequest(bytes, DELTA_FIELDS);
-    checkNamesListed(scan.names, max, scan.typeUrl);
-    const req = readPlainDeltaRequest(bytes) ?? decodeDeltaDiscoveryRequest(bytes);
-    if (!this.proxyInfo && req.node) this.call.admit?.(req.node);
+    // As in SotW: ACKs take the hand-written reader, anything else is counted before it is decoded.
+    let req = readPlainDeltaRequest(bytes, max);
+    if (!req) {
+      const scan = scanRequest(bytes, DELTA_FIELDS);
+      checkNamesListed(scan.names, max, scan.typeUrl);
+      req = decodeDeltaDiscoveryRequest(bytes);
+    }
+    if (!this.proxyInfo && req.node) {
+      // Parsed once: the admission checks and the stream read the same proxy.
+      const proxy = firstProxy(req.node);
+      this.call.admit?.(proxy);
+      this.proxyInfo = proxy;
+    }
     if (!req.typeUrl)
       throw new StreamError(GrpcStatus.INVALID_ARGUMENT, 'DeltaDiscoveryRequest.type_url is required on ADS');
     this.proxyInfo ??= firstProxy(req.node);

@@ -31,9 +31,11 @@ export const DEFAULT_FLOW_CONTROL: FlowControlOptions = {
 };
 
 export class PushLimiter {
-  private readonly waiting: SlotHolder[] = [];
+  // Consumed entries are cleared as they are taken: a taken slot must not keep its stream (and
+  // everything the stream holds) alive until the next compaction.
+  private readonly waiting: (SlotHolder | undefined)[] = [];
   private waitingHead = 0;
-  private readonly waitingNew: SlotHolder[] = [];
+  private readonly waitingNew: (SlotHolder | undefined)[] = [];
   private waitingNewHead = 0;
   private readonly active = new Map<SlotHolder, number>();
   private tokens: number;
@@ -113,7 +115,8 @@ export class PushLimiter {
 
   private takeExisting(): SlotHolder | undefined {
     while (this.waitingHead < this.waiting.length) {
-      const h = this.waiting[this.waitingHead++];
+      const h = this.waiting[this.waitingHead];
+      this.waiting[this.waitingHead++] = undefined;
       this.compact();
       if (h && !h.closed) return h;
     }
@@ -123,7 +126,8 @@ export class PushLimiter {
   private takeNew(): SlotHolder | undefined {
     this.refill();
     while (this.waitingNewHead < this.waitingNew.length && this.tokens >= 1) {
-      const h = this.waitingNew[this.waitingNewHead++];
+      const h = this.waitingNew[this.waitingNewHead];
+      this.waitingNew[this.waitingNewHead++] = undefined;
       this.compact();
       if (h && !h.closed) {
         this.tokens -= 1;
@@ -142,6 +146,9 @@ export class PushLimiter {
 
   // Queues are arrays with a moving head (shift() is O(n)); reclaim the consumed prefix now and then.
   private compact(): void {
+    // An emptied queue starts over (its array would otherwise only grow between compactions).
+    if (this.waitingHead === this.waiting.length) this.waiting.length = this.waitingHead = 0;
+    if (this.waitingNewHead === this.waitingNew.length) this.waitingNew.length = this.waitingNewHead = 0;
     if (this.waitingHead > 1024 && this.waitingHead * 2 > this.waiting.length) {
       this.waiting.splice(0, this.waitingHead);
       this.waitingHead = 0;

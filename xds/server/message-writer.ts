@@ -5,6 +5,10 @@
 // header, the shared body, the stream's own nonce field — so a stuck stream holds a reference to the
 // shared body and a few bytes of its own.
 //
+// A small message (most proxyless responses: a few hundred bytes) is copied into one buffer with its
+// header and written once: one write through the stream machinery costs far more than copying a few
+// hundred bytes, and what a stuck stream holds is then that small copy.
+//
 // grpc-js has no public way to write pre-framed bytes: the HTTP/2 stream is read from its call
 // object (grpc-js 1.14 keeps it at `call.call.stream`). When that shape is not found (another
 // grpc-js version, interceptors), messages go through `call.write` as before, copied once;
@@ -38,8 +42,12 @@ function isHttp2Stream(value: unknown): value is ServerHttp2Stream {
   );
 }
 
+/** Messages up to this size are written as one copied buffer; larger ones in uncopied parts. */
+export const COPY_BELOW = 16 * 1024;
+
 export class MessageWriter {
   private readonly raw: ServerHttp2Stream | undefined;
+  private headersSent = false;
 
   constructor(private readonly call: ServerCall) {
     this.raw = http2StreamOf(call);
@@ -64,9 +72,21 @@ export class MessageWriter {
     }
     if (raw.destroyed || raw.writableEnded) return; // the call is ending; its close releases the slot
     // Response headers first, as grpc-js sends them before its first message (once per call).
-    this.call.sendMetadata(new grpc.Metadata());
+    if (!this.headersSent) {
+      this.headersSent = true;
+      this.call.sendMetadata(new grpc.Metadata());
+    }
     let length = 0;
     for (const p of parts) length += p.length;
+    if (length <= COPY_BELOW) {
+      const frame = Buffer.allocUnsafe(5 + length);
+      frame[0] = 0; // not compressed
+      frame.writeUInt32BE(length, 1);
+      let at = 5;
+      for (const p of parts) at += p.copy(frame, at);
+      raw.write(frame, drained);
+      return;
+    }
     const header = Buffer.allocUnsafe(5);
     header[0] = 0; // not compressed
     header.writeUInt32BE(length, 1);

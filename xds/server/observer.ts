@@ -91,23 +91,48 @@ export interface AdsObserver {
   serverStopped?(): void;
 }
 
-/** An observer that reports to each of `observers`, in order. */
+const METHODS = [
+  'streamOpened',
+  'streamIdentified',
+  'streamClosed',
+  'streamRefused',
+  'request',
+  'responseSent',
+  'nack',
+  'healthReported',
+  'modelChanged',
+  'pushStarted',
+  'pushHandedOut',
+  'pushConverged',
+  'serverStopped',
+] as const satisfies readonly (keyof AdsObserver)[];
+
+type Method = (typeof METHODS)[number];
+type Listener = (...args: unknown[]) => void;
+
+/**
+ * An observer that reports to each of `observers`, in order. Each event is wired only to the
+ * observers that implement it, and left out when none does: the server skips an event nobody
+ * hears (`request` is reported per request, `responseSent` per response).
+ */
 export function composeObservers(...observers: readonly AdsObserver[]): AdsObserver {
   const [only] = observers;
   if (observers.length === 1 && only) return only;
-  return {
-    streamOpened: (s) => observers.forEach((o) => o.streamOpened?.(s)),
-    streamIdentified: (s) => observers.forEach((o) => o.streamIdentified?.(s)),
-    streamClosed: (s, reason) => observers.forEach((o) => o.streamClosed?.(s, reason)),
-    streamRefused: (reason) => observers.forEach((o) => o.streamRefused?.(reason)),
-    request: (s, typeUrl) => observers.forEach((o) => o.request?.(s, typeUrl)),
-    responseSent: (s, r) => observers.forEach((o) => o.responseSent?.(s, r)),
-    nack: (s, n) => observers.forEach((o) => o.nack?.(s, n)),
-    healthReported: (s, r) => observers.forEach((o) => o.healthReported?.(s, r)),
-    modelChanged: (e) => observers.forEach((o) => o.modelChanged?.(e)),
-    pushStarted: (p) => observers.forEach((o) => o.pushStarted?.(p)),
-    pushHandedOut: (p, ms, n) => observers.forEach((o) => o.pushHandedOut?.(p, ms, n)),
-    pushConverged: (p, ms) => observers.forEach((o) => o.pushConverged?.(p, ms)),
-    serverStopped: () => observers.forEach((o) => o.serverStopped?.()),
-  };
+  const composed: Partial<Record<Method, Listener>> = {};
+  for (const method of METHODS) {
+    const listeners: Listener[] = [];
+    for (const o of observers) {
+      // Bound to its observer: observers are class instances whose methods use `this`.
+      const fn = (o as Partial<Record<Method, (this: AdsObserver, ...args: unknown[]) => void>>)[method];
+      if (typeof fn === 'function') listeners.push(fn.bind(o));
+    }
+    const [first, second] = listeners;
+    if (!first) continue;
+    composed[method] = second
+      ? (...args: unknown[]) => {
+          for (const l of listeners) l(...args);
+        }
+      : first;
+  }
+  return composed;
 }

@@ -34,6 +34,11 @@ export class PushLoop {
   /** Encoded resources of the current view, shared by every stream. */
   readonly cache: ResourceCache;
   private view: ServingView;
+  /**
+   * Each proxy's context in the current view, made once: a stream asks for it per type it
+   * subscribes to and per resource built. A new view starts a new map.
+   */
+  private contexts = new WeakMap<Proxy, GenerateContext>();
   private readonly debouncer: PushDebouncer;
   /** Pushes so far (one per debounced batch). */
   pushes = 0;
@@ -63,7 +68,9 @@ export class PushLoop {
 
   /** What generators build from for `proxy`, in the current view. */
   context(proxy: Proxy): GenerateContext {
-    return { ...this.view, proxy };
+    let ctx = this.contexts.get(proxy);
+    if (!ctx) this.contexts.set(proxy, (ctx = { ...this.view, proxy }));
+    return ctx;
   }
 
   private nextView(previous?: ServingView): ServingView {
@@ -86,6 +93,7 @@ export class PushLoop {
     };
     observer.pushStarted?.(push);
     this.view = this.nextView(this.view);
+    this.contexts = new WeakMap();
     const changes = this.cache.apply(change.event);
     const round = this.round(push, change.firstSeen);
     let touched = 0;

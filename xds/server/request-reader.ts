@@ -3,6 +3,14 @@
 // push; a request with a node (or any field this reader does not know) returns undefined and goes
 // through the full decoder.
 import type { DeltaDiscoveryRequest, DiscoveryRequest } from '../proto/wire.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../proto/type-urls.js';
+
+// The type URLs requests name, as bytes: a match returns the constant string instead of decoding a
+// new one per request (less garbage, and map lookups by it hash an interned string).
+const KNOWN_TYPE_URLS: readonly [Buffer, string][] = [LISTENER, ROUTE, CLUSTER, ENDPOINT].map((t) => [
+  Buffer.from(t),
+  t,
+]);
 
 class Reader {
   pos = 0;
@@ -33,6 +41,12 @@ class Reader {
   string(): string {
     return this.bytes().toString('utf8');
   }
+  typeUrl(): string {
+    const b = this.bytes();
+    for (const [known, text] of KNOWN_TYPE_URLS)
+      if (b.length === known.length && b.equals(known)) return text;
+    return b.toString('utf8');
+  }
   skip(n: number): void {
     if (this.pos + n > this.buf.length) throw new RangeError('truncated field');
     this.pos += n;
@@ -55,8 +69,11 @@ function readStatus(buf: Buffer): { code: number; message: string } {
   return { code, message };
 }
 
-/** A SotW request without node, or undefined to use the full decoder. */
-export function readPlainRequest(buf: Buffer): DiscoveryRequest | undefined {
+/**
+ * A SotW request without node, or undefined to use the full decoder (also when it lists more than
+ * `maxNames` names: the caller then counts them without decoding and refuses the request).
+ */
+export function readPlainRequest(buf: Buffer, maxNames = Infinity): DiscoveryRequest | undefined {
   const r = new Reader(buf);
   let versionInfo = '';
   let typeUrl = '';
@@ -67,8 +84,10 @@ export function readPlainRequest(buf: Buffer): DiscoveryRequest | undefined {
     while (!r.done) {
       const tag = r.varint();
       if (tag === 10) versionInfo = r.string();
-      else if (tag === 26) resourceNames.push(r.string());
-      else if (tag === 34) typeUrl = r.string();
+      else if (tag === 26) {
+        if (resourceNames.length >= maxNames) return undefined;
+        resourceNames.push(r.string());
+      } else if (tag === 34) typeUrl = r.typeUrl();
       else if (tag === 42) responseNonce = r.string();
       else if (tag === 50) errorDetail = readStatus(r.bytes());
       else return undefined;
@@ -106,7 +125,7 @@ export function scanRequest(buf: Buffer, fields: RequestFields): { names: number
       if (fields.namesTags.includes(tag)) {
         names += 1;
         r.skip(r.varint());
-      } else if (tag === fields.typeUrlTag) typeUrl = r.string();
+      } else if (tag === fields.typeUrlTag) typeUrl = r.typeUrl();
       else if (wire === 2) r.skip(r.varint());
       else if (wire === 0) r.varint();
       else if (wire === 1) r.skip(8);
@@ -121,8 +140,11 @@ export function scanRequest(buf: Buffer, fields: RequestFields): { names: number
 
 const NO_VERSIONS: ReadonlyMap<string, string> = new Map();
 
-/** A delta request without node and initial versions, or undefined to use the full decoder. */
-export function readPlainDeltaRequest(buf: Buffer): DeltaDiscoveryRequest | undefined {
+/**
+ * A delta request without node and initial versions, or undefined to use the full decoder (also
+ * when it lists more than `maxNames` names, as readPlainRequest).
+ */
+export function readPlainDeltaRequest(buf: Buffer, maxNames = Infinity): DeltaDiscoveryRequest | undefined {
   const r = new Reader(buf);
   let typeUrl = '';
   let responseNonce = '';
@@ -132,10 +154,11 @@ export function readPlainDeltaRequest(buf: Buffer): DeltaDiscoveryRequest | unde
   try {
     while (!r.done) {
       const tag = r.varint();
-      if (tag === 18) typeUrl = r.string();
-      else if (tag === 26) subscribe.push(r.string());
-      else if (tag === 34) unsubscribe.push(r.string());
-      else if (tag === 50) responseNonce = r.string();
+      if (tag === 18) typeUrl = r.typeUrl();
+      else if (tag === 26 || tag === 34) {
+        if (subscribe.length + unsubscribe.length >= maxNames) return undefined;
+        (tag === 26 ? subscribe : unsubscribe).push(r.string());
+      } else if (tag === 50) responseNonce = r.string();
       else if (tag === 58) errorDetail = readStatus(r.bytes());
       else return undefined;
     }

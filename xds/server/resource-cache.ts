@@ -45,8 +45,21 @@ export interface ChangedType {
   readonly names: ReadonlySet<string>;
 }
 
+// typeKey is computed per request and per response; the same few keys come back, so they are made
+// once and reused (a reused string keeps its hash, which Map lookups by it need). Bounded: a client
+// may name any type URL, and past MEMO_TYPE_KEYS the key is built each time.
+const MEMO_TYPE_KEYS = 64;
+const typeKeys = new Map<ProxyKind, Map<string, string>>();
+
 export function typeKey(kind: ProxyKind, typeUrl: string): string {
-  return `${kind} ${typeUrl}`;
+  let byType = typeKeys.get(kind);
+  if (!byType) typeKeys.set(kind, (byType = new Map<string, string>()));
+  let key = byType.get(typeUrl);
+  if (key === undefined) {
+    key = `${kind} ${typeUrl}`;
+    if (byType.size < MEMO_TYPE_KEYS) byType.set(typeUrl, key);
+  }
+  return key;
 }
 
 export function wildcardKey(kind: ProxyKind, typeUrl: string, viewKey: string): string {

@@ -63,6 +63,19 @@ export class ResponseCache {
     clearInterval(this.sweeper);
   }
 
+  /** The cached response for `key`, or undefined (then `get` builds it). */
+  lookup(typeKey: string, epoch: number, key: string): SharedResponse | undefined {
+    const type = this.types.get(typeKey);
+    if (!type || type.epoch !== epoch) return undefined;
+    const id = this.typeIds.get(typeKey);
+    if (id === undefined) return undefined;
+    const full = `${id}\0${key}`;
+    const cached = this.entries.get(full);
+    if (!cached) return undefined;
+    this.hit(full, cached);
+    return cached.response;
+  }
+
   get(
     typeKey: string,
     epoch: number,
@@ -81,10 +94,7 @@ export class ResponseCache {
     const full = `${id}\0${key}`;
     const cached = this.entries.get(full);
     if (cached) {
-      this.hits += 1;
-      cached.usedAt = this.now();
-      this.entries.delete(full);
-      this.entries.set(full, cached);
+      this.hit(full, cached);
       return cached.response;
     }
     this.misses += 1;
@@ -98,6 +108,13 @@ export class ResponseCache {
       this.remove(oldest);
     }
     return response;
+  }
+
+  private hit(full: string, cached: Cached): void {
+    this.hits += 1;
+    cached.usedAt = this.now();
+    this.entries.delete(full);
+    this.entries.set(full, cached);
   }
 
   /** Drops responses unused for `idleMs` (run by a timer). */

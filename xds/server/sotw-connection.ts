@@ -22,7 +22,7 @@ import { ownResponse, type SharedResponse } from './response-cache.js';
 import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
 import { StreamState } from './sotw-state.js';
 import { CLUSTER, ENDPOINT, HEALTH_INFO, LISTENER, ROUTE, shortTypeName } from '../proto/type-urls.js';
-import { decodeDiscoveryRequest, nonceField } from '../proto/wire.js';
+import { decodeDiscoveryRequest, nonceField, type DiscoveryRequest } from '../proto/wire.js';
 import { subscriptionKey } from './subscription-key.js';
 import { isoNow } from './wall-clock.js';
 
@@ -76,11 +76,21 @@ export class SotwConnection implements AdsStream {
   }
 
   handleRequest(bytes: Buffer): void {
-    // Counted before anything is decoded: an oversized list costs a scan, not 100,000 strings.
-    const scan = scanRequest(bytes, SOTW_FIELDS);
-    checkNamesListed(scan.names, this.deps.limits.maxNamesPerType, scan.typeUrl);
-    const req = readPlainRequest(bytes) ?? decodeDiscoveryRequest(bytes);
-    if (!this.proxyInfo && req.node) this.call.admit?.(req.node);
+    const max = this.deps.limits.maxNamesPerType;
+    // ACKs (no node, few names) take the hand-written reader; anything else is counted first, so an
+    // oversized list costs a scan, not 100,000 strings, and then decoded in full (which validates it).
+    let req = readPlainRequest(bytes, max);
+    if (!req) {
+      const scan = scanRequest(bytes, SOTW_FIELDS);
+      checkNamesListed(scan.names, max, scan.typeUrl);
+      req = decodeDiscoveryRequest(bytes);
+    }
+    if (!this.proxyInfo && req.node) {
+      // Parsed once: the admission checks and the stream read the same proxy.
+      const proxy = firstProxy(req.node);
+      this.call.admit?.(proxy);
+      this.proxyInfo = proxy;
+    }
     if (!req.typeUrl)
       throw new StreamError(GrpcStatus.INVALID_ARGUMENT, 'DiscoveryRequest.type_url is required on ADS');
     this.proxyInfo ??= firstProxy(req.node);
@@ -90,17 +100,12 @@ export class SotwConnection implements AdsStream {
     }
     this.deps.observer.request?.(this, req.typeUrl);
     const outcome = this.state.onRequest(req);
-    const log = {
-      conn: this.id,
-      node: this.proxyInfo.id,
-      type: shortTypeName(req.typeUrl),
-      nonce: req.responseNonce,
-    };
     if (outcome.action === 'ignore') {
-      this.deps.logger.debug(log, 'ignoring request with stale nonce');
+      this.deps.logger.debug(this.requestLog(req), 'ignoring request with stale nonce');
       return;
     }
     if (outcome.action === 'nack') {
+      const log = this.requestLog(req);
       this.deps.logger.warn({ ...log, error: req.errorDetail?.message }, 'client rejected config (NACK)');
       this.deps.observer.nack?.(this, {
         typeUrl: req.typeUrl,
@@ -118,6 +123,16 @@ export class SotwConnection implements AdsStream {
       this.deps.subscriptions.update(this, this.proxyInfo.kind, req.typeUrl, sub.names, sub.wildcard, true);
     this.pump.mark(req.typeUrl, { force: true, full: true });
     this.pump.kick();
+  }
+
+  /** The fields a log line about a request carries (built only when one is written). */
+  private requestLog(req: DiscoveryRequest): { conn: string; node: string; type: string; nonce: string } {
+    return {
+      conn: this.id,
+      node: this.proxyInfo?.id ?? '',
+      type: shortTypeName(req.typeUrl),
+      nonce: req.responseNonce,
+    };
   }
 
   /** Marks what `changes` touched for this stream; returns whether anything was. */
@@ -250,20 +265,10 @@ export class SotwConnection implements AdsStream {
       this.noteMissing(typeUrl, names, response.names);
       if (response.resources.length === 0) return undefined;
     } else {
-      const collect = (): EncodedResource[] => {
-        if (!generator) return [];
-        const names = new Set(sub.names);
-        const key = view.hold?.key;
-        if (sub.wildcard) for (const n of cache.wildcardNames(generator, proxy, key).names) names.add(n);
-        return present([...names].map((n) => cache.get(generator, proxy, n, key)));
-      };
-      response = this.deps.responses.get(
-        tk,
-        epoch,
-        `${view.hold?.key ?? ''}\0${view.subKey}`,
-        typeUrl,
-        collect,
-      );
+      const key = `${view.hold?.key ?? ''}\0${view.subKey}`;
+      response =
+        this.deps.responses.lookup(tk, epoch, key) ??
+        this.deps.responses.get(tk, epoch, key, typeUrl, () => this.collect(view, proxy, sub));
       this.noteMissing(typeUrl, sub.names, response.names, true);
       response = this.makeBeforeBreak(typeUrl, response);
     }
@@ -299,6 +304,21 @@ export class SotwConnection implements AdsStream {
     return message;
   }
 
+  /** Every resource of the subscription that exists for this proxy (a whole SotW response). */
+  private collect(
+    view: TypeView,
+    proxy: Proxy,
+    sub: { readonly wildcard: boolean; readonly names: ReadonlySet<string> },
+  ): EncodedResource[] {
+    const { generator } = view;
+    if (!generator) return [];
+    const cache = this.deps.cache;
+    const names = new Set(sub.names);
+    const key = view.hold?.key;
+    if (sub.wildcard) for (const n of cache.wildcardNames(generator, proxy, key).names) names.add(n);
+    return present([...names].map((n) => cache.get(generator, proxy, n, key)));
+  }
+
   /**
    * Records which of `asked` the answer lacks (they do not exist for this proxy), so a change of
    * their host re-evaluates them; with `whole`, `asked` is the entire subscription and names no
@@ -306,7 +326,7 @@ export class SotwConnection implements AdsStream {
    */
   private noteMissing(
     typeUrl: string,
-    asked: Iterable<string>,
+    asked: readonly string[] | ReadonlySet<string>,
     answered: readonly string[],
     whole = false,
   ): void {
@@ -314,6 +334,10 @@ export class SotwConnection implements AdsStream {
     if (!proxy) return;
     const index = this.deps.subscriptions;
     const before = index.missingNames(this, proxy.kind, typeUrl);
+    // The usual answer holds the one name asked for, and nothing was missing: nothing to record.
+    if (before.size === 0 && answered.length === 1 && sizeOf(asked) === 1) {
+      for (const n of asked) if (n === answered[0]) return;
+    }
     const wanted = [...asked];
     if (wanted.length === 0 && before.size === 0) return;
     const got = new Set(answered);
@@ -367,6 +391,10 @@ export class SotwConnection implements AdsStream {
 function updatedNames(before: readonly EncodedResource[], next: readonly EncodedResource[]): string[] {
   const old = new Map(before.map((r) => [r.name, r.version]));
   return next.filter((r) => old.get(r.name) !== r.version).map((r) => r.name);
+}
+
+function sizeOf(names: readonly string[] | ReadonlySet<string>): number {
+  return 'size' in names ? names.size : names.length;
 }
 
 function present(list: readonly (EncodedResource | undefined)[]): EncodedResource[] {

@@ -27,9 +27,12 @@ export interface Nack {
   readonly at: string;
 }
 
+/** The empty subscription a type starts with (replaced, never edited, like every name set here). */
+const NO_NAMES: ReadonlySet<string> = new Set();
+
 export interface TypeState {
   wildcard: boolean;
-  names: Set<string>;
+  names: ReadonlySet<string>;
   sent?: SentResponse;
   ackedVersion?: string;
   /** The nonce of the response the client last ACKed. */
@@ -45,37 +48,56 @@ export type RequestOutcome =
   | { readonly action: 'ack' | 'nack'; readonly respond: boolean }
   | { readonly action: 'initial'; readonly respond: true };
 
+// Outcomes are shared constants: a request is answered with one of these, never a new object.
+const STALE: RequestOutcome = { action: 'ignore', reason: 'stale-nonce' };
+const INITIAL: RequestOutcome = { action: 'initial', respond: true };
+const ACK: RequestOutcome = { action: 'ack', respond: false };
+const ACK_RESPOND: RequestOutcome = { action: 'ack', respond: true };
+const NACK: RequestOutcome = { action: 'nack', respond: false };
+const NACK_RESPOND: RequestOutcome = { action: 'nack', respond: true };
+
 export class StreamState {
   private readonly types = new Map<string, TypeState>();
 
-  onRequest(req: RequestView, now = isoNow()): RequestOutcome {
+  onRequest(req: RequestView, now?: string): RequestOutcome {
     const existing = this.types.get(req.typeUrl);
     // A nonce we did not send last for this type answers an older response: ignore it whole.
     // A nonce on a type we never answered is a client reconnecting with state from an earlier stream.
-    if (existing?.sent && req.responseNonce && req.responseNonce !== existing.sent.nonce) {
-      return { action: 'ignore', reason: 'stale-nonce' };
+    if (existing?.sent && req.responseNonce && req.responseNonce !== existing.sent.nonce) return STALE;
+    let state = existing;
+    if (!state) {
+      // Every field present from the start: one object shape for all types and streams.
+      state = {
+        wildcard: false,
+        names: NO_NAMES,
+        sent: undefined,
+        ackedVersion: undefined,
+        ackedNonce: undefined,
+        ackedAt: undefined,
+        nack: undefined,
+        nackCount: 0,
+      };
+      this.types.set(req.typeUrl, state);
     }
-    const state = existing ?? { wildcard: false, names: new Set<string>(), nackCount: 0 };
-    this.types.set(req.typeUrl, state);
     const subscriptionChanged = this.updateSubscription(state, req, existing === undefined);
 
-    if (!state.sent || !req.responseNonce) return { action: 'initial', respond: true };
+    if (!state.sent || !req.responseNonce) return INITIAL;
     if (req.errorDetail) {
       state.nack = {
         version: state.sent.version,
         nonce: req.responseNonce,
         code: req.errorDetail.code,
         message: req.errorDetail.message,
-        at: now,
+        at: now ?? isoNow(),
       };
       state.nackCount += 1;
-      return { action: 'nack', respond: subscriptionChanged };
+      return subscriptionChanged ? NACK_RESPOND : NACK;
     }
     state.ackedVersion = state.sent.version;
     state.ackedNonce = req.responseNonce;
-    state.ackedAt = now;
+    state.ackedAt = now ?? isoNow();
     state.nack = undefined;
-    return { action: 'ack', respond: subscriptionChanged };
+    return subscriptionChanged ? ACK_RESPOND : ACK;
   }
 
   /**

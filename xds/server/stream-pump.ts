@@ -89,7 +89,7 @@ export class StreamPump<M = OutgoingMessage> implements SlotHolder {
       const message = this.target.build(typeUrl, work);
       if (!message) continue;
       this.writing = true;
-      this.target.write(message, () => this.drained());
+      this.target.write(message, this.onDrained);
       return;
     }
     this.limiter.release(this);
@@ -102,6 +102,9 @@ export class StreamPump<M = OutgoingMessage> implements SlotHolder {
     this.limiter.release(this);
     this.settle();
   }
+
+  /** The write callback, made once per stream rather than per response. */
+  private readonly onDrained = (): void => this.drained();
 
   private drained(): void {
     this.writing = false;

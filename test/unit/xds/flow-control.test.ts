@@ -1,6 +1,8 @@
 // Server-wide push flow control: the write limit, FIFO hand-over, stuck writers, new-stream rate.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { PushLimiter, type FlowControlOptions, type SlotHolder } from '../../../xds/server/flow-control.js';
 import { MAX_HELD_ROUNDS, StreamPump } from '../../../xds/server/stream-pump.js';
 import { CLUSTER } from '../../../xds/proto/type-urls.js';
@@ -101,4 +103,34 @@ test('a stream whose write never drains holds at most MAX_HELD_ROUNDS pushes; th
   );
   pump.close();
   assert.equal(done.length, pushes); // closing releases the rest
+});
+
+test('the limiter keeps no reference to a stream once it has had its slot and released it', async (t) => {
+  // A connect storm queues thousands of new streams; each closed stream must be collectable, not
+  // kept (with all it holds) by the queue's consumed prefix until the next compaction.
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const l = limiter(t, { concurrency: 100 });
+  const refs: WeakRef<SlotHolder>[] = [];
+  const fill = (): void => {
+    const granted: string[] = [];
+    const holders = Array.from({ length: 50 }, (_, i) => holder(`h${i}`, granted, i % 2 === 0));
+    for (const h of holders) {
+      refs.push(new WeakRef(h));
+      l.acquire(h);
+    }
+    for (const h of holders) {
+      l.release(h);
+      h.closed = true;
+    }
+    assert.equal(granted.length, 50);
+  };
+  fill();
+  await new Promise((resolve) => setImmediate(resolve));
+  gc();
+  assert.deepEqual(
+    refs.filter((r) => r.deref() !== undefined).length,
+    0,
+    'holders still reachable after their slots were released',
+  );
 });

@@ -51,3 +51,27 @@ test('a truncated request is left to the full decoder', () => {
   const bytes = encodeDiscoveryRequest({ type_url: ENDPOINT, response_nonce: '1' });
   assert.equal(readPlainRequest(bytes.subarray(0, bytes.length - 1)), undefined);
 });
+
+test('a request listing more names than the limit is left to the counting path, at or under it is read', () => {
+  const sotw = encodeDiscoveryRequest({
+    type_url: ENDPOINT,
+    response_nonce: '1',
+    resource_names: ['a', 'b', 'c'],
+  });
+  assert.equal(readPlainRequest(sotw, 2), undefined);
+  assert.deepEqual(readPlainRequest(sotw, 3)?.resourceNames, ['a', 'b', 'c']);
+  const delta = encodeDeltaDiscoveryRequest({
+    type_url: ENDPOINT,
+    resource_names_subscribe: ['a', 'b'],
+    resource_names_unsubscribe: ['c'],
+  });
+  assert.equal(readPlainDeltaRequest(delta, 2), undefined);
+  assert.deepEqual(readPlainDeltaRequest(delta, 3)?.unsubscribe, ['c']);
+});
+
+test('a known type URL reads as the same string as the constant', () => {
+  const bytes = encodeDiscoveryRequest({ type_url: ENDPOINT, response_nonce: '1' });
+  assert.equal(readPlainRequest(bytes)?.typeUrl, ENDPOINT);
+  const other = encodeDiscoveryRequest({ type_url: 'type.googleapis.com/x.Y', response_nonce: '1' });
+  assert.equal(readPlainRequest(other)?.typeUrl, 'type.googleapis.com/x.Y');
+});
