@@ -150,11 +150,13 @@ export class DirWatcher {
   private markDirty(path: string): void {
     this.dirty.add(path);
     if (!this.ready || !this.files) return; // the initial scan is loaded as one batch by start()
-    // Quiet-period debounce, but a steady stream of writes must not postpone reloads forever.
+    // Quiet-period debounce, but a steady stream of writes (one file after another, say) must not
+    // postpone reloads: a burst is applied at most two quiet periods after its first event, and the
+    // reload costs what changed, so applying a long burst in pieces costs no more than at once.
     const now = Date.now();
     if (this.timer === undefined) this.burstStartedAt = now;
     clearTimeout(this.timer);
-    const maxWait = Math.max(1000, 10 * this.options.debounceMs);
+    const maxWait = 2 * this.options.debounceMs;
     const delay = Math.min(this.options.debounceMs, Math.max(0, this.burstStartedAt + maxWait - now));
     this.timer = setTimeout(() => {
       this.timer = undefined;
