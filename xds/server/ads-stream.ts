@@ -12,6 +12,7 @@ import { shortTypeName } from '../proto/type-urls.js';
 import type { StreamLimits } from './stream-limits.js';
 import type { ChangeSet, ResourceCache } from './resource-cache.js';
 import type { ResponseCache } from './response-cache.js';
+import { scanRequest, type RequestFields } from './request-reader.js';
 import type { Nack } from './sotw-state.js';
 import type { PushRound } from './stream-pump.js';
 import type { SubscriptionIndex } from './subscription-index.js';
@@ -100,6 +101,25 @@ export function checkNamesListed(listed: number, max: number, typeUrl: string): 
       `${shortTypeName(typeUrl)}: the request lists ${listed} resource names; a stream may subscribe to at most ${max} per type (--max-names-per-type)`,
       'names-limit',
     );
+}
+
+/**
+ * Reads a request: ACKs (no node, few names) take the hand-written `plain` reader; anything else is
+ * counted first, so an oversized list costs a scan, not 100,000 strings, and then decoded in full
+ * (which validates it).
+ */
+export function readBoundedRequest<T>(
+  bytes: Buffer,
+  max: number,
+  plain: (bytes: Buffer, max: number) => T | undefined,
+  fields: RequestFields,
+  decode: (bytes: Buffer) => T,
+): T {
+  const req = plain(bytes, max);
+  if (req) return req;
+  const scan = scanRequest(bytes, fields);
+  checkNamesListed(scan.names, max, scan.typeUrl);
+  return decode(bytes);
 }
 
 /** Refuses a subscription that grew beyond `max` names of `typeUrl`. */

@@ -4,7 +4,7 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { ResourceGenerator } from '../generators/generator.js';
 import {
-  checkNamesListed,
+  readBoundedRequest,
   checkNamesSubscribed,
   firstProxy,
   StreamError,
@@ -16,7 +16,7 @@ import {
 import { healthReport } from './health-report.js';
 import { DeltaStreamState } from './delta-state.js';
 import type { Proxy } from '../proxy/proxy.js';
-import { DELTA_FIELDS, readPlainDeltaRequest, scanRequest } from './request-reader.js';
+import { DELTA_FIELDS, readPlainDeltaRequest } from './request-reader.js';
 import { wildcardKey, type ChangeSet, type ViewHold } from './resource-cache.js';
 import type { EncodedResource } from '../proto/resource.js';
 import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
@@ -58,13 +58,13 @@ export class DeltaConnection implements AdsStream {
 
   handleRequest(bytes: Buffer): void {
     const max = this.deps.limits.maxNamesPerType;
-    // As in SotW: ACKs take the hand-written reader, anything else is counted before it is decoded.
-    let req = readPlainDeltaRequest(bytes, max);
-    if (!req) {
-      const scan = scanRequest(bytes, DELTA_FIELDS);
-      checkNamesListed(scan.names, max, scan.typeUrl);
-      req = decodeDeltaDiscoveryRequest(bytes);
-    }
+    const req = readBoundedRequest(
+      bytes,
+      max,
+      readPlainDeltaRequest,
+      DELTA_FIELDS,
+      decodeDeltaDiscoveryRequest,
+    );
     if (!this.proxyInfo && req.node) {
       // Parsed once: the admission checks and the stream read the same proxy.
       const proxy = firstProxy(req.node);

@@ -5,7 +5,7 @@ import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { ResourceGenerator } from '../generators/generator.js';
 import type { Proxy } from '../proxy/proxy.js';
 import {
-  checkNamesListed,
+  readBoundedRequest,
   firstProxy,
   StreamError,
   type AdsStream,
@@ -15,7 +15,7 @@ import {
   type TypeStatus,
 } from './ads-stream.js';
 import { healthReport } from './health-report.js';
-import { readPlainRequest, scanRequest, SOTW_FIELDS } from './request-reader.js';
+import { readPlainRequest, SOTW_FIELDS } from './request-reader.js';
 import { typeKey, wildcardKey, type ChangeSet, type ViewHold } from './resource-cache.js';
 import type { EncodedResource } from '../proto/resource.js';
 import { ownResponse, type SharedResponse } from './response-cache.js';
@@ -77,14 +77,7 @@ export class SotwConnection implements AdsStream {
 
   handleRequest(bytes: Buffer): void {
     const max = this.deps.limits.maxNamesPerType;
-    // ACKs (no node, few names) take the hand-written reader; anything else is counted first, so an
-    // oversized list costs a scan, not 100,000 strings, and then decoded in full (which validates it).
-    let req = readPlainRequest(bytes, max);
-    if (!req) {
-      const scan = scanRequest(bytes, SOTW_FIELDS);
-      checkNamesListed(scan.names, max, scan.typeUrl);
-      req = decodeDiscoveryRequest(bytes);
-    }
+    const req = readBoundedRequest(bytes, max, readPlainRequest, SOTW_FIELDS, decodeDiscoveryRequest);
     if (!this.proxyInfo && req.node) {
       // Parsed once: the admission checks and the stream read the same proxy.
       const proxy = firstProxy(req.node);
