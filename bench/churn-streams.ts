@@ -92,6 +92,7 @@ async function churnFiles(
   count: number,
   rate: number,
   serviceOf: (seq: number) => number,
+  markerBase = 0,
 ): Promise<ChurnOutcome> {
   const pid = server.portolan.pid;
   await waitQuiet(pid, 60);
@@ -99,7 +100,7 @@ async function churnFiles(
   const cpuFrom = cpuSeconds(pid);
   const started = wallNow();
   const changedAt = await paced(count, rate, (seq) =>
-    server.rewrite(serviceOf(seq), [...BASE, markerAddress(seq)]),
+    server.rewrite(serviceOf(seq), [...BASE, markerAddress(markerBase + seq)]),
   );
   const cpuShare = (cpuSeconds(pid) - cpuFrom) / ((wallNow() - started) / 1000);
   let reached: number[] = [];
@@ -162,9 +163,11 @@ async function spreadAt(services: number, generators: readonly Helper[]): Promis
     const storm = await connect(server, generators, SPREAD_STREAMS, services, () => true);
     const churn = await churnFiles(server, generators, SPREAD_RATE * SECONDS, SPREAD_RATE, spread);
     await resetStreams(generators);
-    // After the streams' run: a stream connecting later would find these changes' numbers in its first EDS.
-    const fast = await churnFiles(server, [], STORM_RATE * 5, STORM_RATE, spread);
-    const slow = await churnFiles(server, [], 5 * 8, 5, spread);
+    // After the streams' run. Marker numbers continue past the earlier runs': a rewrite that
+    // repeated a file's current text would be skipped unread, and measure nothing.
+    const churned = SPREAD_RATE * SECONDS;
+    const fast = await churnFiles(server, [], STORM_RATE * 5, STORM_RATE, spread, churned);
+    const slow = await churnFiles(server, [], 5 * 8, 5, spread, churned + STORM_RATE * 5);
     return { services, quiet: { fast, slow }, storm, churn, log: logProblems(server.portolan.logs) };
   } finally {
     await server.stop();

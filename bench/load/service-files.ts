@@ -71,7 +71,8 @@ export async function startConfigDirPortolan(
         String(streamsPerPeer),
         ...args,
       ],
-      { timeoutMs: 300_000 },
+      // PORTOLAN_BENCH_PROFILE=DIR: the server writes a V8 CPU profile there when it stops.
+      { timeoutMs: 300_000, nodeArgs: profileArgs() },
     );
     return {
       portolan,
@@ -86,6 +87,11 @@ export async function startConfigDirPortolan(
     rmSync(dir, { recursive: true, force: true });
     throw err;
   }
+}
+
+function profileArgs(): string[] {
+  const dir = process.env.PORTOLAN_BENCH_PROFILE;
+  return dir ? ['--cpu-prof', '--cpu-prof-dir', dir] : [];
 }
 
 /** The server log's warnings and errors (pino levels 40 and up), counted by message, for the report. */
