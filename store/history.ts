@@ -125,9 +125,11 @@ export class HistoryTables {
     this.pendingFiles.clear();
     const what = rows.length === 1 ? (rows[0]?.what ?? 'history') : `${rows.length} history rows`;
     this.guard(what, () =>
-      this.db.transaction(() => {
-        for (const row of rows) row.write();
-      })(),
+      withoutSync(this.db, () =>
+        this.db.transaction(() => {
+          for (const row of rows) row.write();
+        })(),
+      ),
     );
   }
 
@@ -186,4 +188,21 @@ export class HistoryTables {
 
 function hashText(text: string): string {
   return createHash('sha256').update(text).digest('hex').slice(0, 32);
+}
+
+/**
+ * Runs `write` with `synchronous = NORMAL`: in WAL mode its commit is not fsynced (the next FULL
+ * commit or checkpoint syncs it). History is a record, not a promise: a crash of the process loses
+ * nothing, power loss at most the last rows, and the database stays consistent either way. The
+ * CA's writes (tokens spent, certificates issued) keep the connection's FULL.
+ */
+function withoutSync<T>(db: Database.Database, write: () => T): T {
+  if (db.inTransaction) return write();
+  const before = db.pragma('synchronous', { simple: true });
+  db.pragma('synchronous = NORMAL');
+  try {
+    return write();
+  } finally {
+    db.pragma(`synchronous = ${Number(before)}`);
+  }
 }

@@ -8,6 +8,8 @@ import Database from 'better-sqlite3';
 import { silentLogger } from '../../../log/logger.js';
 import type { RegistrySnapshot } from '../../../model/change.js';
 import { MIGRATIONS } from '../../../store/migrations.js';
+import { HistoryTables } from '../../../store/history.js';
+import type { GuardWrite } from '../../../store/snapshots.js';
 import { DB_FILE, Store, StoreError, type StoreOptions } from '../../../store/store.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 import { eventually } from '../../support/eventually.js';
@@ -255,6 +257,34 @@ test('history rows are written behind, together: readers through the store see t
   store.history.recordConfig('late.yaml', 'accepted', { text: 'late', resources: [] });
   store.close();
   assert.equal(rowsOnDisk(), 7, 'close writes what is pending');
+});
+
+test('history commits skip the fsync (synchronous NORMAL) and leave the connection FULL for the CA writes after them', (t) => {
+  const dir = tempDir(t);
+  const db = new Database(join(dir, 'h.db'));
+  t.after(() => db.close());
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  for (const m of MIGRATIONS) db.exec(m);
+  const levels: number[] = [];
+  const guard: GuardWrite = (_what, fn) => {
+    levels.push(Number(db.pragma('synchronous', { simple: true })));
+    return fn();
+  };
+  const history = new HistoryTables(db, guard, 100);
+  history.recordRegistry('mock', 'synced', 'one');
+  const seen: number[] = [];
+  history.recordRegistry('mock', 'synced', 'two');
+  const original = db.transaction.bind(db);
+  db.transaction = ((fn: () => unknown) => {
+    seen.push(Number(db.pragma('synchronous', { simple: true })));
+    return original(fn);
+  }) as typeof db.transaction;
+  history.flush();
+  assert.deepEqual(levels, [2], 'the guard ran once, at FULL');
+  assert.deepEqual(seen, [1], 'the history transaction ran at NORMAL');
+  assert.equal(Number(db.pragma('synchronous', { simple: true })), 2, 'FULL again after the flush');
+  assert.equal((db.prepare('SELECT COUNT(*) AS n FROM registry_events').get() as { n: number }).n, 2);
 });
 
 test('history rows name the replica that wrote them; rows from before migration 7 read as "", also without migrating', (t) => {
