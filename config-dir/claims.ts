@@ -57,18 +57,21 @@ export function claimsOf(load: FileLoad): ReadonlyMap<string, Claim> {
     if (!claims.has(key))
       claims.set(key, { key, type: 'duplicate-resource', subject, resource, line: resource.line });
     if (resource.kind !== 'ServiceEntry') continue;
-    const positions = load.hostPositions.get(resource) ?? [];
     resource.spec.hosts.forEach((host, i) => {
       const hostKey = `host ${host}`;
       if (claims.has(hostKey)) return;
-      const at = positions[i];
+      // The host's line is looked up only if the claim is reported.
       claims.set(hostKey, {
         key: hostKey,
         type: 'duplicate-host',
         subject: host,
         resource,
-        line: at?.line ?? resource.line,
-        ...(at?.path && { path: at.path }),
+        get line() {
+          return load.hostPosition(resource, i)?.line ?? resource.line;
+        },
+        get path() {
+          return load.hostPosition(resource, i)?.path;
+        },
       });
     });
   }

@@ -1,6 +1,6 @@
 // One file's text → its validated resources, or the reasons it cannot be used. A file is all or
 // nothing: any error rejects the whole file, so a half-applied edit never reaches the proxies.
-import { parseConfigText, type FieldPath, type SourceDocument } from './parse.js';
+import { parseConfigText, parsePrecisely, type FieldPath, type SourceDocument } from './parse.js';
 import type { AnyConfigResource } from '../mesh/types.js';
 import type { ConfigIssue } from './issue.js';
 import { validateResource } from './validate/resource.js';
@@ -15,8 +15,11 @@ export interface FileLoad {
   readonly warnings: readonly ConfigIssue[];
   /** Empty when there are errors. */
   readonly resources: readonly AnyConfigResource[];
-  /** Where each ServiceEntry's `spec.hosts[i]` is written, to report a host another file holds. */
-  readonly hostPositions: ReadonlyMap<AnyConfigResource, readonly HostPosition[]>;
+  /**
+   * Where a ServiceEntry's `spec.hosts[i]` is written, to report a host another file holds. Found
+   * when asked (a conflict is rare, and a field's line may need the precise parse).
+   */
+  hostPosition(resource: AnyConfigResource, i: number): HostPosition | undefined;
 }
 
 export interface HostPosition {
@@ -24,7 +27,7 @@ export interface HostPosition {
   readonly path: string;
 }
 
-export const NO_POSITIONS: ReadonlyMap<AnyConfigResource, readonly HostPosition[]> = new Map();
+export const NO_POSITIONS = (): HostPosition | undefined => undefined;
 
 /**
  * `lenient`: unknown fields are warnings (for the store's last accepted version of a file, which
@@ -33,12 +36,13 @@ export const NO_POSITIONS: ReadonlyMap<AnyConfigResource, readonly HostPosition[
 export function loadConfigFile(path: string, text: string, { lenient = false } = {}): FileLoad {
   const parsed = parseConfigText(text);
   if (parsed.errors.length > 0)
-    return { path, errors: parsed.errors, warnings: [], resources: [], hostPositions: NO_POSITIONS };
+    return { path, errors: parsed.errors, warnings: [], resources: [], hostPosition: NO_POSITIONS };
 
   const errors: ConfigIssue[] = [];
   const warnings: ConfigIssue[] = [];
   const resources: AnyConfigResource[] = [];
-  const hostPositions = new Map<AnyConfigResource, HostPosition[]>();
+  /** Each ServiceEntry's document and path in it, to find its hosts' lines when asked. */
+  const written = new Map<AnyConfigResource, { readonly doc: number; readonly at: FieldPath }>();
   for (const doc of parsed.documents) {
     for (const at of resourcePaths(doc)) {
       const problems = new Problems(lenient);
@@ -48,19 +52,24 @@ export function loadConfigFile(path: string, text: string, { lenient = false } =
       warnings.push(...problems.warnings.map((p) => toIssue(doc, p)));
       if (!resource) continue;
       resources.push(resource);
-      if (resource.kind === 'ServiceEntry') {
-        hostPositions.set(
-          resource,
-          resource.spec.hosts.map((_, i) => {
-            const hostPath = [...at, 'spec', 'hosts', i];
-            return { line: doc.locate(hostPath).line, path: formatPath(hostPath) };
-          }),
-        );
-      }
+      if (resource.kind === 'ServiceEntry') written.set(resource, { doc: doc.index, at });
     }
   }
-  if (errors.length > 0) return { path, errors, warnings, resources: [], hostPositions: NO_POSITIONS };
-  return { path, errors, warnings, resources, hostPositions };
+  if (errors.length > 0) return { path, errors, warnings, resources: [], hostPosition: NO_POSITIONS };
+  return {
+    path,
+    errors,
+    warnings,
+    resources,
+    // Parsed again when asked: neither the documents nor a precise parse is kept with the file.
+    hostPosition: (resource, i) => {
+      const w = written.get(resource);
+      const doc = w && parsePrecisely(text).documents.find((d) => d.index === w.doc);
+      if (!w || !doc) return undefined;
+      const hostPath = [...w.at, 'spec', 'hosts', i];
+      return { line: doc.locate(hostPath).line, path: formatPath(hostPath) };
+    },
+  };
 }
 
 /** `file:line path: message`, the form used in logs and status. */

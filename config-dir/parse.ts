@@ -1,5 +1,6 @@
-// Text → documents. YAML and JSON both go through the yaml library (JSON is YAML 1.2 flow syntax),
-// so every document keeps its node tree and any field path can be mapped back to a line.
+// Text → documents. YAML and JSON both go through a YAML 1.2 parser (JSON is YAML 1.2 flow syntax).
+// The quick way (js-yaml, parse-quick.ts) reads most files; the precise way (the yaml library) keeps
+// every document's node tree, so any field path maps back to a line, and words every error.
 import {
   Composer,
   isAlias,
@@ -12,6 +13,7 @@ import {
   type Node,
 } from 'yaml';
 import type { ConfigIssue } from './issue.js';
+import { quickParse } from './parse-quick.js';
 
 export type FieldPath = readonly (string | number)[];
 
@@ -42,6 +44,11 @@ export interface ParsedText {
 export const MAX_DOCUMENTS_PER_FILE = 1000;
 
 export function parseConfigText(text: string, maxDocuments = MAX_DOCUMENTS_PER_FILE): ParsedText {
+  return quickParse(text, maxDocuments, parsePrecisely) ?? parsePrecisely(text, maxDocuments);
+}
+
+/** The yaml library's parse: every node with its position, and errors in its words. */
+export function parsePrecisely(text: string, maxDocuments = MAX_DOCUMENTS_PER_FILE): ParsedText {
   const lineCounter = new LineCounter();
   const position = (offset: number): Position => {
     const { line, col } = lineCounter.linePos(offset);

@@ -514,5 +514,5 @@ function sameIssues(a: readonly ConfigIssue[], b: readonly ConfigIssue[]): boole
 function emptyFileRejected(path: string): FileLoad {
   const message =
     'file is empty; its last good version stays in force (delete the file to remove what it defined)';
-  return { path, errors: [{ line: 1, message }], warnings: [], resources: [], hostPositions: NO_POSITIONS };
+  return { path, errors: [{ line: 1, message }], warnings: [], resources: [], hostPosition: NO_POSITIONS };
 }
