@@ -33,9 +33,16 @@ import { resolveHost } from '../mesh/hosts.js';
 export type { ConfigDebugState } from './debug-state.js';
 export type { MeshConfig } from '../mesh/mesh-config.js';
 
+/**
+ * An in-place write (truncate, then write) or an editor's save is over within milliseconds; 50 ms
+ * of quiet covers it with room to spare, and a burst is read at most 100 ms after it began. The
+ * push window (100 ms) comes after this, so this is most of what a file edit waits before its push.
+ */
+export const DEFAULT_DEBOUNCE_MS = 50;
+
 export interface ConfigDirOptions {
   dir: string;
-  /** Quiet time after the last file event before reloading; default 100 ms. */
+  /** Quiet time after the last file event before reloading; default DEFAULT_DEBOUNCE_MS. */
   debounceMs?: number;
   logger?: Logger;
   /** Where accepted versions are kept across restarts, and changes are recorded (the store). */
@@ -132,7 +139,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     );
     this.watcher = new DirWatcher({
       dir: this.dir,
-      debounceMs: options.debounceMs ?? 100,
+      debounceMs: options.debounceMs ?? DEFAULT_DEBOUNCE_MS,
       reload: (paths) => this.reload(paths),
       onError: (error) => {
         this.logger.error({ err: error, dir: this.dir }, 'config directory watch error');

@@ -85,6 +85,21 @@ test("a bad flag value prints the reason and serve's own help, not the top-level
   assert.match(history.stderr, /Usage: portolan history \[options\]/);
 });
 
+test('a bad --config-debounce is refused before anything starts', (t) => {
+  const dir = tempDir(t);
+  const r = serve([
+    ...base(dir),
+    '--registries',
+    'config',
+    '--config-dir',
+    dir,
+    '--config-debounce',
+    'quick',
+  ]);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /^error: --config-debounce: expected a duration like 100ms or 1s, got "quick"\n/);
+});
+
 /** Starts serve with `args` and `env`, returns its stderr up to the "portolan serving" line, then stops it. */
 async function firstLines(
   t: TestContext,
