@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { Retention } from './retention.js';
+import { withoutSync } from './relaxed-sync.js';
 import type { GuardWrite } from './snapshots.js';
 
 export type ConfigOutcome = 'accepted' | 'rejected' | 'removed';
@@ -188,21 +189,4 @@ export class HistoryTables {
 
 function hashText(text: string): string {
   return createHash('sha256').update(text).digest('hex').slice(0, 32);
-}
-
-/**
- * Runs `write` with `synchronous = NORMAL`: in WAL mode its commit is not fsynced (the next FULL
- * commit or checkpoint syncs it). History is a record, not a promise: a crash of the process loses
- * nothing, power loss at most the last rows, and the database stays consistent either way. The
- * CA's writes (tokens spent, certificates issued) keep the connection's FULL.
- */
-function withoutSync<T>(db: Database.Database, write: () => T): T {
-  if (db.inTransaction) return write();
-  const before = db.pragma('synchronous', { simple: true });
-  db.pragma('synchronous = NORMAL');
-  try {
-    return write();
-  } finally {
-    db.pragma(`synchronous = ${Number(before)}`);
-  }
 }

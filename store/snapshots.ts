@@ -12,6 +12,7 @@ import {
   json,
   PER_HOST_FORMAT,
 } from './snapshot-codec.js';
+import { withoutSync } from './relaxed-sync.js';
 
 export type GuardWrite = <T>(what: string, fn: () => T) => T | undefined;
 
@@ -105,7 +106,7 @@ export class SnapshotTable {
         )
         .run(registry, PER_HOST_FORMAT, syncedAt);
     });
-    return this.guard(`snapshot of ${registry}`, () => (save(), true)) ?? false;
+    return this.guard(`snapshot of ${registry}`, () => (withoutSync(this.db, save), true)) ?? false;
   }
 
   load(registry: string): StoredRegistrySnapshot | undefined {

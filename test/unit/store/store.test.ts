@@ -9,7 +9,7 @@ import { silentLogger } from '../../../log/logger.js';
 import type { RegistrySnapshot } from '../../../model/change.js';
 import { MIGRATIONS } from '../../../store/migrations.js';
 import { HistoryTables } from '../../../store/history.js';
-import type { GuardWrite } from '../../../store/snapshots.js';
+import { SnapshotTable, type GuardWrite } from '../../../store/snapshots.js';
 import { DB_FILE, Store, StoreError, type StoreOptions } from '../../../store/store.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 import { eventually } from '../../support/eventually.js';
@@ -285,6 +285,34 @@ test('history commits skip the fsync (synchronous NORMAL) and leave the connecti
   assert.deepEqual(seen, [1], 'the history transaction ran at NORMAL');
   assert.equal(Number(db.pragma('synchronous', { simple: true })), 2, 'FULL again after the flush');
   assert.equal((db.prepare('SELECT COUNT(*) AS n FROM registry_events').get() as { n: number }).n, 2);
+});
+
+test('registry snapshots are saved without an fsync of their own, and the connection is FULL after', (t) => {
+  const dir = tempDir(t);
+  const db = new Database(join(dir, 's.db'));
+  t.after(() => db.close());
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  for (const m of MIGRATIONS) db.exec(m);
+  const table = new SnapshotTable(db, (_what, fn) => fn());
+  // The level at which each statement is prepared: the ones inside the save's transaction tell.
+  const prepared: [string, number][] = [];
+  const prepare = db.prepare.bind(db);
+  db.prepare = ((sql: string) => {
+    prepared.push([
+      sql.trim().split(/\s+/).slice(0, 3).join(' '),
+      Number(db.pragma('synchronous', { simple: true })),
+    ]);
+    return prepare(sql);
+  }) as typeof db.prepare;
+  assert.equal(table.saveHosts('mock', snapshot(1), 'all', new Date().toISOString()), true);
+  assert.deepEqual(
+    prepared.filter(([sql]) => sql.startsWith('INSERT INTO registry_snapshots')).map(([, level]) => level),
+    [1],
+  );
+  assert.equal(Number(db.pragma('synchronous', { simple: true })), 2);
+  db.prepare = prepare;
+  assert.equal(table.load('mock')?.snapshot.services.size, 1);
 });
 
 test('history rows name the replica that wrote them; rows from before migration 7 read as "", also without migrating', (t) => {
