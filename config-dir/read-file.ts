@@ -7,8 +7,7 @@
 // network filesystem) is reported as an error; the stuck system call keeps one libuv thread until it
 // returns, so a path whose read is still stuck is not read again until it has (at most one stuck
 // thread per path).
-import { constants, type Stats } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
+import { close, constants, fstat, open, read, type Stats } from 'node:fs';
 
 export interface ReadLimits {
   readonly maxBytes: number;
@@ -29,14 +28,42 @@ export type FileRead =
   | { readonly kind: 'gone' }
   | { readonly kind: 'error'; readonly message: string };
 
-/** The file system calls a read needs; tests replace them to simulate a read that hangs. */
-export interface ReadFs {
-  open(path: string): Promise<Pick<FileHandle, 'stat' | 'read' | 'close'>>;
+/** An open file, as a read uses it (a `FileHandle` from node:fs/promises is one). */
+export interface OpenFile {
+  stat(): Promise<Stats>;
+  read(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesRead: number }>;
+  close(): Promise<void>;
 }
 
+/** The file system calls a read needs; tests replace them to simulate a read that hangs. */
+export interface ReadFs {
+  open(path: string): Promise<OpenFile>;
+}
+
+// Node's callback calls on a bare descriptor: a `FileHandle` (node:fs/promises) costs more per call
+// on the event loop, and a one-file edit reads its file twice (the read, and the recheck after it).
 const NODE_FS: ReadFs = {
-  open: (path) => open(path, constants.O_RDONLY | constants.O_NONBLOCK),
+  open: (path) =>
+    new Promise((resolve, reject) =>
+      open(path, constants.O_RDONLY | constants.O_NONBLOCK, (err, fd) =>
+        err ? reject(err) : resolve(descriptorFile(fd)),
+      ),
+    ),
 };
+
+function descriptorFile(fd: number): OpenFile {
+  return {
+    stat: () =>
+      new Promise((resolve, reject) => fstat(fd, (err, info) => (err ? reject(err) : resolve(info)))),
+    read: (buffer, offset, length, position) =>
+      new Promise((resolve, reject) =>
+        read(fd, buffer, offset, length, position, (err, bytesRead) =>
+          err ? reject(err) : resolve({ bytesRead }),
+        ),
+      ),
+    close: () => new Promise((resolve, reject) => close(fd, (err) => (err ? reject(err) : resolve()))),
+  };
+}
 
 export class ConfigFileReader {
   /** Paths whose last read timed out and has not returned yet. */
@@ -85,7 +112,8 @@ async function readBounded(fs: ReadFs, path: string, maxBytes: number): Promise<
       };
     }
     if (info.size > maxBytes) return tooLarge(info.size, maxBytes);
-    // The size can change under us: read until the end, and stop one byte past the cap.
+    // The size can change under us: read until the end, and stop one byte past the cap. A read
+    // that fills less than asked of a regular file has met its end: no second read to see 0.
     const chunks: Buffer[] = [];
     let length = 0;
     for (;;) {
@@ -95,6 +123,7 @@ async function readBounded(fs: ReadFs, path: string, maxBytes: number): Promise<
       chunks.push(chunk.subarray(0, bytesRead));
       length += bytesRead;
       if (length > maxBytes) return tooLarge(length, maxBytes);
+      if (bytesRead < chunk.length) break;
     }
     return { kind: 'text', text: Buffer.concat(chunks, length).toString('utf8') };
   } catch (e) {
