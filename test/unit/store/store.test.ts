@@ -298,13 +298,13 @@ test('registry snapshots are saved without an fsync of their own, and the connec
   // The level at which each statement is prepared: the ones inside the save's transaction tell.
   const prepared: [string, number][] = [];
   const prepare = db.prepare.bind(db);
-  db.prepare = ((sql: string) => {
+  db.prepare = (sql: string) => {
     prepared.push([
       sql.trim().split(/\s+/).slice(0, 3).join(' '),
       Number(db.pragma('synchronous', { simple: true })),
     ]);
     return prepare(sql);
-  }) as typeof db.prepare;
+  };
   assert.equal(table.saveHosts('mock', snapshot(1), 'all', new Date().toISOString()), true);
   assert.deepEqual(
     prepared.filter(([sql]) => sql.startsWith('INSERT INTO registry_snapshots')).map(([, level]) => level),
