@@ -173,7 +173,17 @@ export async function proxylessStorm(): Promise<void> {
     await server.stop();
     server = undefined;
 
-    // The default admission pacing alone keeps 2,000 new streams near 1 s: the same without it.
+    // Strict pacing (the guaranteed rate only, as before adaptive admission) keeps 2,000 new streams
+    // near 1 s; and the same storm with the pacing lifted altogether.
+    server = await startConfigDirPortolan(STORM_SERVICES, STORM_STREAMS + 100, [
+      '--push-admission-max-delay',
+      '0',
+    ]);
+    const strict = await storms(server.portolan.pid, server.portolan.xdsAddress, generators);
+    log += `; strict: ${logProblems(server.portolan.logs)}`;
+    await server.stop();
+    server = undefined;
+
     server = await startConfigDirPortolan(STORM_SERVICES, STORM_STREAMS + 100, [
       '--push-new-streams-per-second',
       String(UNPACED),
@@ -190,6 +200,7 @@ export async function proxylessStorm(): Promise<void> {
     report(
       summarize(ours),
       summarize(theirs),
+      summarize(strict),
       summarize(unpaced),
       ourRss,
       theirs,
@@ -207,6 +218,7 @@ export async function proxylessStorm(): Promise<void> {
 function report(
   ours: Summary,
   raw: Summary,
+  strict: Summary,
   unpaced: Summary,
   ourRss: { before: number; after: number },
   rawRun: StormRun,
@@ -237,6 +249,13 @@ function report(
       target: `≤ 1.4 ×: ${f(cpuRatio)} ×`,
     },
     {
+      measurement:
+        'the same storm, Portolan with --push-admission-max-delay 0 (strict pacing at --push-new-streams-per-second 1000, the behaviour before adaptive admission): median; CPU per response',
+      Portolan: `${f(strict.median)} s (${f(raw.median / strict.median)} × the raw throughput); ${f(strict.cpuPerResponseUs, 0)} µs (${f(strict.cpuPerResponseUs / raw.cpuPerResponseUs)} ×)`,
+      'raw grpc-js': '',
+      target: '',
+    },
+    {
       measurement: `the same storm, Portolan with --push-new-streams-per-second ${UNPACED} (admission pacing lifted; default 1000): median; CPU per response`,
       Portolan: `${f(unpaced.median)} s (${f(raw.median / unpaced.median)} × the raw throughput); ${f(unpaced.cpuPerResponseUs, 0)} µs (${f(unpaced.cpuPerResponseUs / raw.cpuPerResponseUs)} ×)`,
       'raw grpc-js': '',
@@ -244,13 +263,13 @@ function report(
     },
     {
       measurement: 'storm time of every round, the warm-up first (s)',
-      Portolan: `${ours.all} (unpaced: ${unpaced.all})`,
+      Portolan: `${ours.all} (strict: ${strict.all}; unpaced: ${unpaced.all})`,
       'raw grpc-js': raw.all,
       target: '',
     },
     {
       measurement: 'streams configured per round',
-      Portolan: ours.configured,
+      Portolan: `${ours.configured} (strict: ${strict.configured}; unpaced: ${unpaced.configured})`,
       'raw grpc-js': raw.configured,
       target: `${STORM_STREAMS}`,
     },
