@@ -135,16 +135,16 @@ export class AdaptiveAdmission {
  * A timer-lag sampler: a timer every `resolutionMs` notes how late it fires. Runs only while started
  * (an admission episode). A stall that spans a reading is still caught by the next tick.
  */
-export function timerLagDelay(resolutionMs = 10): LoopDelay {
+export function timerLagDelay(resolutionMs = 10, now: () => number = () => performance.now()): LoopDelay {
   let timer: NodeJS.Timeout | undefined;
   let last = 0;
   let max = 0;
   return {
     start() {
       if (timer) return;
-      last = performance.now();
+      last = now();
       timer = setInterval(() => {
-        const t = performance.now();
+        const t = now();
         max = Math.max(max, t - last - resolutionMs);
         last = t;
       }, resolutionMs);

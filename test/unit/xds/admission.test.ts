@@ -2,7 +2,7 @@
 // up, back to exactly that rate when it does not. A simulated clock and loop delay drive the limiter.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { CEILING_FACTOR, type LoopDelay } from '../../../xds/server/admission.js';
+import { CEILING_FACTOR, timerLagDelay, type LoopDelay } from '../../../xds/server/admission.js';
 import { PushLimiter, type SlotHolder } from '../../../xds/server/flow-control.js';
 
 const BASE = 100; // guaranteed new streams per second
@@ -168,4 +168,24 @@ test('the episode ends a few windows after the storm: the sampler stops, the rat
   sim.advance(1000);
   sim.open(STORM, 'again');
   assert.equal(sim.granted.length, STORM + BASE);
+});
+
+test('the timer-lag sampler reports how late its timer fired, also for a stall that spans a reading', (t) => {
+  t.mock.timers.enable({ apis: ['setInterval'] });
+  let clock = 0;
+  const delay = timerLagDelay(10, () => clock);
+  t.after(() => delay.stop());
+  delay.start();
+  clock += 10;
+  t.mock.timers.tick(10);
+  assert.equal(delay.takeMaxMs(), 0, 'on time');
+  clock += 70; // the loop was busy for 70 ms; a reading comes before the timer could fire
+  assert.equal(delay.takeMaxMs(), 0);
+  t.mock.timers.tick(10);
+  assert.equal(delay.takeMaxMs(), 60, 'the stall is reported at the next reading');
+  assert.equal(delay.takeMaxMs(), 0, 'each reading starts afresh');
+  delay.stop();
+  clock += 500;
+  t.mock.timers.tick(500);
+  assert.equal(delay.takeMaxMs(), 0, 'stopped: nothing measured');
 });
