@@ -3,11 +3,13 @@
 // connections (100 each, from two load-generator processes), each walking LDS → RDS → CDS → EDS by
 // name for one service (stream k watches service k mod 1,000) and ACKing every response (SotW).
 // Rounds: open every stream, wait until all hold their config, close them all; the first round warms
-// up, the next four are measured. Then the same rounds against a minimal grpc-js server
-// (bench/load/raw-ads-server.ts) that answers each subscription with the very bytes Portolan sent for
-// that type and name in its first round. Reports the storm time (median of the warm rounds) and the
-// throughput ratio, server RSS per stream (after the first storm settles, minus before it), and
-// server CPU per response over the warm rounds, for both. Writes its table into docs/benchmarks.md.
+// up, the next four are measured. The same rounds run against Portolan with strict admission pacing,
+// with the pacing lifted, and a minimal grpc-js server (bench/load/raw-ads-server.ts) that answers
+// each subscription with the very bytes Portolan sent for that type and name in its first round; the
+// measured rounds of the four servers interleave, so load from other work on the machine falls on
+// all alike. Reports the storm time (median of the warm rounds) and the throughput ratio, server RSS
+// per stream (after the first storm settles, minus before it), and server CPU per response over the
+// warm rounds. Writes its table into docs/benchmarks.md.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,43 +71,71 @@ interface Round extends StormResult {
   readonly bytes: number;
 }
 
-interface StormRun {
+/** A server under test and the rounds it has been through. */
+interface Target {
+  readonly pid: number;
+  readonly address: string;
   readonly rounds: Round[];
   /** RSS before the first round and once the first round's storm has settled. */
-  readonly rssBefore: number;
-  readonly rssAfter: number;
+  rssBefore: number;
+  rssAfter: number;
 }
 
-/** ROUNDS connect storms against the server at `address` (process `pid`); the first may capture. */
-async function storms(
-  pid: number,
-  address: string,
-  generators: readonly Helper[],
-  onFirstRound: () => Promise<void> = async () => {},
-): Promise<StormRun> {
+/** One connect storm against `target`, then its streams closed and the server quiet again. */
+async function stormRound(target: Target, generators: readonly Helper[], capture = false): Promise<void> {
   const batches = proxylessStreams(STORM_STREAMS, STORM_SERVICES);
-  await waitQuiet(pid, 30);
-  const rssBefore = rssBytes(pid);
-  let rssAfter = rssBefore;
-  const rounds: Round[] = [];
-  for (let r = 0; r < ROUNDS; r++) {
-    const cpuFrom = cpuSeconds(pid);
-    const from = await receivedBy(generators);
-    const storm = await connectStorm(generators, address, batches, STORM_TIMEOUT_MS, { capture: r === 0 });
-    const cpu = cpuSeconds(pid) - cpuFrom;
-    const to = await receivedBy(generators);
-    rounds.push({ ...storm, cpu, responses: to.responses - from.responses, bytes: to.bytes - from.bytes });
-    if (r === 0) {
-      await waitQuiet(pid, 20);
-      rssAfter = rssBytes(pid);
-      await onFirstRound();
+  const cpuFrom = cpuSeconds(target.pid);
+  const from = await receivedBy(generators);
+  const storm = await connectStorm(generators, target.address, batches, STORM_TIMEOUT_MS, { capture });
+  const cpu = cpuSeconds(target.pid) - cpuFrom;
+  const to = await receivedBy(generators);
+  target.rounds.push({
+    ...storm,
+    cpu,
+    responses: to.responses - from.responses,
+    bytes: to.bytes - from.bytes,
+  });
+}
+
+async function closeRound(target: Target, generators: readonly Helper[]): Promise<void> {
+  await resetStreams(generators);
+  // The server's side of the closes is not part of the next storm.
+  await sleep(500);
+  await waitQuiet(target.pid, 10);
+}
+
+/**
+ * The warm-up round: RSS before it and once it has settled (the figure per stream). `onSettled`:
+ * the load generators keep the round's first responses for it (Portolan's, for the raw server).
+ */
+async function warmUp(
+  target: Target,
+  generators: readonly Helper[],
+  onSettled?: () => Promise<void>,
+): Promise<void> {
+  await waitQuiet(target.pid, 30);
+  target.rssBefore = rssBytes(target.pid);
+  await stormRound(target, generators, onSettled !== undefined);
+  await waitQuiet(target.pid, 20);
+  target.rssAfter = rssBytes(target.pid);
+  await onSettled?.();
+  await closeRound(target, generators);
+}
+
+/**
+ * The measured rounds, interleaved: round r of every target before round r + 1 of any, the order
+ * rotating each round, so load from other work on the machine falls on all of them alike.
+ */
+async function measuredRounds(targets: readonly Target[], generators: readonly Helper[]): Promise<void> {
+  for (let r = 1; r < ROUNDS; r++) {
+    for (let i = 0; i < targets.length; i++) {
+      const target = targets[(i + r) % targets.length];
+      if (!target) continue;
+      await waitQuiet(target.pid, 10);
+      await stormRound(target, generators);
+      await closeRound(target, generators);
     }
-    await resetStreams(generators);
-    // The server's side of the closes is not part of the next storm.
-    await sleep(500);
-    await waitQuiet(pid, 10);
   }
-  return { rounds, rssBefore, rssAfter };
 }
 
 /** The first response of each (type, name) the generators saw, merged, as raw-ads-server reads them. */
@@ -127,7 +157,7 @@ interface Summary {
   readonly configured: string;
 }
 
-function summarize(run: StormRun): Summary {
+function summarize(run: Target): Summary {
   const warm = run.rounds.slice(1);
   const seconds = warm.map((r) => r.seconds).sort((a, b) => a - b);
   const first = run.rounds[0];
@@ -155,41 +185,47 @@ export async function proxylessStorm(): Promise<void> {
   const tmp = mkdtempSync(join(tmpdir(), 'portolan-storm-'));
   const responsesFile = join(tmp, 'responses.json');
   const helpers: Helper[] = [];
-  let server: Awaited<ReturnType<typeof startConfigDirPortolan>> | undefined;
+  const servers: Awaited<ReturnType<typeof startConfigDirPortolan>>[] = [];
   try {
     const loadAtStart = loadavg()[0] ?? 0;
-    server = await startConfigDirPortolan(STORM_SERVICES, STORM_STREAMS + 100);
-    const { portolan } = server;
     const generators = startGenerators(GENERATORS);
     helpers.push(...generators);
+    const target = (pid: number, address: string): Target => ({
+      pid,
+      address,
+      rounds: [],
+      rssBefore: 0,
+      rssAfter: 0,
+    });
+    const start = async (args: readonly string[] = []): Promise<Target> => {
+      const server = await startConfigDirPortolan(STORM_SERVICES, STORM_STREAMS + 100, args);
+      servers.push(server);
+      return target(server.portolan.pid, server.portolan.xdsAddress);
+    };
+    // Portolan at its defaults; strict pacing (the guaranteed rate only, as before adaptive
+    // admission), which alone keeps 2,000 new streams near 1 s; the pacing lifted altogether.
+    const ours = await start();
+    const strict = await start(['--push-admission-max-delay', '0']);
+    const unpaced = await start(['--push-new-streams-per-second', String(UNPACED)]);
     let recorded = 0;
-    const ours = await storms(portolan.pid, portolan.xdsAddress, generators, async () => {
+    await warmUp(ours, generators, async () => {
       const responses = await captured(generators);
       recorded = Object.keys(responses).length;
       writeFileSync(responsesFile, JSON.stringify(responses));
     });
+    const rawHelper = Helper.start(RAW_MAIN, [`outbound|7070||${host(0)}`, responsesFile]);
+    helpers.push(rawHelper);
+    const { port } = await rawHelper.next<{ port: number }>();
+    const theirs = target(rawHelper.pid, `127.0.0.1:${port}`);
+    for (const t of [strict, unpaced, theirs]) await warmUp(t, generators);
+    await measuredRounds([ours, strict, unpaced, theirs], generators);
+    const [oursLog, strictLog, unpacedLog] = servers.map((s) => logProblems(s.portolan.logs));
+    const log = `${oursLog}; strict: ${strictLog}; unpaced: ${unpacedLog}`;
     const ourRss = { before: ours.rssBefore, after: ours.rssAfter };
-    let log = logProblems(portolan.logs);
-    await server.stop();
-    server = undefined;
-
-    // The default admission pacing alone keeps 2,000 new streams near 1 s: the same without it.
-    server = await startConfigDirPortolan(STORM_SERVICES, STORM_STREAMS + 100, [
-      '--push-new-streams-per-second',
-      String(UNPACED),
-    ]);
-    const unpaced = await storms(server.portolan.pid, server.portolan.xdsAddress, generators);
-    log += `; unpaced: ${logProblems(server.portolan.logs)}`;
-    await server.stop();
-    server = undefined;
-
-    const raw = Helper.start(RAW_MAIN, [`outbound|7070||${host(0)}`, responsesFile]);
-    helpers.push(raw);
-    const { port } = await raw.next<{ port: number }>();
-    const theirs = await storms(raw.pid, `127.0.0.1:${port}`, generators);
     report(
       summarize(ours),
       summarize(theirs),
+      summarize(strict),
       summarize(unpaced),
       ourRss,
       theirs,
@@ -198,7 +234,7 @@ export async function proxylessStorm(): Promise<void> {
       loadAtStart,
     );
   } finally {
-    await server?.stop();
+    for (const server of servers) await server.stop();
     for (const h of helpers) await h.stop();
     rmSync(tmp, { recursive: true, force: true });
   }
@@ -207,9 +243,10 @@ export async function proxylessStorm(): Promise<void> {
 function report(
   ours: Summary,
   raw: Summary,
+  strict: Summary,
   unpaced: Summary,
   ourRss: { before: number; after: number },
-  rawRun: StormRun,
+  rawRun: Target,
   recorded: number,
   log: string,
   loadAtStart: number,
@@ -237,6 +274,13 @@ function report(
       target: `≤ 1.4 ×: ${f(cpuRatio)} ×`,
     },
     {
+      measurement:
+        'the same storm, Portolan with --push-admission-max-delay 0 (strict pacing at --push-new-streams-per-second 1000, the behaviour before adaptive admission): median; CPU per response',
+      Portolan: `${f(strict.median)} s (${f(raw.median / strict.median)} × the raw throughput); ${f(strict.cpuPerResponseUs, 0)} µs (${f(strict.cpuPerResponseUs / raw.cpuPerResponseUs)} ×)`,
+      'raw grpc-js': '',
+      target: '',
+    },
+    {
       measurement: `the same storm, Portolan with --push-new-streams-per-second ${UNPACED} (admission pacing lifted; default 1000): median; CPU per response`,
       Portolan: `${f(unpaced.median)} s (${f(raw.median / unpaced.median)} × the raw throughput); ${f(unpaced.cpuPerResponseUs, 0)} µs (${f(unpaced.cpuPerResponseUs / raw.cpuPerResponseUs)} ×)`,
       'raw grpc-js': '',
@@ -244,13 +288,13 @@ function report(
     },
     {
       measurement: 'storm time of every round, the warm-up first (s)',
-      Portolan: `${ours.all} (unpaced: ${unpaced.all})`,
+      Portolan: `${ours.all} (strict: ${strict.all}; unpaced: ${unpaced.all})`,
       'raw grpc-js': raw.all,
       target: '',
     },
     {
       measurement: 'streams configured per round',
-      Portolan: ours.configured,
+      Portolan: `${ours.configured} (strict: ${strict.configured}; unpaced: ${unpaced.configured})`,
       'raw grpc-js': raw.configured,
       target: `${STORM_STREAMS}`,
     },

@@ -92,6 +92,11 @@ const serve = program
     'new streams given their first response per second (reconnect storms)',
     SERVE_DEFAULTS.pushNewStreamsPerSecond,
   )
+  .option(
+    '--push-admission-max-delay <duration>',
+    'admit new streams beyond --push-new-streams-per-second while the event loop lags less than this (0: never)',
+    SERVE_DEFAULTS.pushAdmissionMaxDelay,
+  )
   .option('--no-serve-stale', 'wait for live registry syncs instead of serving stored snapshots at start')
   .option('--reset-store', 'move an unreadable database aside and start a new one')
   .option('--history-limit <rows>', 'rows kept per history table in the store', SERVE_DEFAULTS.historyLimit)

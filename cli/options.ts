@@ -29,6 +29,7 @@ export interface RawServeOptions {
   pushMaxDelay: string;
   pushConcurrency: string;
   pushNewStreamsPerSecond: string;
+  pushAdmissionMaxDelay: string;
   serveStale: boolean;
   resetStore: boolean;
   historyLimit: string;
@@ -50,6 +51,7 @@ export const SERVE_DEFAULTS: RawServeOptions = {
   pushMaxDelay: '10s',
   pushConcurrency: '100',
   pushNewStreamsPerSecond: '1000',
+  pushAdmissionMaxDelay: '50ms',
   serveStale: true,
   resetStore: false,
   historyLimit: '10000',
@@ -68,6 +70,8 @@ export interface ServeOptions {
   readonly pushMaxDelayMs: number;
   readonly pushConcurrency: number;
   readonly pushNewStreamsPerSecond: number;
+  /** New streams beyond that rate are admitted while the event loop's delay stays under this; 0: never. */
+  readonly pushAdmissionMaxDelayMs: number;
   /** Serve registries' stored snapshots at once on start, until they sync live. */
   readonly serveStale: boolean;
   /** Move an unreadable database aside instead of refusing to start. */
@@ -128,6 +132,7 @@ export function compileServeOptions(raw: RawServeOptions): ServeOptions {
     pushMaxDelayMs: parseDurationMs(raw.pushMaxDelay, '--push-max-delay'),
     pushConcurrency: parsePositiveInt(raw.pushConcurrency, '--push-concurrency'),
     pushNewStreamsPerSecond: parsePositiveInt(raw.pushNewStreamsPerSecond, '--push-new-streams-per-second'),
+    pushAdmissionMaxDelayMs: parseDurationMs(raw.pushAdmissionMaxDelay, '--push-admission-max-delay'),
     serveStale: raw.serveStale,
     resetStore: raw.resetStore,
     historyLimit: parsePositiveInt(raw.historyLimit, '--history-limit'),

@@ -184,6 +184,7 @@ async function startLocked(
     flowControl: {
       concurrency: options.pushConcurrency,
       newStreamsPerSecond: options.pushNewStreamsPerSecond,
+      admissionMaxDelayMs: options.pushAdmissionMaxDelayMs,
     },
     ...(options.ca && { trustDomain: options.ca.trustDomain }),
     ...(options.limits && { limits: options.limits.stream, transport: options.limits.transport }),

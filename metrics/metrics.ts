@@ -156,6 +156,7 @@ export class PortolanMetrics {
     readonly streams: () => readonly { api: string; kind: string; count: number }[];
     readonly queued: () => number;
     readonly inFlight: () => number;
+    readonly admissionRate?: () => number;
     readonly cachedResources: () => number;
     readonly cachedViews?: () => readonly { kind: string; typeUrl: string; views: number }[];
   }): void {
@@ -194,6 +195,12 @@ export class PortolanMetrics {
       ads.queued,
     );
     gauge('portolan_xds_push_in_flight', 'Responses written and not yet drained', ads.inFlight);
+    if (ads.admissionRate)
+      gauge(
+        'portolan_xds_new_stream_admission_rate',
+        'New streams given their first response per second now: --push-new-streams-per-second plus what the load allows',
+        ads.admissionRate,
+      );
     gauge('portolan_xds_cached_resources', 'Encoded resources in the shared cache', ads.cachedResources);
     const views = ads.cachedViews;
     if (views)

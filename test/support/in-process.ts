@@ -16,6 +16,7 @@ import type { GeneratorLookup } from '../../xds/generators/generator.js';
 import { DEFAULT_GENERATORS, GeneratorTable } from '../../xds/generators/index.js';
 import { AdsServer, type StreamAdmission } from '../../xds/server/ads-server.js';
 import { ConnectionLogObserver, type ConnectionLog } from '../../xds/server/connection-log.js';
+import type { FlowControlOptions } from '../../xds/server/flow-control.js';
 import { composeObservers, type AdsObserver } from '../../xds/server/observer.js';
 import type { StreamLimits } from '../../xds/server/stream-limits.js';
 import type { TransportLimits } from '../../xds/server/transport-limits.js';
@@ -73,6 +74,8 @@ export interface PlaneOptions {
    * overriding its defaults; without, the plane's port has grpc-js's own defaults.
    */
   readonly transport?: Partial<TransportLimits>;
+  /** Push flow control other than the defaults (write limit, new-stream rate, adaptive admission). */
+  readonly flowControl?: Partial<FlowControlOptions>;
 }
 
 export async function startInProcessPlane(options: PlaneOptions = {}): Promise<InProcessPlane> {
@@ -109,6 +112,7 @@ export async function startInProcessPlane(options: PlaneOptions = {}): Promise<I
     ...(options.admission && { admission: options.admission }),
     ...(options.limits && { limits: options.limits }),
     ...(options.transport && { transport: options.transport }),
+    ...(options.flowControl && { flowControl: options.flowControl }),
   });
   options.metrics?.watchAds(ads.gauges);
   const server = new grpc.Server(options.transport ? ads.serverOptions : {});

@@ -70,6 +70,8 @@ export interface AdsGauges {
   readonly queued: () => number;
   /** Responses written and not yet drained. */
   readonly inFlight: () => number;
+  /** New streams admitted per second now (the guaranteed rate plus what the load allows). */
+  readonly admissionRate: () => number;
   /** Encoded resources in the shared cache. */
   readonly cachedResources: () => number;
   /** Views (distinct view keys) open streams hold in the shared cache, per kind and type. */
@@ -150,6 +152,7 @@ export class AdsServer {
       streams: () => this.streams.counts(),
       queued: () => this.limiter.queued,
       inFlight: () => this.limiter.inFlight,
+      admissionRate: () => this.limiter.admissionRate,
       cachedResources: () => this.loop.cache.size,
       cachedViews: () => this.loop.cache.viewCounts(),
     };

@@ -3,8 +3,10 @@
 // writes are outstanding at once, the rest wait in FIFO order. A stream that does not drain (a stuck
 // client whose HTTP/2 window is full) gives its slot back after `stuckMs`, so it never holds back
 // the others; it stays blocked itself, with one response buffered, until it drains. A stream's first
-// response also needs a token from a per-second budget, so a reconnect storm is admitted at a steady
-// rate instead of all at once.
+// response also needs a token: from a per-second budget that is always there (the guaranteed rate),
+// or beyond it from what the server's load allows (xds/server/admission.ts), so a reconnect storm is
+// admitted at a pace the server keeps up with instead of all at once.
+import { AdaptiveAdmission, timerLagDelay, type LoopDelay } from './admission.js';
 
 /** One stream's claim on the limiter. */
 export interface SlotHolder {
@@ -22,12 +24,18 @@ export interface FlowControlOptions {
   readonly newStreamsPerSecond: number;
   /** A write that has not drained after this long no longer counts against the limit (default 5 s). */
   readonly stuckMs: number;
+  /**
+   * New streams beyond `newStreamsPerSecond` are admitted while the event loop's delay stays at or
+   * under this (default 50 ms); 0 admits exactly `newStreamsPerSecond`.
+   */
+  readonly admissionMaxDelayMs?: number;
 }
 
 export const DEFAULT_FLOW_CONTROL: FlowControlOptions = {
   concurrency: 100,
   newStreamsPerSecond: 1000,
   stuckMs: 5000,
+  admissionMaxDelayMs: 50,
 };
 
 export class PushLimiter {
@@ -42,6 +50,7 @@ export class PushLimiter {
   private lastRefill: number;
   private refillTimer: NodeJS.Timeout | undefined;
   private readonly stuckTimer: NodeJS.Timeout;
+  private readonly admission: AdaptiveAdmission;
   /** Slots given back because the write did not drain in time. */
   stuckReleases = 0;
 
@@ -51,7 +60,16 @@ export class PushLimiter {
   constructor(
     private readonly options: FlowControlOptions = DEFAULT_FLOW_CONTROL,
     private readonly now: () => number = () => performance.now(),
+    loopDelay: LoopDelay = timerLagDelay(),
   ) {
+    this.admission = new AdaptiveAdmission(
+      {
+        baseRate: options.newStreamsPerSecond,
+        maxDelayMs: options.admissionMaxDelayMs ?? DEFAULT_FLOW_CONTROL.admissionMaxDelayMs ?? 0,
+      },
+      now,
+      loopDelay,
+    );
     this.tokens = options.newStreamsPerSecond;
     this.lastRefill = now();
     this.stuckTimer = setInterval(() => this.releaseStuck(), Math.max(100, options.stuckMs / 5));
@@ -66,6 +84,11 @@ export class PushLimiter {
   /** Streams already served that wait for a slot (a push being handed out). */
   get queuedPushes(): number {
     return this.waiting.length - this.waitingHead;
+  }
+
+  /** New streams admitted per second now: the guaranteed rate plus what the load allows. */
+  get admissionRate(): number {
+    return this.admission.rate;
   }
 
   /** Writes outstanding now. */
@@ -93,6 +116,7 @@ export class PushLimiter {
     clearInterval(this.stuckTimer);
     if (this.refillTimer) clearTimeout(this.refillTimer);
     this.refillTimer = undefined;
+    this.admission.stop();
   }
 
   private drain(): void {
@@ -105,7 +129,10 @@ export class PushLimiter {
     }
     if (hadQueue && this.queuedPushes === 0) this.onQueueEmpty?.();
     if (this.waitingNewHead < this.waitingNew.length && !this.refillTimer && this.tokens < 1) {
-      const wait = Math.ceil(1000 / this.options.newStreamsPerSecond);
+      // Adaptive: also wake once per window, where the extra rate is adjusted.
+      const wait = this.admission.enabled
+        ? Math.max(1, Math.min(Math.ceil(1000 / this.admission.rate), this.admission.windowMs))
+        : Math.ceil(1000 / this.options.newStreamsPerSecond);
       this.refillTimer = setTimeout(() => {
         this.refillTimer = undefined;
         this.drain();
@@ -125,14 +152,23 @@ export class PushLimiter {
 
   private takeNew(): SlotHolder | undefined {
     this.refill();
-    while (this.waitingNewHead < this.waitingNew.length && this.tokens >= 1) {
+    while (this.waitingNewHead < this.waitingNew.length) {
       const h = this.waitingNew[this.waitingNewHead];
+      if (!h || h.closed) {
+        this.waitingNew[this.waitingNewHead++] = undefined;
+        this.compact();
+        continue;
+      }
+      // The guaranteed tokens first; beyond them, an extra one if the load allows.
+      if (this.tokens >= 1) {
+        this.tokens -= 1;
+      } else {
+        this.admission.noteDemand();
+        if (!this.admission.take()) return undefined;
+      }
       this.waitingNew[this.waitingNewHead++] = undefined;
       this.compact();
-      if (h && !h.closed) {
-        this.tokens -= 1;
-        return h;
-      }
+      return h;
     }
     return undefined;
   }

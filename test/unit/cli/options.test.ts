@@ -35,12 +35,19 @@ test('the defaults compile to the documented values', () => {
     pushMaxDelayMs: 10_000,
     pushConcurrency: 100,
     pushNewStreamsPerSecond: 1000,
+    pushAdmissionMaxDelayMs: 50,
     serveStale: true,
     resetStore: false,
     historyLimit: 10000,
     autoRegistrationGraceMs: 10_000,
     flags: SERVE_DEFAULTS,
   });
+});
+
+test('--push-admission-max-delay takes a duration; 0 turns the adaptive admission off', () => {
+  assert.equal(compile({ pushAdmissionMaxDelay: '0' }).pushAdmissionMaxDelayMs, 0);
+  assert.equal(compile({ pushAdmissionMaxDelay: '20ms' }).pushAdmissionMaxDelayMs, 20);
+  rejects({ pushAdmissionMaxDelay: 'fast' }, /--push-admission-max-delay: expected a duration/);
 });
 
 test('--auto-registration-grace takes a duration', () => {

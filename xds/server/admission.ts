@@ -1,0 +1,164 @@
+// New-stream admission beyond the guaranteed rate, adapted to load. The flow control's token bucket
+// (`--push-new-streams-per-second`) is the floor: always admitted, whatever the load. Above it, an
+// extra rate grows while the event loop keeps up and shrinks when it does not, like TCP congestion
+// control with the loop's delay as the loss signal: slow start (the extra rate doubles each window,
+// starting at the guaranteed rate) until the first overloaded window, then additive increase (one
+// guaranteed rate per window) and multiplicative decrease (halved, its unspent tokens dropped). The
+// loop's delay lags the admissions that cause it, so what one window can let through is bounded: at
+// most one window's worth of the extra rate, which itself never exceeds CEILING_FACTOR − 1 times the
+// guaranteed rate. An episode starts when a new stream has to wait for a guaranteed token and ends
+// four windows after the last such wait: the extra rate drops to 0 and the sampler stops, so a
+// server without a storm runs no timer for this.
+
+/** How late the event loop has been running: the worst lateness since the last reading. */
+export interface LoopDelay {
+  /** Starts measuring; idempotent. */
+  start(): void;
+  stop(): void;
+  /** The longest delay seen since the previous reading (or start), in ms; the next reading starts afresh. */
+  takeMaxMs(): number;
+}
+
+/** Total admission never exceeds this many times the guaranteed rate. */
+export const CEILING_FACTOR = 10;
+
+/** The length of one measurement window: the extra rate is adjusted once per window. */
+export const ADMISSION_WINDOW_MS = 50;
+
+export interface AdmissionOptions {
+  /** The guaranteed rate (new streams per second). */
+  readonly baseRate: number;
+  /** Loop delay above which the server counts as overloaded; 0 turns the adaptive part off. */
+  readonly maxDelayMs: number;
+  readonly windowMs?: number;
+}
+
+export class AdaptiveAdmission {
+  private extraRate = 0;
+  private extraTokens = 0;
+  private slowStart = true;
+  private active = false;
+  private windowStart = 0;
+  private lastAccrual = 0;
+  private lastDemand = 0;
+  private expiry: NodeJS.Timeout | undefined;
+  readonly windowMs: number;
+  private readonly staleMs: number;
+  private readonly ceiling: number;
+
+  constructor(
+    private readonly options: AdmissionOptions,
+    private readonly now: () => number,
+    private readonly delay: LoopDelay,
+  ) {
+    this.windowMs = options.windowMs ?? ADMISSION_WINDOW_MS;
+    this.staleMs = 4 * this.windowMs;
+    this.ceiling = (CEILING_FACTOR - 1) * options.baseRate;
+  }
+
+  get enabled(): boolean {
+    return this.options.maxDelayMs > 0;
+  }
+
+  /** New streams per second admitted now: the guaranteed rate plus the extra the load allows. */
+  get rate(): number {
+    return this.options.baseRate + this.extraRate;
+  }
+
+  /**
+   * A new stream is waiting and the guaranteed tokens are spent. Starts an episode (and the
+   * sampler) if none is running; one ends a few windows after the last demand.
+   */
+  noteDemand(): void {
+    if (!this.enabled) return;
+    const now = this.now();
+    if (this.active && now - this.lastDemand > this.staleMs) this.reset();
+    this.lastDemand = now;
+    if (this.active) return;
+    this.active = true;
+    this.delay.start();
+    this.delay.takeMaxMs(); // what happened before the episode does not count
+    this.windowStart = this.lastAccrual = now;
+    this.expiry = setInterval(() => {
+      if (this.now() - this.lastDemand > this.staleMs) this.reset();
+    }, this.staleMs);
+    this.expiry.unref();
+  }
+
+  /** Spends one extra token if there is one. */
+  take(): boolean {
+    this.update();
+    if (this.extraTokens < 1) return false;
+    this.extraTokens -= 1;
+    return true;
+  }
+
+  /** Ends the episode (the limiter stops). */
+  stop(): void {
+    this.reset();
+  }
+
+  private update(): void {
+    if (!this.active) return;
+    const now = this.now();
+    // Unspent tokens are kept up to one window's worth: a lagging signal lets through at most that.
+    this.extraTokens = Math.min(
+      (this.extraRate * this.windowMs) / 1000,
+      this.extraTokens + ((now - this.lastAccrual) / 1000) * this.extraRate,
+    );
+    this.lastAccrual = now;
+    if (now - this.windowStart < this.windowMs) return;
+    this.windowStart = now;
+    if (this.delay.takeMaxMs() > this.options.maxDelayMs) {
+      this.extraRate = Math.floor(this.extraRate / 2);
+      this.extraTokens = 0;
+      this.slowStart = false;
+    } else {
+      const base = this.options.baseRate;
+      const grown = this.slowStart ? Math.max(base, this.extraRate * 2) : this.extraRate + base;
+      this.extraRate = Math.min(this.ceiling, grown);
+    }
+  }
+
+  private reset(): void {
+    if (this.active) this.delay.stop();
+    if (this.expiry) clearInterval(this.expiry);
+    this.expiry = undefined;
+    this.active = false;
+    this.extraRate = 0;
+    this.extraTokens = 0;
+    this.slowStart = true;
+  }
+}
+
+/**
+ * A timer-lag sampler: a timer every `resolutionMs` notes how late it fires. Runs only while started
+ * (an admission episode). A stall that spans a reading is still caught by the next tick.
+ */
+export function timerLagDelay(resolutionMs = 10, now: () => number = () => performance.now()): LoopDelay {
+  let timer: NodeJS.Timeout | undefined;
+  let last = 0;
+  let max = 0;
+  return {
+    start() {
+      if (timer) return;
+      last = now();
+      timer = setInterval(() => {
+        const t = now();
+        max = Math.max(max, t - last - resolutionMs);
+        last = t;
+      }, resolutionMs);
+      timer.unref();
+    },
+    stop() {
+      if (timer) clearInterval(timer);
+      timer = undefined;
+      max = 0;
+    },
+    takeMaxMs() {
+      const m = max;
+      max = 0;
+      return m;
+    },
+  };
+}
