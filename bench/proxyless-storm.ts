@@ -8,6 +8,9 @@
 // that type and name in its first round. Reports the storm time (median of the warm rounds) and the
 // throughput ratio, server RSS per stream (after the first storm settles, minus before it), and
 // server CPU per response over the warm rounds, for both. Writes its table into docs/benchmarks.md.
+// For iterating on the server: PORTOLAN_BENCH_PROFILE=<dir> writes a V8 CPU profile of the (paced)
+// Portolan child (`node --cpu-prof`); PORTOLAN_STORM_ONLY=portolan runs only that server's rounds and
+// prints its figures without touching the docs.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -158,7 +161,8 @@ export async function proxylessStorm(): Promise<void> {
   let server: Awaited<ReturnType<typeof startConfigDirPortolan>> | undefined;
   try {
     const loadAtStart = loadavg()[0] ?? 0;
-    server = await startConfigDirPortolan(STORM_SERVICES, STORM_STREAMS + 100);
+    const profileDir = process.env.PORTOLAN_BENCH_PROFILE || undefined;
+    server = await startConfigDirPortolan(STORM_SERVICES, STORM_STREAMS + 100, [], profileDir);
     const { portolan } = server;
     const generators = startGenerators(GENERATORS);
     helpers.push(...generators);
@@ -172,6 +176,15 @@ export async function proxylessStorm(): Promise<void> {
     let log = logProblems(portolan.logs);
     await server.stop();
     server = undefined;
+    if (process.env.PORTOLAN_STORM_ONLY === 'portolan') {
+      const s = summarize(ours);
+      console.log(
+        `proxyless-storm (Portolan only): rounds ${s.all} s; CPU per response ${s.cpuPerResponseUs.toFixed(0)} µs; ` +
+          `${s.responsesPerStream.toFixed(2)} responses per stream; configured ${s.configured}; ` +
+          `RSS per stream +${s.perStreamKiB.toFixed(1)} KiB; log ${log}; load average ${loadAtStart.toFixed(2)} / ${(loadavg()[0] ?? 0).toFixed(2)}`,
+      );
+      return;
+    }
 
     // The default admission pacing alone keeps 2,000 new streams near 1 s: the same without it.
     server = await startConfigDirPortolan(STORM_SERVICES, STORM_STREAMS + 100, [

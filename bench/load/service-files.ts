@@ -56,6 +56,8 @@ export async function startConfigDirPortolan(
   services: number,
   streamsPerPeer: number,
   args: readonly string[] = [],
+  /** Where `node --cpu-prof` writes the child's V8 CPU profile; none when unset. */
+  profileDir?: string,
 ): Promise<ConfigDirPortolan> {
   const dir = mkdtempSync(join(tmpdir(), 'portolan-bench-'));
   const configDir = join(dir, 'config');
@@ -71,7 +73,7 @@ export async function startConfigDirPortolan(
         String(streamsPerPeer),
         ...args,
       ],
-      { timeoutMs: 300_000 },
+      { timeoutMs: 300_000, nodeArgs: profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [] },
     );
     return {
       portolan,
