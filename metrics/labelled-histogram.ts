@@ -83,6 +83,12 @@ export class LabelledHistogram {
         { metricName: `${this.name}_count`, labels, value: c.count },
       );
     }
-    return Promise.resolve({ name: this.name, help: this.help, type: 'histogram', values, aggregator: 'sum' });
+    return Promise.resolve({
+      name: this.name,
+      help: this.help,
+      type: 'histogram',
+      values,
+      aggregator: 'sum',
+    });
   }
 }

@@ -1,8 +1,18 @@
-// A fast path for the requests that dominate at scale: ACKs and NACKs, which carry no node. Reading
-// their few top-level fields by hand avoids protobufjs's object conversion for every ACK of every
-// push; a request with a node (or any field this reader does not know) returns undefined and goes
-// through the full decoder.
-import type { DeltaDiscoveryRequest, DiscoveryRequest } from '../proto/wire.js';
+// A fast path for the requests that dominate at scale: ACKs and NACKs, which carry no node, and each
+// stream's first request, whose node a proxyless client fills with a few strings, metadata, locality
+// and client features. Reading their fields by hand avoids protobufjs's object conversion for every
+// ACK of every push and for every stream's node; a request with any field this reader does not know,
+// or in an unexpected shape (Envoy's extensions and build version, a wrong wire type, a Struct entry
+// without value), returns undefined and goes through the full decoder, which then decides.
+import type { NodeInfo } from '../proxy/proxy.js';
+import {
+  toNodeInfo,
+  type DeltaDiscoveryRequest,
+  type DiscoveryRequest,
+  type RawNode,
+  type RawStruct,
+  type RawValue,
+} from '../proto/wire.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../proto/type-urls.js';
 
 // The type URLs requests name, as bytes: a match returns the constant string instead of decoding a
@@ -47,6 +57,12 @@ class Reader {
       if (b.length === known.length && b.equals(known)) return text;
     return b.toString('utf8');
   }
+  double(): number {
+    if (this.pos + 8 > this.buf.length) throw new RangeError('truncated double');
+    const v = this.buf.readDoubleLE(this.pos);
+    this.pos += 8;
+    return v;
+  }
   skip(n: number): void {
     if (this.pos + n > this.buf.length) throw new RangeError('truncated field');
     this.pos += n;
@@ -69,9 +85,115 @@ function readStatus(buf: Buffer): { code: number; message: string } {
   return { code, message };
 }
 
+/** Thrown inside the node reader for a shape it leaves to the full decoder. */
+class NotPlain extends Error {}
+
+/** Struct nesting the hand reader follows; deeper metadata goes to the full decoder. */
+const MAX_DEPTH = 16;
+
 /**
- * A SotW request without node, or undefined to use the full decoder (also when it lists more than
- * `maxNames` names: the caller then counts them without decoding and refuses the request).
+ * envoy.config.core.v3.Node: id (1), cluster (2), metadata (3), locality (4), user_agent_name (6),
+ * user_agent_version (7), client_features (10, not kept: toNodeInfo drops them). Anything else throws
+ * NotPlain; the result goes through the decoder's own toNodeInfo, so both paths convert alike.
+ */
+function readNode(buf: Buffer): NodeInfo {
+  const r = new Reader(buf);
+  const node: { -readonly [K in keyof RawNode]: RawNode[K] } = {};
+  while (!r.done) {
+    const tag = r.varint();
+    if (tag === 10) node.id = r.string();
+    else if (tag === 18) node.cluster = r.string();
+    else if (tag === 26 && !node.metadata) node.metadata = readStruct(r.bytes(), 0);
+    else if (tag === 34 && !node.locality) node.locality = readLocality(r.bytes());
+    else if (tag === 50) node.user_agent_name = r.string();
+    else if (tag === 58) node.user_agent_version = r.string();
+    else if (tag === 82) r.bytes();
+    else throw new NotPlain();
+  }
+  return toNodeInfo(node);
+}
+
+/** Locality: region (1), zone (2), sub_zone (3), keyed in declaration order as toObject makes them. */
+function readLocality(buf: Buffer): { region?: string; zone?: string; sub_zone?: string } {
+  const r = new Reader(buf);
+  let region: string | undefined;
+  let zone: string | undefined;
+  let subZone: string | undefined;
+  while (!r.done) {
+    const tag = r.varint();
+    if (tag === 10) region = r.string();
+    else if (tag === 18) zone = r.string();
+    else if (tag === 26) subZone = r.string();
+    else throw new NotPlain();
+  }
+  return {
+    ...(region !== undefined && { region }),
+    ...(zone !== undefined && { zone }),
+    ...(subZone !== undefined && { sub_zone: subZone }),
+  };
+}
+
+/** google.protobuf.Struct: entries (1) of key (1) and Value (2); an entry without both is not plain. */
+function readStruct(buf: Buffer, depth: number): RawStruct {
+  if (depth > MAX_DEPTH) throw new NotPlain();
+  const r = new Reader(buf);
+  const fields: Record<string, RawValue> = {};
+  while (!r.done) {
+    if (r.varint() !== 10) throw new NotPlain();
+    const entry = new Reader(r.bytes());
+    let key: string | undefined;
+    let value: RawValue | undefined;
+    while (!entry.done) {
+      const tag = entry.varint();
+      if (tag === 10 && key === undefined) key = entry.string();
+      else if (tag === 18 && value === undefined) value = readValue(entry.bytes(), depth);
+      else throw new NotPlain();
+    }
+    // `__proto__` would set the object's prototype rather than a field: the decoder's own business.
+    if (key === undefined || value === undefined || key === '__proto__') throw new NotPlain();
+    fields[key] = value;
+  }
+  return { fields };
+}
+
+/**
+ * google.protobuf.Value with exactly one member: null (1), number (2), string (3), bool (4), struct
+ * (5), list (6) of Values (1).
+ */
+function readValue(buf: Buffer, depth: number): RawValue {
+  const r = new Reader(buf);
+  let value: RawValue | undefined;
+  while (!r.done) {
+    if (value) throw new NotPlain();
+    const tag = r.varint();
+    if (tag === 8) {
+      r.varint();
+      value = {};
+    } else if (tag === 17) value = { number_value: r.double() };
+    else if (tag === 26) value = { string_value: r.string() };
+    else if (tag === 32) {
+      const b = r.varint();
+      if (b > 1) throw new NotPlain(); // the decoder reads the low 32 bits
+      value = { bool_value: b === 1 };
+    } else if (tag === 42) value = { struct_value: readStruct(r.bytes(), depth + 1) };
+    else if (tag === 50) {
+      const list = new Reader(r.bytes());
+      const values: RawValue[] = [];
+      while (!list.done) {
+        if (list.varint() !== 10) throw new NotPlain();
+        values.push(readValue(list.bytes(), depth + 1));
+      }
+      value = { list_value: { values } };
+    } else throw new NotPlain();
+  }
+  if (!value) throw new NotPlain();
+  return value;
+}
+
+/**
+ * A SotW request whose node (if any) is plain (readNode), or undefined to use the full decoder (also
+ * when it lists more than `maxNames` names: the caller then counts them without decoding and refuses
+ * the request).
  */
 export function readPlainRequest(buf: Buffer, maxNames = Infinity): DiscoveryRequest | undefined {
   const r = new Reader(buf);
@@ -80,10 +202,12 @@ export function readPlainRequest(buf: Buffer, maxNames = Infinity): DiscoveryReq
   let responseNonce = '';
   const resourceNames: string[] = [];
   let errorDetail: { code: number; message: string } | undefined;
+  let node: NodeInfo | undefined;
   try {
     while (!r.done) {
       const tag = r.varint();
       if (tag === 10) versionInfo = r.string();
+      else if (tag === 18 && !node) node = readNode(r.bytes());
       else if (tag === 26) {
         if (resourceNames.length >= maxNames) return undefined;
         resourceNames.push(r.string());
@@ -95,7 +219,14 @@ export function readPlainRequest(buf: Buffer, maxNames = Infinity): DiscoveryReq
   } catch {
     return undefined;
   }
-  return { versionInfo, typeUrl, responseNonce, resourceNames, ...(errorDetail && { errorDetail }) };
+  return {
+    versionInfo,
+    ...(node && { node }),
+    typeUrl,
+    responseNonce,
+    resourceNames,
+    ...(errorDetail && { errorDetail }),
+  };
 }
 
 /** Where a request message keeps resource names and its type URL (tags: field << 3 | 2). */

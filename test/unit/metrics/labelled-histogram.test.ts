@@ -12,7 +12,13 @@ function pair(): { ours: LabelledHistogram; theirs: Histogram<'type'>; a: Regist
   const b = new Registry();
   const help = 'Time to build one response, by type';
   const ours = new LabelledHistogram('x_seconds', help, 'type', BOUNDS, [a]);
-  const theirs = new Histogram({ name: 'x_seconds', help, labelNames: ['type'], buckets: BOUNDS, registers: [b] });
+  const theirs = new Histogram({
+    name: 'x_seconds',
+    help,
+    labelNames: ['type'],
+    buckets: BOUNDS,
+    registers: [b],
+  });
   return { ours, theirs, a, b };
 }
 
