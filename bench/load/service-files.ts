@@ -73,7 +73,13 @@ export async function startConfigDirPortolan(
         String(streamsPerPeer),
         ...args,
       ],
-      { timeoutMs: 300_000, nodeArgs: profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [] },
+      {
+        timeoutMs: 300_000,
+        nodeArgs: [
+          ...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []),
+          ...(process.env.PORTOLAN_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+        ],
+      },
     );
     return {
       portolan,
