@@ -9,7 +9,8 @@
 // measured rounds of the four servers interleave, so load from other work on the machine falls on
 // all alike. Reports the storm time (median of the warm rounds) and the throughput ratio, server RSS
 // per stream (after the first storm settles, minus before it), and server CPU per response over the
-// warm rounds. Writes its table into docs/benchmarks.md.
+// warm rounds. Writes its table into docs/benchmarks.md. PORTOLAN_BENCH_PROFILE=<dir>: each Portolan
+// child writes a V8 CPU profile there (`node --cpu-prof`).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -84,7 +84,7 @@ export class AdsMetrics implements AdsObserver {
       responses: m.responses.labels({ type }),
       resources: m.resourcesSent.labels({ type }),
       bytes: m.bytesSent.labels({ type }),
-      build: m.responseBuildSeconds.labels({ type }),
+      build: m.responseBuildSeconds.labels(type),
     };
   }
 }

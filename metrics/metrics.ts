@@ -2,6 +2,7 @@
 // live state are computed at scrape time from the objects themselves, so nothing is kept twice.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry as MetricsRegistry } from 'prom-client';
 import type { Registry } from '../model/registry.js';
+import { LabelledHistogram } from './labelled-histogram.js';
 
 export class PortolanMetrics {
   readonly registry = new MetricsRegistry();
@@ -12,7 +13,8 @@ export class PortolanMetrics {
   readonly storeWriteErrors: Counter;
   readonly resourcesSent: Counter<'type'>;
   readonly bytesSent: Counter<'type'>;
-  readonly responseBuildSeconds: Histogram<'type'>;
+  /** Observed per response: plain bucket counts per type (labelled-histogram.ts). */
+  readonly responseBuildSeconds: LabelledHistogram;
   readonly pushSeconds: Histogram<'kind'>;
   readonly convergenceSeconds: Histogram<'kind'>;
   readonly debounceSeconds: Histogram;
@@ -76,13 +78,13 @@ export class PortolanMetrics {
       collect: () => this.flush(),
       registers,
     });
-    this.responseBuildSeconds = new Histogram({
-      name: 'portolan_xds_response_build_seconds',
-      help: 'Time to build one response for one stream (cache lookups, diff, framing), by type',
-      labelNames: ['type'],
-      buckets: [0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5],
+    this.responseBuildSeconds = new LabelledHistogram(
+      'portolan_xds_response_build_seconds',
+      'Time to build one response for one stream (cache lookups, diff, framing), by type',
+      'type',
+      [0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5],
       registers,
-    });
+    );
     this.pushSeconds = new Histogram({
       name: 'portolan_xds_push_seconds',
       help: 'Time to apply a push: rebuild what changed and hand the work to every affected stream',

@@ -56,6 +56,8 @@ export async function startConfigDirPortolan(
   services: number,
   streamsPerPeer: number,
   args: readonly string[] = [],
+  /** Where `node --cpu-prof` writes the child's V8 CPU profile; none when unset. */
+  profileDir?: string,
 ): Promise<ConfigDirPortolan> {
   const dir = mkdtempSync(join(tmpdir(), 'portolan-bench-'));
   const configDir = join(dir, 'config');
@@ -71,8 +73,15 @@ export async function startConfigDirPortolan(
         String(streamsPerPeer),
         ...args,
       ],
-      // PORTOLAN_BENCH_PROFILE=DIR: the server writes a V8 CPU profile there when it stops.
-      { timeoutMs: 300_000, nodeArgs: profileArgs() },
+      // PORTOLAN_BENCH_PROFILE=DIR (or profileDir): the server writes a V8 CPU profile there when it
+      // stops; PORTOLAN_BENCH_NODE_ARGS: more node flags for it.
+      {
+        timeoutMs: 300_000,
+        nodeArgs: [
+          ...profileArgs(profileDir),
+          ...(process.env.PORTOLAN_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+        ],
+      },
     );
     return {
       portolan,
@@ -89,8 +98,7 @@ export async function startConfigDirPortolan(
   }
 }
 
-function profileArgs(): string[] {
-  const dir = process.env.PORTOLAN_BENCH_PROFILE;
+function profileArgs(dir = process.env.PORTOLAN_BENCH_PROFILE): string[] {
   return dir ? ['--cpu-prof', '--cpu-prof-dir', dir] : [];
 }
 

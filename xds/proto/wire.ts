@@ -208,7 +208,8 @@ interface RawRequest {
   error_detail?: { code?: number; message?: string };
 }
 
-interface RawNode {
+/** A Node as protobufjs's toObject gives it (snake_case; Struct values as messages). */
+export interface RawNode {
   id?: string;
   cluster?: string;
   user_agent_name?: string;
@@ -217,11 +218,11 @@ interface RawNode {
   locality?: { region?: string; zone?: string; sub_zone?: string };
 }
 
-interface RawStruct {
+export interface RawStruct {
   fields?: Record<string, RawValue>;
 }
 
-interface RawValue {
+export interface RawValue {
   null_value?: string;
   number_value?: number;
   string_value?: string;
@@ -230,7 +231,8 @@ interface RawValue {
   list_value?: { values?: RawValue[] };
 }
 
-function toNodeInfo(node: RawNode): NodeInfo {
+/** The node as the server reads it: metadata as plain JSON (also for request-reader.ts's own node reader). */
+export function toNodeInfo(node: RawNode): NodeInfo {
   return {
     ...(node.id !== undefined && { id: node.id }),
     ...(node.cluster !== undefined && { cluster: node.cluster }),

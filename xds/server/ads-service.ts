@@ -174,7 +174,9 @@ export class AdsService {
     });
     const id = stream.id;
     streams.add(stream);
-    log.debug({ conn: id, peer, api }, 'ADS stream opened');
+    // Per-stream lines are debug, and their fields are not even made unless debug is on: thousands
+    // of streams open at once.
+    if (log.isLevelEnabled('debug')) log.debug({ conn: id, peer, api }, 'ADS stream opened');
     observer.streamOpened?.(stream);
     let identified = false;
     let firstRequest: NodeJS.Timeout | undefined = setTimeout(() => {
@@ -197,7 +199,8 @@ export class AdsService {
       stream.close();
       streams.remove(stream);
       observer.streamClosed?.(stream, reason);
-      log.debug({ conn: id, peer, node: stream.proxy?.id, reason }, 'ADS stream closed');
+      if (log.isLevelEnabled('debug'))
+        log.debug({ conn: id, peer, node: stream.proxy?.id, reason }, 'ADS stream closed');
     };
     this.enders.set(stream, {
       call,
@@ -219,10 +222,11 @@ export class AdsService {
         if (!identified && stream.proxy) {
           identified = true;
           // Per-stream lines are debug: at thousands of streams, synchronous log writes cost seconds.
-          log.debug(
-            { conn: id, peer, api, node: stream.proxy.id, kind: stream.proxy.kind },
-            'ADS stream opened',
-          );
+          if (log.isLevelEnabled('debug'))
+            log.debug(
+              { conn: id, peer, api, node: stream.proxy.id, kind: stream.proxy.kind },
+              'ADS stream opened',
+            );
           observer.streamIdentified?.(stream);
         }
       } catch (err) {

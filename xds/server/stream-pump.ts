@@ -11,7 +11,14 @@ export interface PendingWork {
   force: boolean;
   /** Evaluate the whole subscription; otherwise only `names` changed (EDS and RDS may send just those). */
   full: boolean;
-  readonly names: Set<string>;
+  readonly names: ReadonlySet<string>;
+}
+
+/** The names of full work, shared: most work is full (every answer to a request), and needs no set. */
+const NO_NAMES: ReadonlySet<string> = new Set();
+
+interface Work extends PendingWork {
+  names: ReadonlySet<string>;
 }
 
 /** A push the server tracks until every stream it touched has sent it (convergence). */
@@ -31,7 +38,7 @@ export interface PumpTarget<M = OutgoingMessage> {
 export const MAX_HELD_ROUNDS = 64;
 
 export class StreamPump<M = OutgoingMessage> implements SlotHolder {
-  private readonly pending = new Map<string, PendingWork>();
+  private readonly pending = new Map<string, Work>();
   private rounds: PushRound[] = [];
   private writing = false;
   private queued = false;
@@ -54,11 +61,16 @@ export class StreamPump<M = OutgoingMessage> implements SlotHolder {
 
   mark(typeUrl: string, work: { force?: boolean; full?: boolean; names?: Iterable<string> }): void {
     let p = this.pending.get(typeUrl);
-    if (!p) this.pending.set(typeUrl, (p = { force: false, full: false, names: new Set() }));
+    if (!p) this.pending.set(typeUrl, (p = { force: false, full: false, names: NO_NAMES }));
     p.force ||= work.force ?? false;
     p.full ||= work.full ?? false;
-    if (!p.full) for (const n of work.names ?? []) p.names.add(n);
-    else p.names.clear();
+    if (p.full) p.names = NO_NAMES;
+    else if (work.names) {
+      // A set of its own, made on the first name and never shared.
+      const names = p.names === NO_NAMES ? new Set<string>() : (p.names as Set<string>);
+      for (const n of work.names) names.add(n);
+      p.names = names;
+    }
   }
 
   /**

@@ -53,10 +53,12 @@ export class SubscriptionIndex<C> {
       if (!set) byName.set(n, (set = new Set()));
       set.add(conn);
     }
+    // Proxyless clients never subscribe by wildcard: their type has no set to edit.
     let wild = this.wildcard.get(tk);
-    if (!wild) this.wildcard.set(tk, (wild = new Set()));
-    if (wildcard) wild.add(conn);
-    else wild.delete(conn);
+    if (wildcard) {
+      if (!wild) this.wildcard.set(tk, (wild = new Set()));
+      wild.add(conn);
+    } else if (before?.wildcard) wild?.delete(conn);
   }
 
   /**
@@ -115,7 +117,7 @@ export class SubscriptionIndex<C> {
         set?.delete(conn);
         if (set?.size === 0) byName?.delete(n);
       }
-      this.wildcard.get(tk)?.delete(conn);
+      if (indexed.wildcard) this.wildcard.get(tk)?.delete(conn);
     }
   }
 

@@ -40,3 +40,14 @@ test('kinds are kept apart', () => {
   index.update('envoy', 'envoy', ENDPOINT, ['x'], false);
   assert.deepEqual([...index.affected(changes(ENDPOINT, ['x']))], []);
 });
+
+test('a wildcard subscriber that turns to names, or closes, no longer gets every change of the type', () => {
+  const index = new SubscriptionIndex<string>();
+  index.update('w', 'grpc', CLUSTER, [], true);
+  index.update('v', 'grpc', CLUSTER, [], true);
+  index.update('w', 'grpc', CLUSTER, ['x'], false);
+  assert.deepEqual([...index.affected(changes(CLUSTER, ['y']))], ['v']);
+  assert.deepEqual([...index.affected(changes(CLUSTER, ['x']))].sort(), ['v', 'w']);
+  index.remove('v');
+  assert.deepEqual([...index.affected(changes(CLUSTER, ['y']))], []);
+});
