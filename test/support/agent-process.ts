@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ExitInfo } from './portolan-process.js';
+import { killOnExit } from './kill-on-exit.js';
 
 const MAIN = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 
@@ -44,6 +45,7 @@ export async function startAgentProcess(
     ],
     { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } },
   );
+  killOnExit(child);
   const logs: Record<string, unknown>[] = [];
   const exit = new Promise<ExitInfo>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal, killed: false })),

@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { killOnExit } from './kill-on-exit.js';
 
 const MAIN = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 
@@ -43,6 +44,7 @@ export async function startPortolanProcess(
       stdio: ['ignore', 'ignore', 'pipe'],
     },
   );
+  killOnExit(child);
   const logs: Record<string, unknown>[] = [];
   const ready = new Promise<{ xds: string; http: string }>((resolve, reject) => {
     let buffer = '';

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { eventually } from './eventually.js';
+import { killOnExit } from './kill-on-exit.js';
 
 export interface PostgresServer {
   readonly port: number;
@@ -104,6 +105,7 @@ export async function startPostgres(): Promise<PostgresServer> {
     ]);
     // setpriv execs the server in its own process: the pid we hold is the postmaster's.
     const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    killOnExit(proc);
     child = proc;
     proc.stdout.on('data', (d: Buffer) => (output += d.toString()));
     proc.stderr.on('data', (d: Buffer) => (output += d.toString()));

@@ -16,6 +16,7 @@ import { createServer, connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { killOnExit } from './kill-on-exit.js';
 
 /** Debian's jar; its manifest's Class-Path names every dependency under /usr/share/java. */
 export const ZOOKEEPER_JAR = '/usr/share/java/zookeeper.jar';
@@ -99,7 +100,7 @@ export async function startZooKeeperServer(options: ZooKeeperServerOptions = {})
       proc.once('exit', () => {
         if (child === proc) child = undefined;
       });
-      killOnExit.add(proc);
+      killOnExit(proc);
       try {
         await waitUntilServing(port, proc, startTimeoutMs);
       } catch (err) {
@@ -113,7 +114,6 @@ export async function startZooKeeperServer(options: ZooKeeperServerOptions = {})
       if (!proc?.pid) return;
       child = undefined;
       await stopProcess(proc);
-      killOnExit.delete(proc);
     },
     async destroy() {
       await server.stop();
@@ -181,24 +181,4 @@ async function freePort(): Promise<number> {
   const { port } = probe.address() as AddressInfo;
   await new Promise<void>((resolve) => probe.close(() => resolve()));
   return port;
-}
-
-// A test process that dies before its `after` hook — an uncaught error, or the runner's SIGTERM on a
-// timeout — must not leave a JVM behind. (On a signal, kill the servers, then die of that signal.)
-const killOnExit = new Set<ChildProcess>();
-function killServers(): void {
-  for (const proc of killOnExit) {
-    try {
-      if (proc.pid && proc.exitCode === null) process.kill(proc.pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-}
-process.once('exit', killServers);
-for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-  process.once(signal, () => {
-    killServers();
-    process.kill(process.pid, signal);
-  });
 }
