@@ -69,10 +69,17 @@ export class DirWatcher {
     });
     this.tree = tree;
     await tree.start();
-    // Only files: given a directory, chokidar would watch it too (the cost DirTree avoids).
-    const files = watch(initial, { ignoreInitial: true, persistent: true });
-    this.files = files;
+    // Only files: given a directory, chokidar would watch it too (the cost DirTree avoids). And only
+    // the files we gave it: asked for a file that has just gone, chokidar watches its parent to see
+    // it come back, and its parent's parent if that went too (up to /tmp for a test's directory),
+    // and such a watch can outlive close(). Whether a file came back is the tree's to say.
     for (const path of initial) this.watched.add(path);
+    const files = watch(initial, {
+      ignoreInitial: true,
+      persistent: true,
+      ignored: (path) => !this.watched.has(path),
+    });
+    this.files = files;
     files.on('change', (path) => this.markDirty(this.relative(path)));
     // A file's watcher ends when the file goes; whether it came back is the tree's to say.
     files.on('unlink', (path) => {
