@@ -10,7 +10,7 @@
 // the store (registry.ts), so a file added while the server was down does not take over either.
 import { resourceKey, type AnyConfigResource } from '../mesh/types.js';
 import type { ConfigIssue } from './issue.js';
-import type { FileLoad } from './load-file.js';
+import type { FileLoad, HostPosition } from './load-file.js';
 import { comparePaths, refOf, type ConfigConflict } from './merge.js';
 
 export interface Claim {
@@ -60,17 +60,19 @@ export function claimsOf(load: FileLoad): ReadonlyMap<string, Claim> {
     resource.spec.hosts.forEach((host, i) => {
       const hostKey = `host ${host}`;
       if (claims.has(hostKey)) return;
-      // The host's line is looked up only if the claim is reported.
+      // The host's line is looked up only if the claim is reported, and then once.
+      let found: { at: HostPosition | undefined } | undefined;
+      const at = (): HostPosition | undefined => (found ??= { at: load.hostPosition(resource, i) }).at;
       claims.set(hostKey, {
         key: hostKey,
         type: 'duplicate-host',
         subject: host,
         resource,
         get line() {
-          return load.hostPosition(resource, i)?.line ?? resource.line;
+          return at()?.line ?? resource.line;
         },
         get path() {
-          return load.hostPosition(resource, i)?.path;
+          return at()?.path;
         },
       });
     });

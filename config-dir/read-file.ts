@@ -8,6 +8,7 @@
 // returns, so a path whose read is still stuck is not read again until it has (at most one stuck
 // thread per path).
 import { close, constants, fstat, open, read, type Stats } from 'node:fs';
+import { promisify } from 'node:util';
 
 export interface ReadLimits {
   readonly maxBytes: number;
@@ -42,28 +43,21 @@ export interface ReadFs {
 
 // Node's callback calls on a bare descriptor: a `FileHandle` (node:fs/promises) costs more per call
 // on the event loop, and a one-file edit reads its file twice (the read, and the recheck after it).
-const NODE_FS: ReadFs = {
-  open: (path) =>
-    new Promise((resolve, reject) =>
-      open(path, constants.O_RDONLY | constants.O_NONBLOCK, (err, fd) =>
-        err ? reject(err) : resolve(descriptorFile(fd)),
-      ),
-    ),
-};
+const openFd = promisify(open);
+const fstatFd = promisify(fstat);
+const readFd = promisify(read);
+const closeFd = promisify(close);
 
-function descriptorFile(fd: number): OpenFile {
-  return {
-    stat: () =>
-      new Promise((resolve, reject) => fstat(fd, (err, info) => (err ? reject(err) : resolve(info)))),
-    read: (buffer, offset, length, position) =>
-      new Promise((resolve, reject) =>
-        read(fd, buffer, offset, length, position, (err, bytesRead) =>
-          err ? reject(err) : resolve({ bytesRead }),
-        ),
-      ),
-    close: () => new Promise((resolve, reject) => close(fd, (err) => (err ? reject(err) : resolve()))),
-  };
-}
+const NODE_FS: ReadFs = {
+  open: async (path) => {
+    const fd = await openFd(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    return {
+      stat: () => fstatFd(fd),
+      read: (buffer, offset, length, position) => readFd(fd, buffer, offset, length, position),
+      close: () => closeFd(fd),
+    };
+  },
+};
 
 export class ConfigFileReader {
   /** Paths whose last read timed out and has not returned yet. */
