@@ -39,8 +39,7 @@ export class LayeredMap<K, V> implements ReadonlyMap<K, V> {
       }
     }
     if (changes.size <= 32 + Math.sqrt(this.base.size)) return new LayeredMap<K, V>(this.base, changes, size);
-    const folded = new LayeredMap<K, V>(this.base, changes, size);
-    return new LayeredMap<K, V>(new Map<K, V>(folded), new Map<K, Slot<V>>(), size);
+    return new LayeredMap<K, V>(fold(this.base, changes), new Map<K, Slot<V>>(), size);
   }
 
   get(key: K): V | undefined {
@@ -85,4 +84,17 @@ export class LayeredMap<K, V> implements ReadonlyMap<K, V> {
   [Symbol.iterator](): MapIterator<[K, V]> {
     return this.entries();
   }
+}
+
+/**
+ * `base` with `changes` applied, as one new Map in entries() order: a native copy of the base (no
+ * per-entry generator step or pair), a changed key set in its place, added keys appended in order.
+ */
+function fold<K, V>(base: ReadonlyMap<K, V>, changes: ReadonlyMap<K, Slot<V>>): Map<K, V> {
+  const next = new Map<K, V>(base);
+  for (const [key, slot] of changes) {
+    if (slot === GONE) next.delete(key);
+    else next.set(key, slot);
+  }
+  return next;
 }

@@ -46,6 +46,8 @@ export class HistoryTables {
   private timer: NodeJS.Timeout | undefined;
   private readonly tagged: boolean;
   private mirror: HistoryMirror | undefined;
+  /** Compiled once: better-sqlite3's prepare() compiles the SQL on every call. */
+  private readonly statements = new Map<string, Database.Statement<unknown[], unknown>>();
 
   constructor(
     private readonly db: Database.Database,
@@ -87,31 +89,27 @@ export class HistoryTables {
       replica: this.replica,
     });
     this.defer(`config history of ${file}`, () => {
-      this.db
-        .prepare(
-          this.tagged
-            ? 'INSERT INTO config_history (at, file, outcome, content_hash, resources, error, replica) VALUES (?, ?, ?, ?, ?, ?, ?)'
-            : 'INSERT INTO config_history (at, file, outcome, content_hash, resources, error) VALUES (?, ?, ?, ?, ?, ?)',
-        )
-        .run(
-          at,
-          file,
-          outcome,
-          hash,
-          JSON.stringify(details.resources ?? []),
-          details.error ?? null,
-          ...(this.tagged ? [this.replica] : []),
-        );
+      this.statement(
+        this.tagged
+          ? 'INSERT INTO config_history (at, file, outcome, content_hash, resources, error, replica) VALUES (?, ?, ?, ?, ?, ?, ?)'
+          : 'INSERT INTO config_history (at, file, outcome, content_hash, resources, error) VALUES (?, ?, ?, ?, ?, ?)',
+      ).run(
+        at,
+        file,
+        outcome,
+        hash,
+        JSON.stringify(details.resources ?? []),
+        details.error ?? null,
+        ...(this.tagged ? [this.replica] : []),
+      );
       if (outcome === 'accepted' && details.text !== undefined) {
-        this.db
-          .prepare(
-            `INSERT INTO config_files (path, text, content_hash, accepted_at) VALUES (?, ?, ?, ?)
+        this.statement(
+          `INSERT INTO config_files (path, text, content_hash, accepted_at) VALUES (?, ?, ?, ?)
              ON CONFLICT (path) DO UPDATE SET text = excluded.text, content_hash = excluded.content_hash,
                accepted_at = excluded.accepted_at`,
-          )
-          .run(file, details.text, hash, at);
+        ).run(file, details.text, hash, at);
       }
-      if (outcome === 'removed') this.db.prepare('DELETE FROM config_files WHERE path = ?').run(file);
+      if (outcome === 'removed') this.statement('DELETE FROM config_files WHERE path = ?').run(file);
       this.retention.inserted();
     });
   }
@@ -144,26 +142,33 @@ export class HistoryTables {
     this.timer ??= setTimeout(() => this.flush(), WRITE_WINDOW_MS).unref();
   }
 
+  private statement<P extends unknown[] = unknown[], R = unknown>(sql: string): Database.Statement<P, R> {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement as Database.Statement<P, R>;
+  }
+
   /** The last accepted text of a config file, if any. */
   lastAcceptedText(file: string): string | undefined {
     const pending = this.pendingFiles.get(file);
     if (pending !== undefined) return pending ?? undefined;
-    return this.db
-      .prepare<[string], { text: string }>('SELECT text FROM config_files WHERE path = ?')
-      .get(file)?.text;
+    return this.statement<[string], { text: string }>('SELECT text FROM config_files WHERE path = ?').get(
+      file,
+    )?.text;
   }
 
   recordRegistry(registry: string, event: RegistryEventKind, detail = ''): void {
     const at = new Date().toISOString();
     this.mirror?.record({ at, source: 'registry', subject: registry, event, detail, replica: this.replica });
     this.defer(`registry event of ${registry}`, () => {
-      this.db
-        .prepare(
-          this.tagged
-            ? 'INSERT INTO registry_events (at, registry, event, detail, replica) VALUES (?, ?, ?, ?, ?)'
-            : 'INSERT INTO registry_events (at, registry, event, detail) VALUES (?, ?, ?, ?)',
-        )
-        .run(at, registry, event, detail, ...(this.tagged ? [this.replica] : []));
+      this.statement(
+        this.tagged
+          ? 'INSERT INTO registry_events (at, registry, event, detail, replica) VALUES (?, ?, ?, ?, ?)'
+          : 'INSERT INTO registry_events (at, registry, event, detail) VALUES (?, ?, ?, ?)',
+      ).run(at, registry, event, detail, ...(this.tagged ? [this.replica] : []));
       this.retention.inserted();
     });
   }
@@ -172,9 +177,8 @@ export class HistoryTables {
   recent(limit = 100): HistoryEntry[] {
     this.flush();
     const replica = this.tagged ? 'replica' : "''";
-    return this.db
-      .prepare<[number], HistoryEntry>(
-        `SELECT at, source, subject, event, detail, replica FROM (
+    return this.statement<[number], HistoryEntry>(
+      `SELECT at, source, subject, event, detail, replica FROM (
            SELECT id, at, 'config' AS source, file AS subject, outcome AS event,
                   COALESCE(error, resources) AS detail, ${replica} AS replica FROM config_history
            UNION ALL
@@ -182,8 +186,7 @@ export class HistoryTables {
                   ${replica} AS replica
              FROM registry_events)
          ORDER BY at DESC, id DESC LIMIT ?`,
-      )
-      .all(limit);
+    ).all(limit);
   }
 }
 
