@@ -1,8 +1,9 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --no-memory-reducer
 // The `portolan` command line.
 import { readFileSync } from 'node:fs';
 import { Argument, Command, Option } from 'commander';
 import { createLogger, LOG_FORMATS, type LogFormat } from '../log/logger.js';
+import { batchLogWrites } from '../log/stderr-lines.js';
 import { StoreError } from '../store/store.js';
 import { addCaCommand } from './ca.js';
 import { addCaServeFlags } from './ca-options.js';
@@ -143,10 +144,13 @@ serve.action(async (raw: RawServeOptions, cmd: Command) => {
     logger.fatal({ err }, 'portolan failed to start');
     process.exit(1);
   }
+  // Up and announced: routine lines (one per config edit, say) may now wait a moment to be written.
+  batchLogWrites();
   let stopping = false;
   const shutdown = (signal: string): void => {
     if (stopping) return;
     stopping = true;
+    batchLogWrites(false);
     logger.info({ signal }, 'shutting down');
     stopWithDeadline(
       () => running.stop(),

@@ -4,8 +4,9 @@
 // and line (`file:line`) or the proxy (`node=ID`) — then the message and the other fields as key=value.
 // Components take a child logger with `component` set; a line about a proxy carries `node`, a line
 // about a config file `file` (and `line` when it is about a place in it).
-import { destination, pino, type LevelWithSilent, type Logger } from 'pino';
+import { pino, type LevelWithSilent, type Logger } from 'pino';
 import pretty from 'pino-pretty';
+import { stderrLines } from './stderr-lines.js';
 
 export type { Logger } from 'pino';
 
@@ -16,7 +17,10 @@ export const LOG_FORMATS: readonly LogFormat[] = ['auto', 'json', 'pretty'];
 
 export function createLogger(level: LevelWithSilent = 'info', format: LogFormat = 'json'): Logger {
   const usePretty = format === 'pretty' || (format === 'auto' && process.stderr.isTTY === true);
-  if (!usePretty) return pino({ level, base: { pid: process.pid } }, destination({ fd: 2, sync: true }));
+  if (!usePretty) {
+    const { stream, hooks } = stderrLines();
+    return pino({ level, base: { pid: process.pid }, hooks }, stream);
+  }
   return pino({ level, base: { pid: process.pid } }, prettyStream());
 }
 

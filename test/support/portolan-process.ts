@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { NODE_FLAGS } from '../../cli/node-flags.js';
 import { killOnExit } from './kill-on-exit.js';
 
 const MAIN = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
@@ -29,6 +30,7 @@ export async function startPortolanProcess(
   const child = spawn(
     process.execPath,
     [
+      ...NODE_FLAGS, // as `portolan serve` runs
       ...nodeArgs,
       MAIN,
       'serve',

@@ -1,0 +1,12 @@
+// The Node.js flags Portolan runs under: `portolan` (cli/main.ts's first line, `#!/usr/bin/env -S
+// node …`) and `npm start` pass them to node, and so do the tests and benchmarks that start `portolan
+// serve` (test/support/portolan-process.ts). V8 reads these at start, so setting them from inside the
+// process (v8.setFlagsFromString) comes too late.
+//
+// --no-memory-reducer: the memory reducer runs full garbage collections when allocation slows down,
+// to hand memory back from an idle browser tab. A control plane's heap is mostly its long-lived
+// catalog, so they free little; but under light steady work (a config edit every few seconds) they
+// came back every few seconds, three full collections at a time: 60–150 ms of CPU, more than the
+// edits themselves (docs/benchmarks.md, "CPU per change"). Ordinary collections still run as the
+// heap grows.
+export const NODE_FLAGS: readonly string[] = ['--no-memory-reducer'];
