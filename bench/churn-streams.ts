@@ -167,7 +167,7 @@ async function spreadAt(services: number, generators: readonly Helper[]): Promis
     // repeated a file's current text would be skipped unread, and measure nothing.
     const churned = SPREAD_RATE * SECONDS;
     const fast = await churnFiles(server, [], STORM_RATE * 5, STORM_RATE, spread, churned);
-    const slow = await churnFiles(server, [], 5 * 8, 5, spread, churned + STORM_RATE * 5);
+    const slow = await churnFiles(server, [], 5 * 12, 5, spread, churned + STORM_RATE * 5);
     return { services, quiet: { fast, slow }, storm, churn, log: logProblems(server.portolan.logs) };
   } finally {
     await server.stop();
