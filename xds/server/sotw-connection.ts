@@ -22,7 +22,7 @@ import { ownResponse, type SharedResponse } from './response-cache.js';
 import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
 import { StreamState } from './sotw-state.js';
 import { CLUSTER, ENDPOINT, HEALTH_INFO, LISTENER, ROUTE, shortTypeName } from '../proto/type-urls.js';
-import { decodeDiscoveryRequest, nonceField, type DiscoveryRequest } from '../proto/wire.js';
+import { decodeDiscoveryRequest, nonceFieldLength, type DiscoveryRequest } from '../proto/wire.js';
 import { subscriptionKey } from './subscription-key.js';
 import { isoNow } from './wall-clock.js';
 
@@ -281,9 +281,9 @@ export class SotwConnection implements AdsStream {
         ? updatedNames(this.heldResources(CLUSTER), response.resources)
         : [];
     const nonce = `${++this.nonceCounter}`;
-    // The shared body and this stream's nonce go out as parts: the body is never copied per stream.
-    const tail = nonceField(nonce);
-    const message = [response.body, tail];
+    // The shared body and this stream's nonce: the writer frames them together, and a large body
+    // goes out uncopied (message-writer.ts).
+    const message = { body: response.body, nonce };
     this.state.recordSent(typeUrl, {
       version: response.version,
       nonce,
@@ -300,7 +300,7 @@ export class SotwConnection implements AdsStream {
       typeUrl,
       type: shortTypeName(typeUrl),
       resources: response.resources.length,
-      bytes: response.body.length + tail.length,
+      bytes: response.body.length + nonceFieldLength(nonce),
       buildMs: performance.now() - started,
     });
     return message;
