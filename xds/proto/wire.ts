@@ -65,11 +65,27 @@ export function encodeResponseBody(res: Omit<DiscoveryResponse, 'nonce'>): Buffe
  * every stream's response is `body` + its own few bytes and the body itself is never copied.
  */
 export function nonceField(nonce: string, field = 5): Buffer {
-  const length = Buffer.byteLength(nonce, 'utf8');
+  const out = Buffer.allocUnsafe(nonceFieldLength(nonce));
+  writeNonceField(out, 0, nonce, field);
+  return out;
+}
+
+/** The bytes nonceField(nonce) takes. */
+export function nonceFieldLength(nonce: string): number {
+  const length = utf8Length(nonce);
   let varintLength = 1;
   for (let n = length; n >= 0x80; n >>>= 7) varintLength += 1;
-  const out = Buffer.allocUnsafe(1 + varintLength + length);
-  let pos = 0;
+  return 1 + varintLength + length;
+}
+
+/**
+ * Writes nonceField(nonce, field) into `out` at `at` (which has room: nonceFieldLength); returns
+ * where it ends. A response frame is built in place this way, with no buffer of its own for the
+ * nonce.
+ */
+export function writeNonceField(out: Buffer, at: number, nonce: string, field = 5): number {
+  const length = utf8Length(nonce);
+  let pos = at;
   out[pos++] = (field << 3) | 2;
   let n = length;
   while (n >= 0x80) {
@@ -77,8 +93,16 @@ export function nonceField(nonce: string, field = 5): Buffer {
     n >>>= 7;
   }
   out[pos++] = n;
-  out.write(nonce, pos, 'utf8');
-  return out;
+  // Nonces are short and ASCII (a counter): copied here, without a call into C++ per response.
+  if (length === nonce.length) for (let i = 0; i < length; i++) out[pos++] = nonce.charCodeAt(i);
+  else pos += out.write(nonce, pos, 'utf8');
+  return pos;
+}
+
+/** The UTF-8 length of `s`: its length when it is ASCII, as a nonce is. */
+function utf8Length(s: string): number {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return Buffer.byteLength(s, 'utf8');
+  return s.length;
 }
 
 /** `body` (from encodeResponseBody, or a DeltaDiscoveryResponse) followed by `nonce` as field `field`, in one buffer. */

@@ -67,8 +67,17 @@ export interface StreamDeps {
   readonly limits: StreamLimits;
 }
 
-/** One message on the wire, whole or in parts sent back to back (a shared body, then the stream's nonce). */
-export type OutgoingMessage = Buffer | readonly Buffer[];
+/**
+ * One message on the wire: whole, in parts sent back to back, or a shared body followed by the
+ * stream's own nonce (DiscoveryResponse field 5), which the writer encodes straight into the frame.
+ */
+export type OutgoingMessage = Buffer | readonly Buffer[] | BodyAndNonce;
+
+/** A shared response body and the nonce to send after it. */
+export interface BodyAndNonce {
+  readonly body: Buffer;
+  readonly nonce: string;
+}
 
 /** What is particular to one stream's call. */
 export interface StreamCall {

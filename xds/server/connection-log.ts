@@ -22,26 +22,30 @@ export interface ConnectionLog {
   batch?(fn: () => void): void;
 }
 
-type Pending =
-  | {
-      readonly kind: 'connect';
-      readonly token: object;
-      readonly nodeId: string;
-      readonly peer: string;
-      readonly proxyKind: string;
-      readonly at: string;
-    }
-  | {
-      readonly kind: 'disconnect';
-      readonly token: object;
-      readonly acks: Record<string, unknown>;
-      readonly nacks: Record<string, unknown>;
-      readonly at: string;
-    };
+/**
+ * One connection's record while its rows are pending: the connect, then the disconnect, on the same
+ * object (a connect storm queues thousands: one object each, no side tables).
+ */
+interface Connection {
+  readonly nodeId: string;
+  readonly peer: string;
+  readonly proxyKind: string;
+  readonly at: string;
+  /** The row id once the connect is written (undefined: not yet, or the log declined it). */
+  id: number | undefined;
+  acks: Record<string, unknown> | undefined;
+  nacks: Record<string, unknown> | undefined;
+  endedAt: string | undefined;
+}
+
+/** Identifies a queued connection for `disconnected` (what `connected` returned). */
+export type ConnectionToken = object;
 
 export class BatchedConnectionLog {
-  private queue: Pending[] = [];
-  private readonly ids = new WeakMap<object, number>();
+  // Within a flush every queued connect is written before any queued disconnect: a connection's
+  // disconnect is queued after its connect, so it finds its row id.
+  private connects: Connection[] = [];
+  private disconnects: Connection[] = [];
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -50,45 +54,55 @@ export class BatchedConnectionLog {
   ) {}
 
   /** Queues a connect that happened `at`; the returned token identifies the connection for `disconnected`. */
-  connected(nodeId: string, peer: string, proxyKind: string, at: string): object {
-    const token = {};
-    this.push({ kind: 'connect', token, nodeId, peer, proxyKind, at });
-    return token;
+  connected(nodeId: string, peer: string, proxyKind: string, at: string): ConnectionToken {
+    const c: Connection = {
+      nodeId,
+      peer,
+      proxyKind,
+      at,
+      id: undefined,
+      acks: undefined,
+      nacks: undefined,
+      endedAt: undefined,
+    };
+    this.connects.push(c);
+    this.schedule();
+    return c;
   }
 
   disconnected(
-    token: object,
+    token: ConnectionToken,
     acks: Record<string, unknown>,
     nacks: Record<string, unknown>,
     at = new Date().toISOString(),
   ): void {
-    this.push({ kind: 'disconnect', token, acks, nacks, at });
+    const c = token as Connection;
+    c.acks = acks;
+    c.nacks = nacks;
+    c.endedAt = at;
+    this.disconnects.push(c);
+    this.schedule();
   }
 
   /** Writes everything queued now. */
   flush(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    const queue = this.queue;
-    this.queue = [];
-    if (queue.length === 0) return;
+    const connects = this.connects;
+    const disconnects = this.disconnects;
+    this.connects = [];
+    this.disconnects = [];
+    if (connects.length === 0 && disconnects.length === 0) return;
     const write = (): void => {
-      for (const e of queue) {
-        if (e.kind === 'connect') {
-          const id = this.log.connected(e.nodeId, e.peer, e.proxyKind, e.at);
-          if (id !== undefined) this.ids.set(e.token, id);
-        } else {
-          const id = this.ids.get(e.token);
-          if (id !== undefined) this.log.disconnected(id, e.acks, e.nacks, e.at);
-        }
-      }
+      for (const c of connects) c.id = this.log.connected(c.nodeId, c.peer, c.proxyKind, c.at);
+      for (const c of disconnects)
+        if (c.id !== undefined) this.log.disconnected(c.id, c.acks ?? {}, c.nacks ?? {}, c.endedAt ?? '');
     };
     if (this.log.batch) this.log.batch(write);
     else write();
   }
 
-  private push(e: Pending): void {
-    this.queue.push(e);
+  private schedule(): void {
     this.timer ??= setTimeout(() => this.flush(), this.intervalMs);
   }
 }
@@ -96,7 +110,8 @@ export class BatchedConnectionLog {
 /** Records each identified stream's connect and disconnect in `log`. */
 export class ConnectionLogObserver implements AdsObserver {
   private readonly batched: BatchedConnectionLog;
-  private readonly tokens = new WeakMap<AdsStream, object>();
+  /** Identified streams still open (removed as they close, like the stream registry's). */
+  private readonly tokens = new Map<AdsStream, ConnectionToken>();
 
   constructor(log: ConnectionLog, intervalMs?: number) {
     this.batched = new BatchedConnectionLog(log, intervalMs);
@@ -112,6 +127,7 @@ export class ConnectionLogObserver implements AdsObserver {
   streamClosed(stream: AdsStream): void {
     const token = this.tokens.get(stream);
     if (token === undefined) return;
+    this.tokens.delete(stream);
     const acks: Record<string, unknown> = {};
     const nacks: Record<string, unknown> = {};
     for (const t of stream.typeStatus()) {

@@ -16,7 +16,8 @@
 // offering the shape.
 import type { Http2Session, ServerHttp2Stream } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
-import type { OutgoingMessage } from './ads-stream.js';
+import type { BodyAndNonce, OutgoingMessage } from './ads-stream.js';
+import { nonceField, nonceFieldLength, writeNonceField } from '../proto/wire.js';
 
 /** The server call's side that matters here: grpc-js's ServerDuplexStream. */
 type ServerCall = grpc.ServerDuplexStream<Buffer, Buffer>;
@@ -64,10 +65,9 @@ export class MessageWriter {
   }
 
   write(message: OutgoingMessage, drained: () => void): void {
-    const parts = Buffer.isBuffer(message) ? [message] : message;
     const raw = this.raw;
     if (!raw) {
-      this.call.write(Buffer.concat(parts), drained);
+      this.call.write(Buffer.concat(partsOf(message)), drained);
       return;
     }
     if (raw.destroyed || raw.writableEnded) return; // the call is ending; its close releases the slot
@@ -76,17 +76,12 @@ export class MessageWriter {
       this.headersSent = true;
       this.call.sendMetadata(new grpc.Metadata());
     }
-    let length = 0;
-    for (const p of parts) length += p.length;
+    const length = messageLength(message);
     if (length <= COPY_BELOW) {
-      const frame = Buffer.allocUnsafe(5 + length);
-      frame[0] = 0; // not compressed
-      frame.writeUInt32BE(length, 1);
-      let at = 5;
-      for (const p of parts) at += p.copy(frame, at);
-      raw.write(frame, drained);
+      raw.write(frame(message, length), drained);
       return;
     }
+    const parts = partsOf(message);
     const header = Buffer.allocUnsafe(5);
     header[0] = 0; // not compressed
     header.writeUInt32BE(length, 1);
@@ -95,4 +90,39 @@ export class MessageWriter {
     parts.forEach((p, i) => raw.write(p, i === parts.length - 1 ? () => drained() : undefined));
     raw.uncork();
   }
+}
+
+function isBodyAndNonce(message: OutgoingMessage): message is BodyAndNonce {
+  return !Buffer.isBuffer(message) && 'nonce' in message;
+}
+
+/** The message as buffers to send back to back. */
+function partsOf(message: OutgoingMessage): readonly Buffer[] {
+  if (Buffer.isBuffer(message)) return [message];
+  if (isBodyAndNonce(message)) return [message.body, nonceField(message.nonce)];
+  return message;
+}
+
+/** The message's length on the wire (without the gRPC frame header). */
+export function messageLength(message: OutgoingMessage): number {
+  if (Buffer.isBuffer(message)) return message.length;
+  if (isBodyAndNonce(message)) return message.body.length + nonceFieldLength(message.nonce);
+  let length = 0;
+  for (const p of message) length += p.length;
+  return length;
+}
+
+/** The message as one gRPC frame (5-byte header, then the message), copied into a buffer of its own. */
+export function frame(message: OutgoingMessage, length = messageLength(message)): Buffer {
+  const out = Buffer.allocUnsafe(5 + length);
+  out[0] = 0; // not compressed
+  out.writeUInt32BE(length, 1);
+  if (isBodyAndNonce(message)) {
+    message.body.copy(out, 5);
+    writeNonceField(out, 5 + message.body.length, message.nonce);
+    return out;
+  }
+  let at = 5;
+  for (const p of Buffer.isBuffer(message) ? [message] : message) at += p.copy(out, at);
+  return out;
 }

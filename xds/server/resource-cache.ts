@@ -124,7 +124,7 @@ export class ResourceCache {
   /** Bumped when everything is dropped. */
   private allEpoch = 0;
   /** Per view: streams holding it, and when the last one let go. */
-  private readonly views = new Map<string, { holders: number; releasedAt: number }>();
+  private readonly views = new Map<string, ViewUse>();
   private readonly generatorIds = new Map<ResourceGenerator, string>();
   private readonly generatorsById = new Map<string, ResourceGenerator>();
   /** Every hold of an open stream, to re-key when the config changes. */
@@ -158,9 +158,9 @@ export class ResourceCache {
   retain(generator: ResourceGenerator, proxy: Proxy): ViewHold {
     const ctx = this.context(proxy);
     this.rekey(ctx.config);
-    const hold = new Hold(this, generator, proxy, generator.viewKey(proxy, ctx));
+    const key = generator.viewKey(proxy, ctx);
+    const hold = new Hold(this, generator, proxy, key, this.hold(this.viewRef(generator, key)));
     this.holds.add(hold);
-    this.hold(this.viewRef(generator, hold.key));
     return hold;
   }
 
@@ -187,7 +187,7 @@ export class ResourceCache {
   /** Hold.release. */
   unhold(hold: Hold): void {
     if (!this.holds.delete(hold)) return;
-    this.release(this.viewRef(hold.generator, hold.key));
+    this.release(hold.use);
   }
 
   /**
@@ -204,15 +204,17 @@ export class ResourceCache {
     return `${id}\0${viewKey}`;
   }
 
-  private hold(view: string): void {
+  /** Counts one more holder of `view`; returns its count, which the hold keeps to let go by. */
+  private hold(view: string): ViewUse {
     let v = this.views.get(view);
     if (!v) this.views.set(view, (v = { holders: 0, releasedAt: 0 }));
     v.holders += 1;
+    return v;
   }
 
-  private release(view: string): void {
-    const held = this.views.get(view);
-    if (!held) return;
+  // By the count itself, not its key: no key string to build and look up as each stream closes. A
+  // held view's count stays in `views` (sweep drops only views without holders).
+  private release(held: ViewUse): void {
     held.holders -= 1;
     held.releasedAt = this.now();
   }
@@ -224,9 +226,9 @@ export class ResourceCache {
     for (const hold of this.holds) {
       const key = hold.generator.viewKey(hold.proxy, this.context(hold.proxy));
       if (key === hold.key) continue;
-      this.release(this.viewRef(hold.generator, hold.key));
+      this.release(hold.use);
       hold.key = key;
-      this.hold(this.viewRef(hold.generator, key));
+      hold.use = this.hold(this.viewRef(hold.generator, key));
     }
   }
 
@@ -382,12 +384,20 @@ export class ResourceCache {
   }
 }
 
+/** How many streams hold a view, and when the last one let go. */
+interface ViewUse {
+  holders: number;
+  releasedAt: number;
+}
+
 class Hold implements ViewHold {
   constructor(
     private readonly cache: ResourceCache,
     readonly generator: ResourceGenerator,
     readonly proxy: Proxy,
     public key: string,
+    /** The count of the view `key` names, which this hold is one of. */
+    public use: ViewUse,
   ) {}
 
   release(): void {

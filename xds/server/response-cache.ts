@@ -32,15 +32,17 @@ export const DEFAULT_RESPONSE_CACHE_LIMITS: ResponseCacheLimits = {
 
 interface Cached {
   readonly typeKey: string;
+  readonly key: string;
   readonly response: SharedResponse;
   usedAt: number;
 }
 
 export class ResponseCache {
+  // Looked up per type, then by the caller's key as it comes: no combined key string to build and
+  // hash per response. Recency across all types is a set of the entries themselves.
+  private readonly types = new Map<string, { epoch: number; entries: Map<string, Cached> }>();
   /** Least recently used first (a hit moves an entry to the end). */
-  private readonly entries = new Map<string, Cached>();
-  private readonly types = new Map<string, { epoch: number; keys: Set<string> }>();
-  private readonly typeIds = new Map<string, string>();
+  private readonly recency = new Set<Cached>();
   private bodyBytes = 0;
   private readonly sweeper: NodeJS.Timeout;
   hits = 0;
@@ -56,7 +58,7 @@ export class ResponseCache {
 
   /** Responses kept, and the bytes of their bodies. */
   get size(): { entries: number; bytes: number } {
-    return { entries: this.entries.size, bytes: this.bodyBytes };
+    return { entries: this.recency.size, bytes: this.bodyBytes };
   }
 
   stop(): void {
@@ -67,12 +69,9 @@ export class ResponseCache {
   lookup(typeKey: string, epoch: number, key: string): SharedResponse | undefined {
     const type = this.types.get(typeKey);
     if (!type || type.epoch !== epoch) return undefined;
-    const id = this.typeIds.get(typeKey);
-    if (id === undefined) return undefined;
-    const full = `${id}\0${key}`;
-    const cached = this.entries.get(full);
+    const cached = type.entries.get(key);
     if (!cached) return undefined;
-    this.hit(full, cached);
+    this.hit(cached);
     return cached.response;
   }
 
@@ -85,52 +84,48 @@ export class ResponseCache {
   ): SharedResponse {
     let type = this.types.get(typeKey);
     if (!type || type.epoch !== epoch) {
-      if (type) for (const k of type.keys) this.remove(k);
-      this.types.set(typeKey, (type = { epoch, keys: new Set() }));
+      if (type) for (const c of type.entries.values()) this.remove(c);
+      this.types.set(typeKey, (type = { epoch, entries: new Map() }));
     }
-    // A short id for the type in the key: thousands of keys are held, the type URL is long.
-    let id = this.typeIds.get(typeKey);
-    if (id === undefined) this.typeIds.set(typeKey, (id = String(this.typeIds.size)));
-    const full = `${id}\0${key}`;
-    const cached = this.entries.get(full);
+    const cached = type.entries.get(key);
     if (cached) {
-      this.hit(full, cached);
+      this.hit(cached);
       return cached.response;
     }
     this.misses += 1;
     const response = ownResponse(typeUrl, resources());
-    this.entries.set(full, { typeKey, response, usedAt: this.now() });
-    type.keys.add(full);
+    const entry: Cached = { typeKey, key, response, usedAt: this.now() };
+    type.entries.set(key, entry);
+    this.recency.add(entry);
     this.bodyBytes += response.body.length;
-    for (const [oldest] of this.entries) {
-      if (this.entries.size <= this.limits.maxEntries && this.bodyBytes <= this.limits.maxBytes) break;
-      if (oldest === full) break; // the one just built is served even if it alone is over the limit
+    for (const oldest of this.recency) {
+      if (this.recency.size <= this.limits.maxEntries && this.bodyBytes <= this.limits.maxBytes) break;
+      if (oldest === entry) break; // the one just built is served even if it alone is over the limit
       this.remove(oldest);
     }
     return response;
   }
 
-  private hit(full: string, cached: Cached): void {
+  private hit(cached: Cached): void {
     this.hits += 1;
     cached.usedAt = this.now();
-    this.entries.delete(full);
-    this.entries.set(full, cached);
+    this.recency.delete(cached);
+    this.recency.add(cached);
   }
 
   /** Drops responses unused for `idleMs` (run by a timer). */
   sweep(now = this.now()): void {
-    for (const [key, c] of this.entries) {
+    for (const c of this.recency) {
       if (now - c.usedAt < this.limits.idleMs) break; // least recently used first: the rest are newer
-      this.remove(key);
+      this.remove(c);
     }
   }
 
-  private remove(key: string): void {
-    const c = this.entries.get(key);
-    if (!c) return;
-    this.entries.delete(key);
+  private remove(c: Cached): void {
+    if (!this.recency.delete(c)) return;
     this.bodyBytes -= c.response.body.length;
-    this.types.get(c.typeKey)?.keys.delete(key);
+    const entries = this.types.get(c.typeKey)?.entries;
+    if (entries?.get(c.key) === c) entries.delete(c.key);
   }
 }
 

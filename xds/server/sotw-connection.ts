@@ -22,7 +22,7 @@ import { ownResponse, type SharedResponse } from './response-cache.js';
 import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
 import { StreamState } from './sotw-state.js';
 import { CLUSTER, ENDPOINT, HEALTH_INFO, LISTENER, ROUTE, shortTypeName } from '../proto/type-urls.js';
-import { decodeDiscoveryRequest, nonceField, type DiscoveryRequest } from '../proto/wire.js';
+import { decodeDiscoveryRequest, nonceFieldLength, type DiscoveryRequest } from '../proto/wire.js';
 import { subscriptionKey } from './subscription-key.js';
 import { isoNow } from './wall-clock.js';
 
@@ -31,6 +31,11 @@ function partialAllowed(typeUrl: string): boolean {
   return typeUrl === ENDPOINT || typeUrl === ROUTE;
 }
 
+/**
+ * What the stream keeps per type besides the protocol state (StreamState): one record, made when
+ * the type is first answered, so a stream holds one small object per type rather than an entry in
+ * several maps.
+ */
 interface TypeView {
   readonly generator: ResourceGenerator | undefined;
   /** This stream's hold on its view of the generator; its key follows config changes. */
@@ -39,6 +44,10 @@ interface TypeView {
   subKey: string;
   /** typeKey(kind, type), computed once. */
   readonly typeKey: string;
+  /** What the last full response held (undefined before any response). */
+  sentFull: readonly EncodedResource[] | undefined;
+  /** Resources sent by partial responses since the last full one (most streams never get one). */
+  sentSince: Map<string, EncodedResource> | undefined;
 }
 
 export class SotwConnection implements AdsStream {
@@ -49,11 +58,6 @@ export class SotwConnection implements AdsStream {
   private proxyInfo: Proxy | undefined;
   private nonceCounter = 0;
   private readonly views = new Map<string, TypeView>();
-  /** What each type's last full response held, plus names sent by later partial responses. */
-  private readonly lastSent = new Map<
-    string,
-    { full: readonly EncodedResource[]; since: Map<string, EncodedResource> | undefined }
-  >();
   /** A CDS or EDS response kept removed resources (make-before-break): clean up once LDS/RDS went out. */
   private retained = false;
   readonly pump: StreamPump;
@@ -185,27 +189,30 @@ export class SotwConnection implements AdsStream {
   }
 
   typeStatus(): readonly TypeStatus[] {
-    return this.state.watchedTypes().map((typeUrl) => {
-      const t = this.state.typeState(typeUrl);
-      return {
+    // Read for every closing stream's history row: plain assignments, no spread objects.
+    const out: TypeStatus[] = [];
+    for (const [typeUrl, t] of this.state.types()) {
+      const status: { -readonly [K in keyof TypeStatus]: TypeStatus[K] } = {
         typeUrl,
-        sentVersion: t?.sent?.version ?? '',
-        sentNonce: t?.sent?.nonce ?? '',
-        ...(t?.sent && { sentAt: t.sent.at }),
-        ...(t?.ackedVersion &&
-          t.ackedAt && { acked: { version: t.ackedVersion, nonce: t.ackedNonce ?? '', at: t.ackedAt } }),
-        ...(t?.nack && { nack: t.nack }),
+        sentVersion: t.sent?.version ?? '',
+        sentNonce: t.sent?.nonce ?? '',
       };
-    });
+      if (t.sent) status.sentAt = t.sent.at;
+      if (t.ackedVersion && t.ackedAt)
+        status.acked = { version: t.ackedVersion, nonce: t.ackedNonce ?? '', at: t.ackedAt };
+      if (t.nack) status.nack = t.nack;
+      out.push(status);
+    }
+    return out;
   }
 
   /** Resources as last sent per type: the last full response, updated by partial ones since. */
   heldResources(typeUrl: string): readonly EncodedResource[] {
-    const sent = this.lastSent.get(typeUrl);
-    if (!sent) return [];
-    if (!sent.since) return sent.full;
-    const merged = new Map(sent.full.map((r) => [r.name, r]));
-    for (const [n, r] of sent.since) merged.set(n, r);
+    const sent = this.views.get(typeUrl);
+    const full = sent?.sentFull ?? [];
+    if (!sent?.sentSince) return full;
+    const merged = new Map(full.map((r) => [r.name, r]));
+    for (const [n, r] of sent.sentSince) merged.set(n, r);
     return [...merged.values()];
   }
 
@@ -219,6 +226,8 @@ export class SotwConnection implements AdsStream {
         hold: proxy && generator ? this.deps.cache.retain(generator, proxy) : undefined,
         subKey: '',
         typeKey: typeKey(proxy?.kind ?? 'grpc', typeUrl),
+        sentFull: undefined,
+        sentSince: undefined,
       };
       this.views.set(typeUrl, v);
     }
@@ -272,16 +281,16 @@ export class SotwConnection implements AdsStream {
         ? updatedNames(this.heldResources(CLUSTER), response.resources)
         : [];
     const nonce = `${++this.nonceCounter}`;
-    // The shared body and this stream's nonce go out as parts: the body is never copied per stream.
-    const tail = nonceField(nonce);
-    const message = [response.body, tail];
+    // The shared body and this stream's nonce: the writer frames them together, and a large body
+    // goes out uncopied (message-writer.ts).
+    const message = { body: response.body, nonce };
     this.state.recordSent(typeUrl, {
       version: response.version,
       nonce,
       names: response.names,
       at: isoNow(),
     });
-    this.remember(typeUrl, response.resources, partial);
+    this.remember(view, response.resources, partial);
     // Envoy re-warms every updated cluster and waits for its load assignment: follow CDS with the
     // EDS of the clusters that changed, even if unchanged, or such a cluster stays warming.
     const eds = this.state.subscription(ENDPOINT);
@@ -291,7 +300,7 @@ export class SotwConnection implements AdsStream {
       typeUrl,
       type: shortTypeName(typeUrl),
       resources: response.resources.length,
-      bytes: response.body.length + tail.length,
+      bytes: response.body.length + nonceFieldLength(nonce),
       buildMs: performance.now() - started,
     });
     return message;
@@ -360,15 +369,15 @@ export class SotwConnection implements AdsStream {
     return ownResponse(typeUrl, [...response.resources, ...kept]);
   }
 
-  private remember(typeUrl: string, resources: readonly EncodedResource[], partial: boolean): void {
+  private remember(view: TypeView, resources: readonly EncodedResource[], partial: boolean): void {
     if (!partial) {
       // Most streams never get a partial response: the map of them is made on the first.
-      this.lastSent.set(typeUrl, { full: resources, since: undefined });
+      view.sentFull = resources;
+      view.sentSince = undefined;
       return;
     }
-    let sent = this.lastSent.get(typeUrl);
-    if (!sent) this.lastSent.set(typeUrl, (sent = { full: [], since: undefined }));
-    const since = (sent.since ??= new Map());
+    view.sentFull ??= [];
+    const since = (view.sentSince ??= new Map());
     for (const r of resources) since.set(r.name, r);
   }
 

@@ -57,10 +57,10 @@ const NACK: RequestOutcome = { action: 'nack', respond: false };
 const NACK_RESPOND: RequestOutcome = { action: 'nack', respond: true };
 
 export class StreamState {
-  private readonly types = new Map<string, TypeState>();
+  private readonly typeStates = new Map<string, TypeState>();
 
   onRequest(req: RequestView, now?: string): RequestOutcome {
-    const existing = this.types.get(req.typeUrl);
+    const existing = this.typeStates.get(req.typeUrl);
     // A nonce we did not send last for this type answers an older response: ignore it whole.
     // A nonce on a type we never answered is a client reconnecting with state from an earlier stream.
     if (existing?.sent && req.responseNonce && req.responseNonce !== existing.sent.nonce) return STALE;
@@ -77,7 +77,7 @@ export class StreamState {
         nack: undefined,
         nackCount: 0,
       };
-      this.types.set(req.typeUrl, state);
+      this.typeStates.set(req.typeUrl, state);
     }
     const subscriptionChanged = this.updateSubscription(state, req, existing === undefined);
 
@@ -105,7 +105,7 @@ export class StreamState {
    * subscription), otherwise only when it differs from what was last sent and was not NACKed.
    */
   shouldSend(typeUrl: string, version: string, force: boolean): boolean {
-    const state = this.types.get(typeUrl);
+    const state = this.typeStates.get(typeUrl);
     if (!state) return false;
     if (force) return true;
     if (state.sent?.version === version) return false;
@@ -113,22 +113,27 @@ export class StreamState {
   }
 
   recordSent(typeUrl: string, sent: SentResponse): void {
-    const state = this.types.get(typeUrl);
+    const state = this.typeStates.get(typeUrl);
     if (state) state.sent = sent;
   }
 
   subscription(
     typeUrl: string,
   ): { readonly wildcard: boolean; readonly names: ReadonlySet<string> } | undefined {
-    return this.types.get(typeUrl);
+    return this.typeStates.get(typeUrl);
+  }
+
+  /** Every type's state, in the order the stream first asked for each. */
+  types(): IterableIterator<[string, Readonly<TypeState>]> {
+    return this.typeStates.entries();
   }
 
   watchedTypes(): string[] {
-    return [...this.types.keys()];
+    return [...this.typeStates.keys()];
   }
 
   typeState(typeUrl: string): Readonly<TypeState> | undefined {
-    return this.types.get(typeUrl);
+    return this.typeStates.get(typeUrl);
   }
 
   // Wildcard rules (xDS protocol, "How the client specifies what resources to return"): for LDS and
