@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { LOG_FLUSH_MS } from '../../../log/stderr-lines.js';
 import { eventually } from '../../support/eventually.js';
 
