@@ -41,15 +41,15 @@ export function diffSnapshots(
   // Two passes instead of a union of the keys: a registry shares unchanged objects between
   // snapshots, so the common case is one identity check per host and no allocation.
   for (const [host, service] of next.services) {
-    if (!sameJson(prev.services.get(host), service)) hostnames.add(host);
+    if (!sameData(prev.services.get(host), service)) hostnames.add(host);
   }
   for (const host of prev.services.keys()) if (!next.services.has(host)) hostnames.add(host);
   const serviceChanged = hostnames.size > 0;
   for (const [host, list] of next.endpoints) {
-    if (!sameJson(prev.endpoints.get(host) ?? [], list)) hostnames.add(host);
+    if (!sameData(prev.endpoints.get(host) ?? [], list)) hostnames.add(host);
   }
   for (const [host, list] of prev.endpoints) {
-    if (!next.endpoints.has(host) && !sameJson(list, [])) hostnames.add(host);
+    if (!next.endpoints.has(host) && !sameData(list, [])) hostnames.add(host);
   }
   if (hostnames.size === 0) return undefined;
   return { hostnames, endpointsOnly: !serviceChanged };
@@ -63,10 +63,10 @@ function diffHosts(
   const hostnames = new Set<string>();
   let serviceChanged = false;
   for (const host of only) {
-    if (!sameJson(prev.services.get(host), next.services.get(host))) {
+    if (!sameData(prev.services.get(host), next.services.get(host))) {
       hostnames.add(host);
       serviceChanged = true;
-    } else if (!sameJson(prev.endpoints.get(host) ?? [], next.endpoints.get(host) ?? [])) hostnames.add(host);
+    } else if (!sameData(prev.endpoints.get(host) ?? [], next.endpoints.get(host) ?? [])) hostnames.add(host);
   }
   if (hostnames.size === 0) return undefined;
   return { hostnames, endpointsOnly: !serviceChanged };
@@ -103,8 +103,34 @@ function capUnion(a: readonly string[], b: readonly string[]): string[] {
   return [...out];
 }
 
-// Registry objects are plain data built in a fixed key order, so JSON equality is structural equality.
-function sameJson(a: unknown, b: unknown): boolean {
+/**
+ * Whether two registry values are the same data: what their JSON would say, compared in place.
+ * Registry objects are plain data (objects, arrays, strings, numbers, booleans; a key holding
+ * undefined counts as absent, as in JSON), so no text is built for either side: stringifying a
+ * service and its endpoints twice was the costliest step of a one-host diff. Anything else (a Map,
+ * a Date) is compared by its JSON.
+ */
+export function sameData(a: unknown, b: unknown): boolean {
   if (a === b) return true;
-  return JSON.stringify(a) === JSON.stringify(b);
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameData(a[i], b[i])) return false;
+    return true;
+  }
+  if (!isPlainObject(a) || !isPlainObject(b)) return JSON.stringify(a) === JSON.stringify(b);
+  let keys = 0;
+  for (const key of Object.keys(a)) {
+    const value = a[key];
+    if (value === undefined) continue;
+    keys++;
+    if (!sameData(value, b[key])) return false;
+  }
+  for (const key of Object.keys(b)) if (b[key] !== undefined) keys--;
+  return keys === 0;
+}
+
+function isPlainObject(value: object): value is Record<string, unknown> {
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
 }

@@ -5,7 +5,7 @@
 // Rows are written behind: the ones recorded within WRITE_WINDOW_MS go out together in one
 // transaction (one fsync), off the path of the change that recorded them. Reads through this class
 // see them at once; a crash loses at most the last window's rows and leaves the database consistent.
-import { createHash } from 'node:crypto';
+import { sha256 } from '../model/sha256.js';
 import type Database from 'better-sqlite3';
 import { Retention } from './retention.js';
 import { withoutSync } from './relaxed-sync.js';
@@ -191,5 +191,5 @@ export class HistoryTables {
 }
 
 function hashText(text: string): string {
-  return createHash('sha256').update(text).digest('hex').slice(0, 32);
+  return sha256(text, 'hex').slice(0, 32);
 }

@@ -1,6 +1,6 @@
 // A registry snapshot to and from the JSON text kept in SQLite. The format carries a version so a
 // later change can still read old rows.
-import { createHash } from 'node:crypto';
+import { sha256 } from '../model/sha256.js';
 import type { RegistrySnapshot } from '../model/change.js';
 import type { Endpoint } from '../model/endpoint.js';
 import type { Service } from '../model/service.js';
@@ -19,7 +19,7 @@ export function encodeSnapshot(snapshot: RegistrySnapshot): { text: string; hash
         endpoints: Object.fromEntries(snapshot.endpoints),
       } satisfies StoredSnapshot)
     : assemble(snapshot);
-  return { text, hash: createHash('sha256').update(text).digest('hex').slice(0, 32) };
+  return { text, hash: sha256(text, 'hex').slice(0, 32) };
 }
 
 // Snapshot objects are immutable and a registry shares the unchanged ones between snapshots, so each

@@ -1,6 +1,7 @@
 // A generated xDS resource, encoded once: the bytes of its google.protobuf.Any payload are what every
 // stream that receives it sends, and the hash of those bytes is its version.
 import { createHash } from 'node:crypto';
+import { sha256 } from '../../model/sha256.js';
 import { messageType } from './protos.js';
 import { TYPE_URL_PREFIX } from './type-urls.js';
 
@@ -30,7 +31,7 @@ export function toAny(typeUrl: string, message: object): { type_url: string; val
 }
 
 export function hashBytes(value: Uint8Array): string {
-  return createHash('sha256').update(value).digest('base64url').slice(0, 16);
+  return sha256(value, 'base64url').slice(0, 16);
 }
 
 /** Version of a set of resources: a hash over their names and versions, independent of order. */

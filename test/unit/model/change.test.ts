@@ -1,7 +1,13 @@
 // Change triggers merge as changes do: the union of registries and files, bounded.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MAX_TRIGGER_NAMES, mergeChanges, mergeTriggers, type ChangeTrigger } from '../../../model/change.js';
+import {
+  MAX_TRIGGER_NAMES,
+  mergeChanges,
+  mergeTriggers,
+  sameData,
+  type ChangeTrigger,
+} from '../../../model/change.js';
 
 test('merged changes keep the union of their triggers', () => {
   const merged = mergeChanges(
@@ -30,4 +36,38 @@ test('a storm of edits does not grow a trigger past its bound', () => {
     trigger = mergeTriggers(trigger, { registries: ['config'], files: [`f${i}.yaml`] }) ?? trigger;
   assert.equal(trigger.files.length, MAX_TRIGGER_NAMES);
   assert.equal(trigger.files[0], 'f0.yaml');
+});
+
+test('sameData says what comparing the JSON of two values says, for plain data', () => {
+  let seed = 11;
+  const next = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  // Values from a small alphabet, in a fixed key order (as registry objects are built), so that
+  // equal data is frequent and comparing JSON text is the reference. An object's key may hold
+  // undefined (JSON leaves it out); arrays hold none (JSON would write null), nor do registry arrays.
+  const leaves: unknown[] = [1, 'a', 'b', true, false, null, 0];
+  const value = (depth: number, inObject: boolean): unknown => {
+    const r = next();
+    if (depth > 2 || r < 0.4) {
+      if (inObject && next() < 0.15) return undefined;
+      return leaves[Math.floor(next() * leaves.length)];
+    }
+    if (r < 0.7) return Array.from({ length: Math.floor(next() * 3) }, () => value(depth + 1, false));
+    const o: Record<string, unknown> = {};
+    for (const k of ['x', 'y', 'z']) if (next() < 0.6) o[k] = value(depth + 1, true);
+    return o;
+  };
+  let equal = 0;
+  for (let i = 0; i < 5000; i++) {
+    const a = value(0, false);
+    const b = next() < 0.3 ? structuredClone(a) : value(0, false);
+    const json = JSON.stringify(a) === JSON.stringify(b);
+    assert.equal(sameData(a, b), json, `${JSON.stringify(a)} vs ${JSON.stringify(b)}`);
+    if (json) equal++;
+  }
+  assert.ok(equal > 1000, `enough equal pairs (${equal})`);
+  assert.equal(sameData({ a: 1, b: undefined }, { a: 1 }), true, 'a key holding undefined is absent');
+  assert.equal(sameData({ a: 1 }, { a: 1, b: 2 }), false);
+  assert.equal(sameData([{ a: [1, 2] }], [{ a: [1, 3] }]), false);
+  assert.equal(sameData([1], { 0: 1 }), false, 'an array is not an object with index keys');
+  assert.equal(sameData(new Map([[1, 2]]), new Map()), true, 'anything else: by its JSON, as before');
 });
