@@ -2,11 +2,11 @@
 // of 1,000 ServiceEntry files × 10 endpoints) and 2,000 proxyless gRPC streams over 20 HTTP/2
 // connections (100 each, from two load-generator processes), each walking LDS → RDS → CDS → EDS by
 // name for one service (stream k watches service k mod 1,000) and ACKing every response (SotW).
-// Rounds: open every stream, wait until all hold their config, close them all; the first round warms
-// up, the next four are measured. The same rounds run against Portolan with strict admission pacing,
+// Rounds: open every stream, wait until all hold their config, close them all; the first three rounds
+// warm up, the next four are measured. The same rounds run against Portolan with strict admission pacing,
 // with the pacing lifted, and a minimal grpc-js server (bench/load/raw-ads-server.ts) that answers
 // each subscription with the very bytes Portolan sent for that type and name in its first round; the
-// measured rounds of the four servers interleave, so load from other work on the machine falls on
+// later rounds of the four servers interleave, so load from other work on the machine falls on
 // all alike. Reports the storm time (median of the warm rounds) and the throughput ratio, server RSS
 // per stream (after the first storm settles, minus before it), and server CPU per response over the
 // warm rounds. Writes its table into docs/benchmarks.md. PORTOLAN_BENCH_PROFILE=<dir>: each Portolan
@@ -35,7 +35,11 @@ export const STORM_SERVICES = 1000;
 export const STORM_STREAMS = 2000;
 const PER_CONNECTION = 100;
 export const GENERATORS = 2;
-const ROUNDS = 5; // the first warms up
+// The first rounds warm up: the server's CPU per response keeps falling for three rounds (V8's
+// optimising compiler, the young generation's size) — 340, 195, 122, then 104, 106, 103, 88, 91 µs in
+// one run — so a measured round that follows a single warm-up is not warm yet.
+const WARM_UP_ROUNDS = 3;
+const ROUNDS = WARM_UP_ROUNDS + 4;
 const STORM_TIMEOUT_MS = 120_000;
 const UNPACED = 100_000;
 
@@ -124,11 +128,16 @@ async function warmUp(
 }
 
 /**
- * The measured rounds, interleaved: round r of every target before round r + 1 of any, the order
+ * Rounds from..to-1, interleaved: round r of every target before round r + 1 of any, the order
  * rotating each round, so load from other work on the machine falls on all of them alike.
  */
-async function measuredRounds(targets: readonly Target[], generators: readonly Helper[]): Promise<void> {
-  for (let r = 1; r < ROUNDS; r++) {
+async function interleavedRounds(
+  targets: readonly Target[],
+  generators: readonly Helper[],
+  from: number,
+  to: number,
+): Promise<void> {
+  for (let r = from; r < to; r++) {
     for (let i = 0; i < targets.length; i++) {
       const target = targets[(i + r) % targets.length];
       if (!target) continue;
@@ -159,7 +168,7 @@ interface Summary {
 }
 
 function summarize(run: Target): Summary {
-  const warm = run.rounds.slice(1);
+  const warm = run.rounds.slice(WARM_UP_ROUNDS);
   const seconds = warm.map((r) => r.seconds).sort((a, b) => a - b);
   const first = run.rounds[0];
   const responses = warm.reduce((n, r) => n + r.responses, 0);
@@ -219,7 +228,8 @@ export async function proxylessStorm(): Promise<void> {
     const { port } = await rawHelper.next<{ port: number }>();
     const theirs = target(rawHelper.pid, `127.0.0.1:${port}`);
     for (const t of [strict, unpaced, theirs]) await warmUp(t, generators);
-    await measuredRounds([ours, strict, unpaced, theirs], generators);
+    // The rest of the warm-up, then the measured rounds, all interleaved.
+    await interleavedRounds([ours, strict, unpaced, theirs], generators, 1, ROUNDS);
     const [oursLog, strictLog, unpacedLog] = servers.map((s) => logProblems(s.portolan.logs));
     const log = `${oursLog}; strict: ${strictLog}; unpaced: ${unpacedLog}`;
     const ourRss = { before: ours.rssBefore, after: ours.rssAfter };
@@ -257,7 +267,7 @@ function report(
   const cpuRatio = ours.cpuPerResponseUs / raw.cpuPerResponseUs;
   const rows: Record<string, string>[] = [
     {
-      measurement: `connect storm, all ${STORM_STREAMS} streams configured (median of ${ROUNDS - 1} warm rounds)`,
+      measurement: `connect storm, all ${STORM_STREAMS} streams configured (median of ${ROUNDS - WARM_UP_ROUNDS} warm rounds)`,
       Portolan: `${f(ours.median)} s`,
       'raw grpc-js': `${f(raw.median)} s`,
       target: `≥ 0.7 × the raw throughput: ${f(ratio)} ×`,
@@ -288,7 +298,7 @@ function report(
       target: '',
     },
     {
-      measurement: 'storm time of every round, the warm-up first (s)',
+      measurement: `storm time of every round, the ${WARM_UP_ROUNDS} warm-ups first (s)`,
       Portolan: `${ours.all} (strict: ${strict.all}; unpaced: ${unpaced.all})`,
       'raw grpc-js': raw.all,
       target: '',
@@ -335,7 +345,7 @@ function report(
     `proxyless-storm: portolan serve --config-dir D (child process; D: ${STORM_SERVICES} ServiceEntry files × 10 endpoints, one directory), ` +
     `--max-streams-per-peer ${STORM_STREAMS + 100}, defaults otherwise; ${STORM_STREAMS} proxyless gRPC SotW streams ` +
     `(LDS → RDS → CDS → EDS by name, every response ACKed) over ${STORM_STREAMS / PER_CONNECTION} HTTP/2 connections ` +
-    `from ${GENERATORS} load-generator processes; ${ROUNDS} rounds, the first a warm-up; the raw grpc-js server in the same run ` +
+    `from ${GENERATORS} load-generator processes; ${ROUNDS} rounds, the first ${WARM_UP_ROUNDS} warm-ups; the raw grpc-js server in the same run ` +
     `replays Portolan's first-round responses; node ${process.version}, ${new Date().toISOString()}.`;
   printTable(setup, rows);
   writeDocSection('proxyless-storm', `${setup}\n\n${markdownTable(rows)}`);
