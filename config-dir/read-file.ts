@@ -138,20 +138,14 @@ async function readBounded(fs: ReadFs, path: string, maxBytes: number): Promise<
     const info = await handle.stat();
     const refused = refuse(info, maxBytes);
     if (refused) return { read: refused, dev: info.dev };
-    // The size can change under us: read until the end, and stop one byte past the cap. A read
-    // that fills less than asked of a regular file has met its end: no second read to see 0.
-    const chunks: Buffer[] = [];
-    let length = 0;
+    // Few, large chunks: each read is a round trip through the thread pool.
+    const text = new BoundedText(info, maxBytes, 64 * 1024);
     for (;;) {
-      const chunk = Buffer.allocUnsafe(Math.min(Math.max(info.size + 1, 64 * 1024), maxBytes + 1 - length));
-      const { bytesRead } = await handle.read(chunk, 0, chunk.length, length);
-      if (bytesRead === 0) break;
-      chunks.push(chunk.subarray(0, bytesRead));
-      length += bytesRead;
-      if (length > maxBytes) return { read: tooLarge(length, maxBytes), dev: info.dev };
-      if (bytesRead < chunk.length) break;
+      const chunk = text.nextChunk();
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, text.position);
+      const done = text.took(chunk, bytesRead);
+      if (done) return done;
     }
-    return { read: { kind: 'text', text: Buffer.concat(chunks, length).toString('utf8') }, dev: info.dev };
   } catch (e) {
     return { read: failed(e) };
   } finally {
@@ -167,18 +161,13 @@ function readNow(path: string, maxBytes: number): Outcome {
     const info = fstatSync(fd);
     const refused = refuse(info, maxBytes);
     if (refused) return { read: refused, dev: info.dev };
-    const chunks: Buffer[] = [];
-    let length = 0;
+    // Chunks sized to the file: a small one comes from Buffer's shared pool.
+    const text = new BoundedText(info, maxBytes, 4096);
     for (;;) {
-      const chunk = Buffer.allocUnsafe(Math.min(Math.max(info.size + 1, 4096), maxBytes + 1 - length));
-      const bytesRead = readSync(fd, chunk, 0, chunk.length, length);
-      if (bytesRead === 0) break;
-      chunks.push(chunk.subarray(0, bytesRead));
-      length += bytesRead;
-      if (length > maxBytes) return { read: tooLarge(length, maxBytes), dev: info.dev };
-      if (bytesRead < chunk.length) break;
+      const chunk = text.nextChunk();
+      const done = text.took(chunk, readSync(fd, chunk, 0, chunk.length, text.position));
+      if (done) return done;
     }
-    return { read: { kind: 'text', text: Buffer.concat(chunks, length).toString('utf8') }, dev: info.dev };
   } catch (e) {
     return { read: failed(e) };
   } finally {
@@ -189,6 +178,40 @@ function readNow(path: string, maxBytes: number): Outcome {
         // closing a descriptor we opened cannot fail in a way worth reporting
       }
     }
+  }
+}
+
+/**
+ * A regular file's text, gathered chunk by chunk. The size can change under us: read until the
+ * end, and stop one byte past the cap. A read that fills less than asked of a regular file has met
+ * its end: no second read to see 0.
+ */
+class BoundedText {
+  private readonly chunks: Buffer[] = [];
+  /** Bytes gathered so far: where the next read starts. */
+  position = 0;
+
+  constructor(
+    private readonly info: Stats,
+    private readonly maxBytes: number,
+    private readonly minChunk: number,
+  ) {}
+
+  nextChunk(): Buffer {
+    const wanted = Math.max(this.info.size + 1, this.minChunk);
+    return Buffer.allocUnsafe(Math.min(wanted, this.maxBytes + 1 - this.position));
+  }
+
+  /** Takes `bytesRead` bytes read into `chunk`: the outcome once the read is over, else undefined. */
+  took(chunk: Buffer, bytesRead: number): Outcome | undefined {
+    const dev = this.info.dev;
+    if (bytesRead > 0) {
+      this.chunks.push(chunk.subarray(0, bytesRead));
+      this.position += bytesRead;
+      if (this.position > this.maxBytes) return { read: tooLarge(this.position, this.maxBytes), dev };
+      if (bytesRead === chunk.length) return undefined;
+    }
+    return { read: { kind: 'text', text: Buffer.concat(this.chunks, this.position).toString('utf8') }, dev };
   }
 }
 

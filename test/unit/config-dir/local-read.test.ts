@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import {
+  type Stats,
   mkdtempSync,
   openSync,
   closeSync,
@@ -20,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fsTypeOf, LocalFilesystems, major, minor } from '../../../config-dir/local-filesystems.js';
-import { ConfigFileReader } from '../../../config-dir/read-file.js';
+import { ConfigFileReader, type ReadFs } from '../../../config-dir/read-file.js';
 
 const POOL = Number(process.env.UV_THREADPOOL_SIZE ?? 4);
 
@@ -122,4 +123,33 @@ test('a device counts as local by its filesystem type in the mount table, which 
   assert.equal(reads, 7, 'answers are kept');
   assert.equal(fsTypeOf(makedev(0, 54), mountinfo), 'fuse.sshfs');
   assert.deepEqual([major(makedev(259, 300000)), minor(makedev(259, 300000))], [259, 300000]);
+});
+
+test('a file that grows while it is read is read to its end, and past the cap it is too large', async () => {
+  // The descriptor's size says 10 bytes; the file holds more by the time it is read.
+  const growing = (content: Buffer): ReadFs => ({
+    open: () =>
+      Promise.resolve({
+        stat: () =>
+          Promise.resolve({
+            ...statSync(tmpdir()),
+            size: 10,
+            isDirectory: () => false,
+            isFile: () => true,
+          } as Stats),
+        read: (buffer: Buffer, offset: number, length: number, position: number) =>
+          Promise.resolve({
+            bytesRead: content.copy(buffer, offset, position, Math.min(content.length, position + length)),
+          }),
+        close: () => Promise.resolve(),
+      }),
+  });
+  const text = 'grown: ' + 'x'.repeat(200_000) + '\n';
+  const reader = new ConfigFileReader({ maxBytes: 1_000_000, timeoutMs: 5000 }, growing(Buffer.from(text)));
+  assert.deepEqual(await reader.read('/grown.yaml'), { kind: 'text', text });
+  const capped = new ConfigFileReader({ maxBytes: 100_000, timeoutMs: 5000 }, growing(Buffer.from(text)));
+  assert.deepEqual(await capped.read('/grown.yaml'), {
+    kind: 'error',
+    message: 'larger than 100000 bytes (100001 bytes); not loaded',
+  });
 });
