@@ -6,6 +6,8 @@ const PRUNE_EVERY = 100;
 
 export class Retention {
   private inserts = 0;
+  // Prepared on the first prune and kept: a connect storm prunes every 100 rows.
+  private prunes: Database.Statement<[number]>[] | undefined;
 
   constructor(
     private readonly db: Database.Database,
@@ -16,8 +18,9 @@ export class Retention {
   /** Call after each insert, inside its transaction. */
   inserted(): void {
     if (++this.inserts % PRUNE_EVERY !== 0) return;
-    for (const table of this.tables) {
-      this.db.prepare(`DELETE FROM ${table} WHERE id <= (SELECT MAX(id) FROM ${table}) - ?`).run(this.limit);
-    }
+    this.prunes ??= this.tables.map((table) =>
+      this.db.prepare<[number]>(`DELETE FROM ${table} WHERE id <= (SELECT MAX(id) FROM ${table}) - ?`),
+    );
+    for (const prune of this.prunes) prune.run(this.limit);
   }
 }

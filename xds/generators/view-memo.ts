@@ -46,7 +46,8 @@ export function servingView(
     config: source.config,
     index: sameConfig && previous ? previous.index : new MeshIndex(source.config),
     memo: sameConfig && previous?.catalog === source.catalog ? previous.memo : new ViewMemo(),
-    ...(source.trustDomain && { trustDomain: source.trustDomain }),
+    // Always present (maybe undefined): one object shape, which contexts copy field by field.
+    trustDomain: source.trustDomain || undefined,
   };
 }
 

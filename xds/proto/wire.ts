@@ -32,11 +32,11 @@ export function decodeDiscoveryRequest(bytes: Buffer): DiscoveryRequest {
   const status = raw.error_detail;
   return {
     versionInfo: raw.version_info ?? '',
-    ...(raw.node && { node: toNodeInfo(raw.node) }),
+    node: raw.node && toNodeInfo(raw.node),
     resourceNames: raw.resource_names ?? [],
     typeUrl: raw.type_url ?? '',
     responseNonce: raw.response_nonce ?? '',
-    ...(status && { errorDetail: { code: status.code ?? 0, message: status.message ?? '' } }),
+    errorDetail: status && { code: status.code ?? 0, message: status.message ?? '' },
   };
 }
 
@@ -257,13 +257,14 @@ export interface RawValue {
 
 /** The node as the server reads it: metadata as plain JSON (also for request-reader.ts's own node reader). */
 export function toNodeInfo(node: RawNode): NodeInfo {
+  // One shape for every node (absent fields undefined): spreads would give each combination its own.
   return {
-    ...(node.id !== undefined && { id: node.id }),
-    ...(node.cluster !== undefined && { cluster: node.cluster }),
-    ...(node.user_agent_name !== undefined && { user_agent_name: node.user_agent_name }),
-    ...(node.user_agent_version !== undefined && { user_agent_version: node.user_agent_version }),
+    id: node.id,
+    cluster: node.cluster,
+    user_agent_name: node.user_agent_name,
+    user_agent_version: node.user_agent_version,
     metadata: structToJson(node.metadata),
-    ...(node.locality && { locality: node.locality }),
+    locality: node.locality,
   };
 }
 

@@ -7,6 +7,7 @@
 import { shortTypeName } from '../proto/type-urls.js';
 import type { AdsStream } from './ads-stream.js';
 import type { AdsObserver } from './observer.js';
+import { isoNow } from './wall-clock.js';
 
 export interface ConnectionLog {
   /** Returns an id to pass to `disconnected`. `at`: when the stream started (ISO time). */
@@ -74,7 +75,7 @@ export class BatchedConnectionLog {
     token: ConnectionToken,
     acks: Record<string, unknown>,
     nacks: Record<string, unknown>,
-    at = new Date().toISOString(),
+    at = isoNow(),
   ): void {
     const c = token as Connection;
     c.acks = acks;

@@ -242,14 +242,8 @@ export function readPlainRequest(buf: Buffer, maxNames = Infinity): DiscoveryReq
   } catch {
     return undefined;
   }
-  return {
-    versionInfo,
-    ...(node && { node }),
-    typeUrl,
-    responseNonce,
-    resourceNames,
-    ...(errorDetail && { errorDetail }),
-  };
+  // The decoder's shape, field for field (decodeDiscoveryRequest): absent fields are undefined.
+  return { versionInfo, node, resourceNames, typeUrl, responseNonce, errorDetail };
 }
 
 /** Where a request message keeps resource names and its type URL (tags: field << 3 | 2). */

@@ -276,10 +276,11 @@ export class SotwConnection implements AdsStream {
     }
     if (!partial && !this.state.shouldSend(typeUrl, response.version, work.force)) return undefined;
     if (partial && this.state.typeState(typeUrl)?.nack?.version === response.version) return undefined;
+    // Read before remember() replaces what was held; only Envoy's CDS needs it (no array otherwise).
     const rewarm =
       typeUrl === CLUSTER && proxy.kind === 'envoy'
         ? updatedNames(this.heldResources(CLUSTER), response.resources)
-        : [];
+        : undefined;
     const nonce = `${++this.nonceCounter}`;
     // The shared body and this stream's nonce: the writer frames them together, and a large body
     // goes out uncopied (message-writer.ts).
@@ -293,9 +294,11 @@ export class SotwConnection implements AdsStream {
     this.remember(view, response.resources, partial);
     // Envoy re-warms every updated cluster and waits for its load assignment: follow CDS with the
     // EDS of the clusters that changed, even if unchanged, or such a cluster stays warming.
-    const eds = this.state.subscription(ENDPOINT);
-    const again = rewarm.filter((n) => eds?.names.has(n));
-    if (again.length > 0) this.pump.mark(ENDPOINT, { names: again });
+    if (rewarm) {
+      const eds = this.state.subscription(ENDPOINT);
+      const again = rewarm.filter((n) => eds?.names.has(n));
+      if (again.length > 0) this.pump.mark(ENDPOINT, { names: again });
+    }
     this.deps.observer.responseSent?.(this, {
       typeUrl,
       type: shortTypeName(typeUrl),
