@@ -2,8 +2,11 @@
 // a stream is recorded when its proxy is known, and its disconnect with the last ACK and NACK of
 // each type, whichever protocol variant it spoke. Written in batches: a connect storm of thousands
 // of streams would otherwise cost one synchronous, fsynced database write per stream on the event
-// loop. Events queue here and go to the log once per interval, inside one transaction when the log
-// offers one; each carries the time it happened (the stream's start, its end), not the time written.
+// loop. Events queue here and go to the log inside one transaction when the log offers one, once an
+// interval passes without a new event (a storm's rows are written after it, not between its
+// streams' requests), and at the latest MAX_DELAY_INTERVALS intervals after the first queued event
+// or once MAX_QUEUED events wait. Each carries the time it happened (the stream's start, its end),
+// not the time written.
 import { shortTypeName } from '../proto/type-urls.js';
 import type { AdsStream } from './ads-stream.js';
 import type { AdsObserver } from './observer.js';
@@ -42,12 +45,21 @@ interface Connection {
 /** Identifies a queued connection for `disconnected` (what `connected` returned). */
 export type ConnectionToken = object;
 
+/** Queued events are written at the latest this many intervals after the first of them. */
+export const MAX_DELAY_INTERVALS = 10;
+/** Queued events are written at once when this many wait (memory stays bounded in endless churn). */
+export const MAX_QUEUED = 20_000;
+
 export class BatchedConnectionLog {
   // Within a flush every queued connect is written before any queued disconnect: a connection's
   // disconnect is queued after its connect, so it finds its row id.
   private connects: Connection[] = [];
   private disconnects: Connection[] = [];
   private timer: NodeJS.Timeout | undefined;
+  /** Events since the timer last looked: a count, so queuing one costs no timer call. */
+  private recent = 0;
+  /** Intervals the timer has waited since the first queued event. */
+  private waited = 0;
 
   constructor(
     private readonly log: ConnectionLog,
@@ -89,6 +101,8 @@ export class BatchedConnectionLog {
   flush(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+    this.recent = 0;
+    this.waited = 0;
     const connects = this.connects;
     const disconnects = this.disconnects;
     this.connects = [];
@@ -104,7 +118,21 @@ export class BatchedConnectionLog {
   }
 
   private schedule(): void {
-    this.timer ??= setTimeout(() => this.flush(), this.intervalMs);
+    this.recent += 1;
+    if (this.connects.length + this.disconnects.length >= MAX_QUEUED) this.flush();
+    else this.timer ??= setTimeout(() => this.tick(), this.intervalMs);
+  }
+
+  /** The timer: writes once an interval went by without events, or the first has waited long enough. */
+  private tick(): void {
+    this.timer = undefined;
+    this.waited += 1;
+    if (this.recent > 0 && this.waited < MAX_DELAY_INTERVALS) {
+      this.recent = 0;
+      this.timer = setTimeout(() => this.tick(), this.intervalMs);
+      return;
+    }
+    this.flush();
   }
 }
 

@@ -1,11 +1,14 @@
-// The batched connection log: connects and disconnects queued per stream and written once per
-// interval, in one transaction, each disconnect on its own connect's row.
+// The batched connection log: connects and disconnects queued per stream and written once a quiet
+// interval has passed (or the first has waited long enough), in one transaction, each disconnect on
+// its own connect's row.
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { mock, test } from 'node:test';
 import type { AdsStream, TypeStatus } from '../../../xds/server/ads-stream.js';
 import {
   BatchedConnectionLog,
   ConnectionLogObserver,
+  MAX_DELAY_INTERVALS,
+  MAX_QUEUED,
   type ConnectionLog,
 } from '../../../xds/server/connection-log.js';
 import { CLUSTER, ENDPOINT } from '../../../xds/proto/type-urls.js';
@@ -89,6 +92,56 @@ test('the queue is written by its timer', async () => {
   batched.connected('timed', 'p', 'grpc', 't1');
   await new Promise((resolve) => setTimeout(resolve, 50));
   assert.deepEqual(log.calls, ['connect timed']);
+});
+
+test('while streams keep coming the queue waits, and it is written one quiet interval after the last', () => {
+  mock.timers.enable({ apis: ['setTimeout'] });
+  try {
+    const log = new MemoryLog();
+    const batched = new BatchedConnectionLog(log, 10);
+    // A storm: a connect every 4 ms for 40 ms, then nothing.
+    for (let i = 0; i < 10; i++) {
+      batched.connected(`s${i}`, 'p', 'grpc', 't');
+      mock.timers.tick(4);
+    }
+    assert.deepEqual(log.calls, [], 'nothing is written while connects keep arriving');
+    mock.timers.tick(10); // the interval in which the last connect came
+    assert.deepEqual(log.calls, []);
+    mock.timers.tick(10); // a whole interval without one
+    assert.equal(log.calls.length, 10);
+    assert.equal(log.batches, 1);
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test('endless churn is still written, at the latest MAX_DELAY_INTERVALS intervals after its first event', () => {
+  mock.timers.enable({ apis: ['setTimeout'] });
+  try {
+    const log = new MemoryLog();
+    const batched = new BatchedConnectionLog(log, 10);
+    let i = 0;
+    for (; i < (MAX_DELAY_INTERVALS * 10) / 2 - 1; i++) {
+      batched.connected(`s${i}`, 'p', 'grpc', 't');
+      mock.timers.tick(2);
+    }
+    assert.deepEqual(log.calls, [], 'not yet: the first connect has waited less than the maximum');
+    batched.connected(`s${i}`, 'p', 'grpc', 't');
+    mock.timers.tick(2);
+    assert.equal(log.calls.length, i + 1, 'every queued connect is written at the maximum delay');
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test('a queue of MAX_QUEUED events is written at once, without waiting for its timer', () => {
+  const log = new MemoryLog();
+  const batched = new BatchedConnectionLog(log, 60_000);
+  for (let i = 0; i < MAX_QUEUED - 1; i++) batched.connected(`s${i}`, 'p', 'grpc', 't');
+  assert.equal(log.calls.length, 0);
+  batched.connected('last', 'p', 'grpc', 't');
+  assert.equal(log.calls.length, MAX_QUEUED);
+  batched.flush(); // clears the timer
 });
 
 /** A stream as the observer sees it. */
