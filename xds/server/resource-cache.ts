@@ -12,7 +12,8 @@
 // its own hostname (or of the config): streams keep such names themselves (the subscription index's
 // missing names) and re-evaluate them when `ChangeSet.hosts` names their hostname. Entries are kept
 // while a stream of their view is open (streams retain their views), and dropped, by a timer, once
-// their view has had no stream for IDLE_EVICT_MS. A view key may depend on the mesh config (EDS
+// their view has had no stream for IDLE_EVICT_MS, or at once when a change touches them meanwhile
+// (nothing is rebuilt for a view no stream holds). A view key may depend on the mesh config (EDS
 // reads the proxy's locality only when a rule looks at it): when the config changes, every held
 // view is re-keyed, so streams move to their new view (and the change re-evaluates them anyway).
 import type { ChangeEvent } from '../../model/change.js';
@@ -305,16 +306,26 @@ export class ResourceCache {
     }
     const names = new Map<string, Set<string>>();
     const wildcards = new Set<string>();
+    /** Types whose entries were dropped unheld: their epoch moves on, no name is reported. */
+    const stale = new Set<string>();
     const rebuild = (key: string): void => {
       const entry = this.entries.get(key);
       if (!entry) return;
       const { generator } = entry;
       if (!affects(generator, event, entry.host !== undefined)) return;
+      const tk = typeKey(generator.proxyKind, generator.typeUrl);
+      if (!this.held(entry.view)) {
+        // No stream holds its view (they closed; it waits out IDLE_EVICT_MS): dropped, not built
+        // for no one (a stream that comes back builds it). No stream to tell, but the type's
+        // shared responses may hold the old bytes: its epoch moves on.
+        this.drop(key, entry);
+        stale.add(tk);
+        return;
+      }
       const next = generator.build(this.context(entry.proxy), key.slice(key.lastIndexOf('\0') + 1));
       if (next?.version === entry.resource.version) return;
       if (next) entry.resource = next;
       else this.drop(key, entry); // gone: reported below, and no longer kept
-      const tk = typeKey(generator.proxyKind, generator.typeUrl);
       let set = names.get(tk);
       if (!set) names.set(tk, (set = new Set()));
       set.add(key.slice(key.lastIndexOf('\0') + 1));
@@ -331,6 +342,12 @@ export class ResourceCache {
     for (const [key, entry] of this.wildcard) {
       const { generator } = entry;
       if (!affects(generator, event, false)) continue;
+      if (!this.held(entry.view)) {
+        // As for entries above: no stream to resolve it for.
+        this.wildcard.delete(key);
+        stale.add(typeKey(generator.proxyKind, generator.typeUrl));
+        continue;
+      }
       const next = generator.wildcardNames(this.context(entry.proxy));
       if (sameList(next, entry.names)) continue;
       entry.names = next;
@@ -339,6 +356,7 @@ export class ResourceCache {
       const tk = typeKey(generator.proxyKind, generator.typeUrl);
       if (!names.has(tk)) names.set(tk, new Set());
     }
+    for (const tk of stale) if (!names.has(tk)) this.epochs.set(tk, (this.epochs.get(tk) ?? 0) + 1);
     const types: ChangedType[] = [];
     for (const [tk, set] of names) {
       this.epochs.set(tk, (this.epochs.get(tk) ?? 0) + 1);
@@ -365,6 +383,11 @@ export class ResourceCache {
     if (idle.size === 0) return;
     for (const [key, entry] of this.entries) if (idle.has(entry.view)) this.drop(key, entry);
     for (const [key, entry] of this.wildcard) if (idle.has(entry.view)) this.wildcard.delete(key);
+  }
+
+  /** Whether an open stream holds the view. */
+  private held(view: string): boolean {
+    return (this.views.get(view)?.holders ?? 0) > 0;
   }
 
   /** A view used without a stream holding it (a one-off read) counts as just released. */

@@ -61,6 +61,7 @@ test('a name that does not exist leaves no entry; the change that creates it rep
 test('an entry whose resource goes away is reported and dropped', (t) => {
   const w = world();
   t.after(() => w.cache.stop());
+  w.cache.retain(grpcClusterGenerator, proxy); // a stream is open (an unheld entry goes unreported)
   w.cache.get(grpcClusterGenerator, proxy, CLUSTER_A);
   assert.equal(w.cache.size, 1);
   w.services.delete(A);

@@ -8,6 +8,8 @@ import type { Service } from '../../../model/service.js';
 import { grpcClusterGenerator } from '../../../xds/generators/grpc/cluster.js';
 import { grpcEndpointGenerator } from '../../../xds/generators/grpc/endpoint.js';
 import { grpcListenerGenerator } from '../../../xds/generators/grpc/listener.js';
+import type { ResourceGenerator } from '../../../xds/generators/generator.js';
+import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
 import { proxyFromNode } from '../../../xds/proxy/proxy.js';
 import { ResourceCache, typeKey, wildcardKey } from '../../../xds/server/resource-cache.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../../xds/proto/type-urls.js';
@@ -33,6 +35,9 @@ function world() {
   const cache = new ResourceCache((p) =>
     generateContext({ proxy: p, catalog, config: NO_MESH_CONFIG.meshConfig() }),
   );
+  // `proxy` has a stream open, as the server's caches always do for what they rebuild.
+  for (const g of [grpcClusterGenerator, grpcEndpointGenerator, grpcListenerGenerator])
+    cache.retain(g, proxy);
   return {
     cache,
     services,
@@ -118,4 +123,86 @@ test('a change without hostnames (config) drops everything', () => {
   assert.equal(set.all, true);
   assert.equal(w.cache.size, 0);
   assert.notEqual(w.cache.epoch('grpc', CLUSTER), epoch);
+});
+
+/** `generator`, counting the resources it builds. */
+function counting<G extends ResourceGenerator>(generator: G): G & { builds: number } {
+  const counted = { ...generator, builds: 0 };
+  counted.build = (ctx, name) => {
+    counted.builds += 1;
+    return generator.build(ctx, name);
+  };
+  return counted;
+}
+
+test('a change drops, and does not build, the entries of a view no stream holds; a stream that comes back builds them', () => {
+  const w = world();
+  const eds = counting(grpcEndpointGenerator);
+  const hold = w.cache.retain(eds, proxy);
+  const before = w.cache.get(eds, proxy, CLUSTER_A, hold.key);
+  hold.release(); // the stream closed; the view waits out IDLE_EVICT_MS
+  w.endpoints.set(A, [endpoint('10.0.0.9', { grpc: 9000 })]);
+  w.rebuild();
+  const epoch = w.cache.epoch('grpc', ENDPOINT);
+  const builds = eds.builds;
+  const set = w.cache.apply({ hostnames: new Set([A]), endpointsOnly: true });
+  assert.equal(eds.builds, builds, 'nothing was built for the unheld view');
+  assert.deepEqual(changed(set, ENDPOINT), [], 'no stream to tell');
+  assert.notEqual(w.cache.epoch('grpc', ENDPOINT), epoch, "the type's shared responses are stale");
+  const again = w.cache.retain(eds, proxy);
+  const after = w.cache.get(eds, proxy, CLUSTER_A, again.key);
+  assert.equal(eds.builds, builds + 1, 'built again once asked for');
+  assert.notEqual(after?.version, before?.version, 'with the new endpoints');
+});
+
+test('a change rebuilds and reports the entries of a view a stream still holds', () => {
+  const w = world();
+  const eds = counting(grpcEndpointGenerator);
+  const hold = w.cache.retain(eds, proxy);
+  w.cache.get(eds, proxy, CLUSTER_A, hold.key);
+  w.endpoints.set(A, [endpoint('10.0.0.9', { grpc: 9000 })]);
+  w.rebuild();
+  const builds = eds.builds;
+  const set = w.cache.apply({ hostnames: new Set([A]), endpointsOnly: true });
+  assert.equal(eds.builds, builds + 1);
+  assert.deepEqual(changed(set, ENDPOINT), [CLUSTER_A]);
+});
+
+test('a change drops the wildcard list of a view no stream holds, and moves its type on', () => {
+  const w = world();
+  const cds = counting(grpcClusterGenerator);
+  const hold = w.cache.retain(cds, proxy);
+  w.cache.wildcardNames(cds, proxy, hold.key);
+  hold.release();
+  const epoch = w.cache.epoch('grpc', CLUSTER);
+  w.services.set('c.mock.internal', service('c.mock.internal', [servicePort('grpc', 7070)]));
+  w.rebuild();
+  const set = w.cache.apply({ hostnames: new Set(['c.mock.internal']), endpointsOnly: false });
+  assert.equal(set.wildcards.size, 0);
+  assert.notEqual(w.cache.epoch('grpc', CLUSTER), epoch);
+  assert.ok(w.cache.wildcardNames(cds, proxy).names.includes('outbound|7070||c.mock.internal'));
+});
+
+test("an Envoy listener (catalog-wide) of a view no stream holds is dropped, not built, and its type's responses go stale", () => {
+  const w = world();
+  const sidecar = proxyFromNode({
+    id: 'sidecar~10.9.9.9~s~default.svc',
+    user_agent_name: 'envoy',
+    metadata: { INTERCEPTION_MODE: 'REDIRECT' },
+  });
+  const lds = counting(envoyGenerators().find((g) => g.typeUrl === LISTENER) ?? assert.fail());
+  const hold = w.cache.retain(lds, sidecar);
+  const built = w.cache
+    .wildcardNames(lds, sidecar, hold.key)
+    .names.filter((n) => w.cache.get(lds, sidecar, n, hold.key));
+  assert.ok(built.length > 0, `listeners: ${built.join(', ')}`);
+  hold.release();
+  const epoch = w.cache.epoch('envoy', LISTENER);
+  w.services.set(A, service(A, [servicePort('grpc', 7070)], { labels: { edited: 'yes' } }));
+  w.rebuild();
+  const builds = lds.builds;
+  const set = w.cache.apply({ hostnames: new Set([A]), endpointsOnly: false });
+  assert.equal(lds.builds, builds, 'nothing was built for the unheld view');
+  assert.equal(set.names.get(typeKey('envoy', LISTENER)), undefined, 'no stream to tell');
+  assert.notEqual(w.cache.epoch('envoy', LISTENER), epoch, "the type's shared responses are stale");
 });
