@@ -160,17 +160,19 @@ export class AdsService {
       send: (message, drained) => {
         if (!closed) writer.write(message, drained);
       },
-      ...((authorize || admission) && {
-        admit: (proxy: Proxy) => {
-          if (authorize) {
-            const verdict = authorize(proxy, call);
-            if (verdict && 'code' in verdict) throw new StreamError(verdict.code, verdict.reason);
-            if (verdict) stream.peerIdentity = verdict.identity;
-          }
-          const refusal = admission?.(stream, proxy);
-          if (refusal) throw new StreamError(refusal.code, refusal.reason);
-        },
-      }),
+      // Present (maybe undefined) on every call object: one shape for the per-response `send`.
+      admit:
+        authorize || admission
+          ? (proxy: Proxy) => {
+              if (authorize) {
+                const verdict = authorize(proxy, call);
+                if (verdict && 'code' in verdict) throw new StreamError(verdict.code, verdict.reason);
+                if (verdict) stream.peerIdentity = verdict.identity;
+              }
+              const refusal = admission?.(stream, proxy);
+              if (refusal) throw new StreamError(refusal.code, refusal.reason);
+            }
+          : undefined,
     });
     const id = stream.id;
     streams.add(stream);

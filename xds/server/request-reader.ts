@@ -313,12 +313,14 @@ export function readPlainDeltaRequest(buf: Buffer, maxNames = Infinity): DeltaDi
   } catch {
     return undefined;
   }
+  // The decoder's shape, field for field (decodeDeltaDiscoveryRequest): absent fields are undefined.
   return {
+    node: undefined,
     typeUrl,
     subscribe,
     unsubscribe,
     initialVersions: NO_VERSIONS,
     responseNonce,
-    ...(errorDetail && { errorDetail }),
+    errorDetail,
   };
 }
