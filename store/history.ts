@@ -7,6 +7,7 @@
 // see them at once; a crash loses at most the last window's rows and leaves the database consistent.
 import { sha256 } from '../model/sha256.js';
 import type Database from 'better-sqlite3';
+import { prepared } from './prepared.js';
 import { Retention } from './retention.js';
 import { withoutSync } from './relaxed-sync.js';
 import type { GuardWrite } from './snapshots.js';
@@ -46,8 +47,6 @@ export class HistoryTables {
   private timer: NodeJS.Timeout | undefined;
   private readonly tagged: boolean;
   private mirror: HistoryMirror | undefined;
-  /** Compiled once: better-sqlite3's prepare() compiles the SQL on every call. */
-  private readonly statements = new Map<string, Database.Statement<unknown[], unknown>>();
 
   constructor(
     private readonly db: Database.Database,
@@ -89,7 +88,8 @@ export class HistoryTables {
       replica: this.replica,
     });
     this.defer(`config history of ${file}`, () => {
-      this.statement(
+      prepared(
+        this.db,
         this.tagged
           ? 'INSERT INTO config_history (at, file, outcome, content_hash, resources, error, replica) VALUES (?, ?, ?, ?, ?, ?, ?)'
           : 'INSERT INTO config_history (at, file, outcome, content_hash, resources, error) VALUES (?, ?, ?, ?, ?, ?)',
@@ -103,13 +103,14 @@ export class HistoryTables {
         ...(this.tagged ? [this.replica] : []),
       );
       if (outcome === 'accepted' && details.text !== undefined) {
-        this.statement(
+        prepared(
+          this.db,
           `INSERT INTO config_files (path, text, content_hash, accepted_at) VALUES (?, ?, ?, ?)
              ON CONFLICT (path) DO UPDATE SET text = excluded.text, content_hash = excluded.content_hash,
                accepted_at = excluded.accepted_at`,
         ).run(file, details.text, hash, at);
       }
-      if (outcome === 'removed') this.statement('DELETE FROM config_files WHERE path = ?').run(file);
+      if (outcome === 'removed') prepared(this.db, 'DELETE FROM config_files WHERE path = ?').run(file);
       this.retention.inserted();
     });
   }
@@ -142,20 +143,11 @@ export class HistoryTables {
     this.timer ??= setTimeout(() => this.flush(), WRITE_WINDOW_MS).unref();
   }
 
-  private statement<P extends unknown[] = unknown[], R = unknown>(sql: string): Database.Statement<P, R> {
-    let statement = this.statements.get(sql);
-    if (!statement) {
-      statement = this.db.prepare(sql);
-      this.statements.set(sql, statement);
-    }
-    return statement as Database.Statement<P, R>;
-  }
-
   /** The last accepted text of a config file, if any. */
   lastAcceptedText(file: string): string | undefined {
     const pending = this.pendingFiles.get(file);
     if (pending !== undefined) return pending ?? undefined;
-    return this.statement<[string], { text: string }>('SELECT text FROM config_files WHERE path = ?').get(
+    return prepared<[string], { text: string }>(this.db, 'SELECT text FROM config_files WHERE path = ?').get(
       file,
     )?.text;
   }
@@ -164,7 +156,8 @@ export class HistoryTables {
     const at = new Date().toISOString();
     this.mirror?.record({ at, source: 'registry', subject: registry, event, detail, replica: this.replica });
     this.defer(`registry event of ${registry}`, () => {
-      this.statement(
+      prepared(
+        this.db,
         this.tagged
           ? 'INSERT INTO registry_events (at, registry, event, detail, replica) VALUES (?, ?, ?, ?, ?)'
           : 'INSERT INTO registry_events (at, registry, event, detail) VALUES (?, ?, ?, ?)',
@@ -177,7 +170,8 @@ export class HistoryTables {
   recent(limit = 100): HistoryEntry[] {
     this.flush();
     const replica = this.tagged ? 'replica' : "''";
-    return this.statement<[number], HistoryEntry>(
+    return prepared<[number], HistoryEntry>(
+      this.db,
       `SELECT at, source, subject, event, detail, replica FROM (
            SELECT id, at, 'config' AS source, file AS subject, outcome AS event,
                   COALESCE(error, resources) AS detail, ${replica} AS replica FROM config_history

@@ -1,6 +1,7 @@
 // Which proxies connected, from where, when, and the last ACK/NACK of each type. Bounded like the
 // other history tables.
 import type Database from 'better-sqlite3';
+import { prepared } from './prepared.js';
 import { Retention } from './retention.js';
 import type { GuardWrite } from './snapshots.js';
 
@@ -26,10 +27,6 @@ interface Row {
 
 export class ProxyHistoryTable {
   private readonly retention: Retention;
-  // Prepared once, on first use: a connect storm writes a row per stream, and preparing costs more
-  // than running (half the table's time before). Lazily, so a read-only store never prepares writes.
-  private insertStmt: Database.Statement<[string, string, string, string]> | undefined;
-  private updateStmt: Database.Statement<[string, string, string, number]> | undefined;
 
   constructor(
     private readonly db: Database.Database,
@@ -42,10 +39,11 @@ export class ProxyHistoryTable {
   /** Records a new connection that started `at` (default now); returns its row id for the disconnect. */
   connected(nodeId: string, peer: string, kind: string, at = new Date().toISOString()): number | undefined {
     return this.guard(`proxy connection of ${nodeId}`, () => {
-      this.insertStmt ??= this.db.prepare(
+      // A connect storm writes a row per stream: prepared once (prepared.ts).
+      const info = prepared<[string, string, string, string]>(
+        this.db,
         'INSERT INTO proxy_connections (node_id, peer, kind, connected_at) VALUES (?, ?, ?, ?)',
-      );
-      const info = this.insertStmt.run(nodeId, peer, kind, at);
+      ).run(nodeId, peer, kind, at);
       this.retention.inserted();
       return Number(info.lastInsertRowid);
     });
@@ -63,10 +61,10 @@ export class ProxyHistoryTable {
     at = new Date().toISOString(),
   ): void {
     this.guard('proxy disconnect', () => {
-      this.updateStmt ??= this.db.prepare(
+      prepared<[string, string, string, number]>(
+        this.db,
         'UPDATE proxy_connections SET disconnected_at = ?, last_acks = ?, last_nacks = ? WHERE id = ?',
-      );
-      this.updateStmt.run(at, JSON.stringify(lastAcks), JSON.stringify(lastNacks), id);
+      ).run(at, JSON.stringify(lastAcks), JSON.stringify(lastNacks), id);
     });
   }
 

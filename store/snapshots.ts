@@ -12,6 +12,7 @@ import {
   json,
   PER_HOST_FORMAT,
 } from './snapshot-codec.js';
+import { prepared } from './prepared.js';
 import { withoutSync } from './relaxed-sync.js';
 
 export type GuardWrite = <T>(what: string, fn: () => T) => T | undefined;
@@ -41,19 +42,17 @@ export class SnapshotTable {
     const { text, hash } = encodeSnapshot(snapshot);
     return (
       this.guard(`snapshot of ${registry}`, () => {
-        const existing = this.db
-          .prepare<[string], { content_hash: string }>(
-            'SELECT content_hash FROM registry_snapshots WHERE registry = ?',
-          )
-          .get(registry);
+        const existing = prepared<[string], { content_hash: string }>(
+          this.db,
+          'SELECT content_hash FROM registry_snapshots WHERE registry = ?',
+        ).get(registry);
         if (existing?.content_hash === hash) return false;
-        this.db
-          .prepare(
-            `INSERT INTO registry_snapshots (registry, snapshot, content_hash, synced_at) VALUES (?, ?, ?, ?)
-             ON CONFLICT (registry) DO UPDATE SET snapshot = excluded.snapshot,
-               content_hash = excluded.content_hash, synced_at = excluded.synced_at`,
-          )
-          .run(registry, text, hash, syncedAt);
+        prepared(
+          this.db,
+          `INSERT INTO registry_snapshots (registry, snapshot, content_hash, synced_at) VALUES (?, ?, ?, ?)
+           ON CONFLICT (registry) DO UPDATE SET snapshot = excluded.snapshot,
+             content_hash = excluded.content_hash, synced_at = excluded.synced_at`,
+        ).run(registry, text, hash, syncedAt);
         return true;
       }) ?? false
     );
@@ -70,11 +69,13 @@ export class SnapshotTable {
     hosts: Iterable<string> | 'all',
     syncedAt: string,
   ): boolean {
-    const upsert = this.db.prepare(
+    // Prepared once (prepared.ts): a registry's changes are saved this way every few hundred ms.
+    const upsert = prepared(
+      this.db,
       `INSERT INTO registry_hosts (registry, host, service, endpoints) VALUES (?, ?, ?, ?)
        ON CONFLICT (registry, host) DO UPDATE SET service = excluded.service, endpoints = excluded.endpoints`,
     );
-    const remove = this.db.prepare('DELETE FROM registry_hosts WHERE registry = ? AND host = ?');
+    const remove = prepared(this.db, 'DELETE FROM registry_hosts WHERE registry = ? AND host = ?');
     const write = (host: string): void => {
       const service = snapshot.services.get(host);
       const endpoints = snapshot.endpoints.get(host);
@@ -89,22 +90,22 @@ export class SnapshotTable {
     };
     const save = this.db.transaction(() => {
       // Rows left from before a whole save() (which leaves them) are no base to write changes on.
-      const current = this.db
-        .prepare<[string], { snapshot: string }>('SELECT snapshot FROM registry_snapshots WHERE registry = ?')
-        .get(registry);
+      const current = prepared<[string], { snapshot: string }>(
+        this.db,
+        'SELECT snapshot FROM registry_snapshots WHERE registry = ?',
+      ).get(registry);
       if (hosts === 'all' || !current || !isPerHost(current.snapshot)) {
-        this.db.prepare('DELETE FROM registry_hosts WHERE registry = ?').run(registry);
+        prepared(this.db, 'DELETE FROM registry_hosts WHERE registry = ?').run(registry);
         for (const host of new Set([...snapshot.services.keys(), ...snapshot.endpoints.keys()])) write(host);
       } else {
         for (const host of hosts) write(host);
       }
-      this.db
-        .prepare(
-          `INSERT INTO registry_snapshots (registry, snapshot, content_hash, synced_at) VALUES (?, ?, '', ?)
-           ON CONFLICT (registry) DO UPDATE SET snapshot = excluded.snapshot,
-             content_hash = excluded.content_hash, synced_at = excluded.synced_at`,
-        )
-        .run(registry, PER_HOST_FORMAT, syncedAt);
+      prepared(
+        this.db,
+        `INSERT INTO registry_snapshots (registry, snapshot, content_hash, synced_at) VALUES (?, ?, '', ?)
+         ON CONFLICT (registry) DO UPDATE SET snapshot = excluded.snapshot,
+           content_hash = excluded.content_hash, synced_at = excluded.synced_at`,
+      ).run(registry, PER_HOST_FORMAT, syncedAt);
     });
     return this.guard(`snapshot of ${registry}`, () => (withoutSync(this.db, save), true)) ?? false;
   }
