@@ -8,8 +8,10 @@
 // every event in a directory it re-reads and lstat()s all of its entries (docs/benchmarks.md, Churn).
 //
 // chokidar drops a file's change events for 50 ms after one it emitted, so the end of an in-place
-// write (truncate, then write) can go unreported. Every batch that changed something is therefore
-// read once more RECHECK_MS later; unchanged text costs a read and nothing else.
+// write (truncate, then write) can go unreported. A batch that changed something is therefore read
+// once more RECHECK_MS later: the files whose change chokidar did drop events after (it counts them:
+// ChangeThrottle), and files the tree has just found, which chokidar may not have watched in time
+// for their first writes. An edit chokidar reported in full is not read twice.
 import { stat } from 'node:fs/promises';
 import { relative, resolve, sep } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
@@ -29,6 +31,25 @@ export interface DirWatcherOptions {
 
 const RECHECK_MS = 100;
 
+/**
+ * chokidar's record of the 50 ms in which it drops a file's further change events: how many it
+ * dropped. Private to chokidar (FSWatcher._throttled), so read defensively: without it, every
+ * changed file is read again.
+ */
+interface ChangeThrottle {
+  readonly count: number;
+}
+
+function changeThrottle(watcher: FSWatcher, path: string): ChangeThrottle | undefined {
+  const throttled: unknown = Reflect.get(watcher, '_throttled');
+  if (!(throttled instanceof Map)) return undefined;
+  const change: unknown = throttled.get('change');
+  if (!(change instanceof Map)) return undefined;
+  const record: unknown = change.get(path);
+  if (typeof record !== 'object' || record === null || !('count' in record)) return undefined;
+  return typeof record.count === 'number' ? (record as ChangeThrottle) : undefined;
+}
+
 export class DirWatcher {
   private readonly dir: string;
   private files: FSWatcher | undefined;
@@ -42,6 +63,8 @@ export class DirWatcher {
   private timer: NodeJS.Timeout | undefined;
   private burstStartedAt = 0;
   private readonly recheck = new Set<string>();
+  /** Per file chokidar last reported changed: its drop count (undefined when it cannot be read). */
+  private readonly throttles = new Map<string, ChangeThrottle | undefined>();
   private recheckTimer: NodeJS.Timeout | undefined;
   private running: Promise<void> = Promise.resolve();
   private busy = false;
@@ -80,7 +103,11 @@ export class DirWatcher {
       ignored: (path) => !this.watched.has(path),
     });
     this.files = files;
-    files.on('change', (path) => this.markDirty(this.relative(path)));
+    files.on('change', (path) => {
+      const relative = this.relative(path);
+      this.markDirty(relative);
+      this.throttles.set(relative, changeThrottle(files, path));
+    });
     // A file's watcher ends when the file goes; whether it came back is the tree's to say.
     files.on('unlink', (path) => {
       this.watched.delete(path);
@@ -110,6 +137,7 @@ export class DirWatcher {
     await this.running;
     this.dirty.clear();
     this.recheck.clear();
+    this.throttles.clear();
     this.notifyIdle();
   }
 
@@ -156,6 +184,8 @@ export class DirWatcher {
 
   private markDirty(path: string): void {
     this.dirty.add(path);
+    // Not (or no longer only) a change chokidar reported: read it again after the batch.
+    this.throttles.delete(path);
     if (!this.ready || !this.files) return; // the initial scan is loaded as one batch by start()
     // Quiet-period debounce, but a steady stream of writes (one file after another, say) must not
     // postpone reloads: a burst is applied at most two quiet periods after its first event, and the
@@ -176,6 +206,13 @@ export class DirWatcher {
     clearTimeout(this.recheckTimer);
     this.recheckTimer = setTimeout(() => {
       this.recheckTimer = undefined;
+      // By now (RECHECK_MS > chokidar's 50 ms) a reported file's drop count is final.
+      for (const path of this.recheck) {
+        const reported = this.throttles.has(path);
+        const throttle = this.throttles.get(path);
+        this.throttles.delete(path);
+        if (reported && throttle && throttle.count === 0) this.recheck.delete(path);
+      }
       void this.enqueue(this.recheck);
     }, RECHECK_MS);
   }

@@ -128,3 +128,37 @@ test('hidden entries are not watched; a file renamed into place is read', async 
   await eventually(() => assert.equal(files.get('a.yaml'), 'v: 1\n'));
   assert.deepEqual([...files.keys()], ['a.yaml']);
 });
+
+test('an edit chokidar reported in full is read once; a file just found is read again after its batch', async (t) => {
+  const tmp = await makeTempDir();
+  await tmp.write('a.yaml', 'v: 1\n');
+  const { files, batches, watcher } = await watching(t, tmp.dir, tmp.cleanup);
+  await watcher.settled();
+  // One write(2) of the same length into the open file: one inotify event, so chokidar drops none.
+  let before = batches.length;
+  await writeFile(join(tmp.dir, 'a.yaml'), 'v: 2\n', { flag: 'r+' });
+  await eventually(() => assert.equal(files.get('a.yaml'), 'v: 2\n'));
+  await watcher.settled();
+  assert.deepEqual(batches.slice(before), [['a.yaml']]);
+  // A new file may have been written before chokidar watched it: its batch is read once more.
+  before = batches.length;
+  await tmp.write('b.yaml', 'v: 1\n');
+  await eventually(() => assert.equal(files.get('b.yaml'), 'v: 1\n'));
+  await watcher.settled();
+  assert.deepEqual(batches.slice(before), [['b.yaml'], ['b.yaml']]);
+});
+
+test('writes chokidar drops (within 50 ms of the one it reported) are read by the recheck', async (t) => {
+  const tmp = await makeTempDir();
+  await tmp.write('a.yaml', 'v: 1\n');
+  const { files, watcher } = await watching(t, tmp.dir, tmp.cleanup);
+  await watcher.settled();
+  // Ten writes 8 ms apart: chokidar reports the first, drops the rest until 50 ms have passed.
+  for (let i = 2; i <= 11; i++) {
+    await writeFile(join(tmp.dir, 'a.yaml'), `v: ${i}\n`);
+    await sleep(8);
+  }
+  await eventually(() => assert.equal(files.get('a.yaml'), 'v: 11\n'));
+  await watcher.settled();
+  assert.equal(files.get('a.yaml'), 'v: 11\n');
+});
