@@ -75,8 +75,11 @@ function diffHosts(
 /** Merges events: the union of hostnames; endpoints-only only if every part was. */
 export function mergeChanges(a: ChangeEvent, b: ChangeEvent): ChangeEvent {
   const trigger = mergeTriggers(a.trigger, b.trigger);
+  // A change without hostnames is a config change, which may reach anything: merged with changes of
+  // some hosts it still is one (naming those hosts would confine it to them).
+  const config = a.hostnames.size === 0 || b.hostnames.size === 0;
   return {
-    hostnames: new Set([...a.hostnames, ...b.hostnames]),
+    hostnames: config ? new Set<string>() : new Set([...a.hostnames, ...b.hostnames]),
     endpointsOnly: a.endpointsOnly && b.endpointsOnly,
     ...(trigger && { trigger }),
   };

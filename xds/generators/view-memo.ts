@@ -1,11 +1,23 @@
 // Values derived from one serving view (a catalog and a mesh config) that many proxies share, such
 // as the listener set of a sidecar view: built on first use and dropped with the view. A new
-// catalog or config is a new view with an empty memo, so nothing kept here can be stale.
+// catalog or config is a new view with an empty memo, so nothing kept here can be stale. A value
+// keeps the catalog reads it was built from, and each use notes them for the resource being built
+// (catalog-reads.ts).
 import type { Catalog } from '../../model/catalog.js';
+import {
+  noteReads,
+  ReadTrackingCatalog,
+  recordingReads,
+  untracked,
+  type CatalogReads,
+} from './catalog-reads.js';
 import type { MeshConfig } from '../../mesh/mesh-config.js';
 import { MeshIndex } from '../../mesh/mesh-index.js';
 import type { GenerateContext, ServingView } from './generator.js';
 import type { Proxy } from '../proxy/proxy.js';
+
+// The resource cache records what each build reads; it reaches the generators through this seam.
+export { recordingReads, type CatalogReads } from './catalog-reads.js';
 
 /** One kind of memoized value; the type parameter ties the slot to what it holds. */
 export interface MemoSlot<T> {
@@ -18,17 +30,22 @@ export function memoSlot<T>(name: string): MemoSlot<T> {
   return { name };
 }
 
+interface Memoized {
+  readonly value: unknown;
+  readonly reads: CatalogReads;
+}
+
 export class ViewMemo {
-  private readonly slots = new Map<MemoSlot<unknown>, Map<string, unknown>>();
+  private readonly slots = new Map<MemoSlot<unknown>, Map<string, Memoized>>();
 
   /** The value of `slot` for `key`, built by `build` the first time. */
   get<T>(slot: MemoSlot<T>, key: string, build: () => T): T {
     let values = this.slots.get(slot);
-    if (!values) this.slots.set(slot, (values = new Map<string, unknown>()));
-    if (values.has(key)) return values.get(key) as T;
-    const value = build();
-    values.set(key, value);
-    return value;
+    if (!values) this.slots.set(slot, (values = new Map<string, Memoized>()));
+    let memoized = values.get(key);
+    if (!memoized) values.set(key, (memoized = recordingReads(build)));
+    noteReads(memoized.reads);
+    return memoized.value as T;
   }
 }
 
@@ -41,11 +58,13 @@ export function servingView(
   previous?: ServingView,
 ): ServingView {
   const sameConfig = previous?.config === source.config;
+  const catalog = untracked(source.catalog);
   return {
-    catalog: source.catalog,
+    // Read through a tracking catalog: the resource cache learns which hostnames each resource read.
+    catalog: new ReadTrackingCatalog(catalog),
     config: source.config,
     index: sameConfig && previous ? previous.index : new MeshIndex(source.config),
-    memo: sameConfig && previous?.catalog === source.catalog ? previous.memo : new ViewMemo(),
+    memo: sameConfig && previous && untracked(previous.catalog) === catalog ? previous.memo : new ViewMemo(),
     // Always present (maybe undefined): one object shape, which contexts copy field by field.
     trustDomain: source.trustDomain || undefined,
   };

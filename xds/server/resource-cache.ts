@@ -2,9 +2,11 @@
 // (generator.viewKey), keyed by what they depend on and invalidated precisely. A change names
 // hostnames. On an endpoint-only change, a resource that belongs to one hostname (a cluster, its load
 // assignment) is rebuilt only when that hostname changed; resources spanning the catalog (Envoy's
-// listeners) are rebuilt too. A service change rebuilds every entry (traffic config can make one
-// service's routes depend on another's ports). Either way, only resources whose bytes changed are
-// reported. A change with no hostnames (a config change) drops everything.
+// listeners) are rebuilt too. A service change rebuilds the entries that read a changed hostname
+// from the catalog while they were built (traffic config can make one service's routes depend on
+// another's ports: catalog-reads.ts records such reads), those that listed the catalog, and those
+// spanning it. Either way, only resources whose bytes changed are reported. A change with no
+// hostnames (a config change) drops everything.
 //
 // Only resources that exist are kept: a name that builds to nothing leaves no entry (a client naming
 // 200,000 clusters that do not exist costs the server nothing shared), and an entry whose resource
@@ -17,6 +19,7 @@
 // reads the proxy's locality only when a rule looks at it): when the config changes, every held
 // view is re-keyed, so streams move to their new view (and the change re-evaluates them anyway).
 import type { ChangeEvent } from '../../model/change.js';
+import { recordingReads, type CatalogReads } from '../generators/view-memo.js';
 import type { GenerateContext, ResourceGenerator } from '../generators/generator.js';
 import { parseClusterName, parseHostPort } from '../generators/names.js';
 import type { Proxy, ProxyKind } from '../proxy/proxy.js';
@@ -75,6 +78,8 @@ interface Entry {
   readonly host: string | undefined;
   /** this.viewRef(generator, viewKey): whether a stream still holds the view. */
   readonly view: string;
+  /** What its last build read from the catalog (indexed in `readers` and `readsAll`). */
+  reads: CatalogReads;
 }
 
 interface WildcardEntry {
@@ -119,6 +124,10 @@ export class ResourceCache {
   private readonly entries = new Map<string, Entry>();
   private readonly byHost = new Map<string, Set<string>>();
   private readonly global = new Set<string>();
+  /** hostname → keys of entries whose last build read it from the catalog. */
+  private readonly readers = new Map<string, Set<string>>();
+  /** Keys of entries whose last build listed the catalog. */
+  private readonly readsAll = new Set<string>();
   private readonly wildcard = new Map<string, WildcardEntry>();
   /** Bumped per `kind type` whenever something of it changes: responses built at an older epoch are stale. */
   private readonly epochs = new Map<string, number>();
@@ -259,12 +268,13 @@ export class ResourceCache {
       return cached.resource;
     }
     this.misses += 1;
-    const resource = generator.build(this.context(proxy), name);
+    const { value: resource, reads } = recordingReads(() => generator.build(this.context(proxy), name));
     if (!resource) return undefined; // nothing shared for a name that does not exist
     const host = hostOf(generator.proxyKind, generator.typeUrl, name);
     const view = this.viewRef(generator, viewKey);
     this.touchView(view);
-    this.entries.set(key, { resource, generator, proxy, host, view });
+    this.entries.set(key, { resource, generator, proxy, host, view, reads });
+    this.indexReads(key, reads);
     if (host === undefined) this.global.add(key);
     else {
       let keys = this.byHost.get(host);
@@ -300,6 +310,8 @@ export class ResourceCache {
       this.entries.clear();
       this.byHost.clear();
       this.global.clear();
+      this.readers.clear();
+      this.readsAll.clear();
       this.wildcard.clear();
       this.allEpoch += 1;
       return { all: true, names: new Map(), types: [], wildcards: new Set(), hosts: new Set() };
@@ -322,7 +334,15 @@ export class ResourceCache {
         stale.add(tk);
         return;
       }
-      const next = generator.build(this.context(entry.proxy), key.slice(key.lastIndexOf('\0') + 1));
+      const built = recordingReads(() =>
+        generator.build(this.context(entry.proxy), key.slice(key.lastIndexOf('\0') + 1)),
+      );
+      const next = built.value;
+      if (next) {
+        this.unindexReads(key, entry.reads);
+        entry.reads = built.reads;
+        this.indexReads(key, built.reads);
+      }
       if (next?.version === entry.resource.version) return;
       if (next) entry.resource = next;
       else this.drop(key, entry); // gone: reported below, and no longer kept
@@ -335,9 +355,16 @@ export class ResourceCache {
       for (const key of this.global) rebuild(key);
     } else {
       // A service change can reach resources of other hostnames through the traffic config (a
-      // route to another service's port): rebuild every entry, and report only changed bytes.
-      // (Deleting during a Map's iteration is safe: entries not yet visited are skipped.)
-      for (const key of this.entries.keys()) rebuild(key);
+      // route to another service's port): rebuild what read a changed hostname or listed the
+      // catalog, besides the changed hostnames' own entries and those spanning the catalog. Keys
+      // are gathered first: a rebuild re-indexes what it read.
+      const keys = new Set<string>(this.global);
+      for (const key of this.readsAll) keys.add(key);
+      for (const host of event.hostnames) {
+        for (const key of this.byHost.get(host) ?? []) keys.add(key);
+        for (const key of this.readers.get(host) ?? []) keys.add(key);
+      }
+      for (const key of keys) rebuild(key);
     }
     for (const [key, entry] of this.wildcard) {
       const { generator } = entry;
@@ -397,9 +424,28 @@ export class ResourceCache {
     else if (v.holders <= 0) v.releasedAt = this.now();
   }
 
+  private indexReads(key: string, reads: CatalogReads): void {
+    if (reads.all) this.readsAll.add(key);
+    for (const host of reads.hosts) {
+      let keys = this.readers.get(host);
+      if (!keys) this.readers.set(host, (keys = new Set()));
+      keys.add(key);
+    }
+  }
+
+  private unindexReads(key: string, reads: CatalogReads): void {
+    this.readsAll.delete(key);
+    for (const host of reads.hosts) {
+      const keys = this.readers.get(host);
+      keys?.delete(key);
+      if (keys?.size === 0) this.readers.delete(host);
+    }
+  }
+
   private drop(key: string, entry: Entry): void {
     this.entries.delete(key);
     this.global.delete(key);
+    this.unindexReads(key, entry.reads);
     if (entry.host === undefined) return;
     const keys = this.byHost.get(entry.host);
     keys?.delete(key);

@@ -30,6 +30,18 @@ test('merged changes keep the union of their triggers', () => {
   assert.equal(untriggered.trigger, undefined);
 });
 
+test('a config change merged with changes of some hosts stays a config change', () => {
+  const hosts = { hostnames: new Set(['a', 'b']), endpointsOnly: true };
+  const config = { hostnames: new Set<string>(), endpointsOnly: false };
+  for (const merged of [mergeChanges(hosts, config), mergeChanges(config, hosts)]) {
+    assert.equal(merged.hostnames.size, 0);
+    assert.equal(merged.endpointsOnly, false);
+  }
+  const both = mergeChanges(hosts, { hostnames: new Set(['c']), endpointsOnly: false });
+  assert.deepEqual([...both.hostnames].sort(), ['a', 'b', 'c']);
+  assert.equal(both.endpointsOnly, false);
+});
+
 test('a storm of edits does not grow a trigger past its bound', () => {
   let trigger: ChangeTrigger = { registries: ['config'], files: ['f0.yaml'] };
   for (let i = 1; i < 100; i++)

@@ -8,13 +8,14 @@ import type { Service } from '../../../model/service.js';
 import { grpcClusterGenerator } from '../../../xds/generators/grpc/cluster.js';
 import { grpcEndpointGenerator } from '../../../xds/generators/grpc/endpoint.js';
 import { grpcListenerGenerator } from '../../../xds/generators/grpc/listener.js';
-import type { ResourceGenerator } from '../../../xds/generators/generator.js';
 import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
 import { proxyFromNode } from '../../../xds/proxy/proxy.js';
 import { ResourceCache, typeKey, wildcardKey } from '../../../xds/server/resource-cache.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../../xds/proto/type-urls.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
-import { generateContext } from '../../../xds/generators/view-memo.js';
+import { generateContext, memoSlot, servingView } from '../../../xds/generators/view-memo.js';
+import type { ResourceGenerator, ServingView } from '../../../xds/generators/generator.js';
+import { encodeResource } from '../../../xds/proto/resource.js';
 
 const proxy = proxyFromNode({ id: 'p1', user_agent_name: 'gRPC Node' });
 const A = 'a.mock.internal';
@@ -205,4 +206,66 @@ test("an Envoy listener (catalog-wide) of a view no stream holds is dropped, not
   assert.equal(lds.builds, builds, 'nothing was built for the unheld view');
   assert.equal(set.names.get(typeKey('envoy', LISTENER)), undefined, 'no stream to tell');
   assert.notEqual(w.cache.epoch('envoy', LISTENER), epoch, "the type's shared responses are stale");
+});
+
+test('a service change rebuilds the resources of its own host, not those of every other host', () => {
+  const w = world();
+  const cds = counting(grpcClusterGenerator);
+  const hold = w.cache.retain(cds, proxy);
+  w.cache.get(cds, proxy, CLUSTER_A, hold.key);
+  const b = w.cache.get(cds, proxy, CLUSTER_B, hold.key);
+  const C = 'c.mock.internal';
+  w.services.set(C, service(C, [servicePort('grpc', 7070)]));
+  w.rebuild();
+  let builds = cds.builds;
+  w.cache.apply({ hostnames: new Set([C]), endpointsOnly: false });
+  assert.equal(cds.builds, builds, 'a new service rebuilds no cluster of another host');
+  w.services.set(B, service(B, [servicePort('grpc', 7070), servicePort('http', 8080)]));
+  w.rebuild();
+  builds = cds.builds;
+  w.cache.apply({ hostnames: new Set([B]), endpointsOnly: false });
+  assert.equal(cds.builds, builds + 1, "B's cluster alone");
+  assert.equal(w.cache.get(cds, proxy, CLUSTER_B, hold.key)?.name, b?.name);
+});
+
+test('a resource that read another host, directly or through a shared memoized value, is rebuilt when that host changes', () => {
+  const services = new Map<string, Service>([
+    [A, service(A, [servicePort('grpc', 7070)])],
+    [B, service(B, [servicePort('grpc', 7070)])],
+  ]);
+  let catalog: Catalog = buildCatalog(services.values(), new Map());
+  // One serving view per catalog, shared by every build (its memo with it), as the server's.
+  let view: ServingView | undefined;
+  const cache = new ResourceCache((p) => {
+    view = servingView({ catalog, config: NO_MESH_CONFIG.meshConfig() }, view);
+    return { ...view, proxy: p };
+  });
+  // Clusters of A whose bytes follow B's ports, as a route to another service's port follows them.
+  const PORTS_OF_B = memoSlot<number>('ports of B');
+  const direct: ResourceGenerator = {
+    ...grpcClusterGenerator,
+    build: (ctx, name) =>
+      encodeResource(CLUSTER, name, {
+        name,
+        connect_timeout: { seconds: ctx.catalog.service(B)?.ports.length },
+      }),
+  };
+  const memoized: ResourceGenerator = {
+    ...grpcClusterGenerator,
+    build: (ctx, name) => {
+      const ports = ctx.memo.get(PORTS_OF_B, '', () => ctx.catalog.service(B)?.ports.length ?? 0);
+      return encodeResource(CLUSTER, name, { name, connect_timeout: { seconds: ports } });
+    },
+  };
+  const names = [CLUSTER_A, `outbound|8080||${A}`];
+  const holds = [direct, memoized].map((g) => cache.retain(g, proxy));
+  const before = names.flatMap((n) =>
+    [direct, memoized].map((g, i) => cache.get(g, proxy, n, holds[i]?.key)),
+  );
+  services.set(B, service(B, [servicePort('grpc', 7070), servicePort('http', 8080)]));
+  catalog = buildCatalog(services.values(), new Map());
+  const set = cache.apply({ hostnames: new Set([B]), endpointsOnly: false });
+  assert.deepEqual(changed(set, CLUSTER), [...names].sort());
+  const after = names.flatMap((n) => [direct, memoized].map((g, i) => cache.get(g, proxy, n, holds[i]?.key)));
+  after.forEach((r, i) => assert.notEqual(r?.version, before[i]?.version, `${r?.name} rebuilt`));
 });
