@@ -208,10 +208,9 @@ export class DirWatcher {
       this.recheckTimer = undefined;
       // By now (RECHECK_MS > chokidar's 50 ms) a reported file's drop count is final.
       for (const path of this.recheck) {
-        const reported = this.throttles.has(path);
         const throttle = this.throttles.get(path);
         this.throttles.delete(path);
-        if (reported && throttle && throttle.count === 0) this.recheck.delete(path);
+        if (throttle?.count === 0) this.recheck.delete(path);
       }
       void this.enqueue(this.recheck);
     }, RECHECK_MS);
