@@ -10,8 +10,9 @@
 //     idle rate subtracted) and change → watching stream p99, and the 10,000/1,000 ratios. Once the
 //     streams have closed, the same server's CPU per change with no stream connected, at 20/s and 5/s.
 // Besides the issue's rows, on (a)'s server with its 2,000 streams: server CPU per new service (a new
-// file each, NEW_SERVICES at NEW_SERVICE_RATE/s), which no stream watches: a service change must cost
-// what it changes, not what the cache holds.
+// file each, NEW_SERVICES at NEW_SERVICE_RATE/s), which no stream watches, and per new DestinationRule
+// (a new file each for one service's host, as many at the same rate), which changes the cluster of the
+// two streams watching that host: a change must cost what it changes, not what the cache holds.
 // Writes its table into docs/benchmarks.md.
 import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -98,15 +99,15 @@ async function churnFiles(
   rate: number,
   serviceOf: (seq: number) => number,
   markerBase = 0,
+  /** Change seq's write; default: service serviceOf(seq)'s file, with seq's marker address. */
+  write = (seq: number): void => server.rewrite(serviceOf(seq), [...BASE, markerAddress(markerBase + seq)]),
 ): Promise<ChurnOutcome> {
   const pid = server.portolan.pid;
   await waitQuiet(pid, 60);
   const idle = await idleRate(pid, IDLE_SECONDS);
   const cpuFrom = cpuSeconds(pid);
   const started = wallNow();
-  const changedAt = await paced(count, rate, (seq) =>
-    server.rewrite(serviceOf(seq), [...BASE, markerAddress(markerBase + seq)]),
-  );
+  const changedAt = await paced(count, rate, write);
   const cpuShare = (cpuSeconds(pid) - cpuFrom) / ((wallNow() - started) / 1000);
   let reached: number[] = [];
   const deadline = wallNow() + CONVERGE_MS;
@@ -188,6 +189,7 @@ export async function churnStreams(): Promise<void> {
     let storm: StormResult;
     let one: ChurnOutcome;
     let added: ChurnOutcome;
+    let rules: ChurnOutcome;
     let log: string;
     try {
       storm = await connect(
@@ -200,6 +202,11 @@ export async function churnStreams(): Promise<void> {
       one = await churnFiles(server, generators, STORM_RATE * SECONDS, STORM_RATE, () => 0);
       // Files svc-1000, svc-1001, ...: new services, watched by no stream (no arrivals to wait for).
       added = await churnFiles(server, [], NEW_SERVICES, NEW_SERVICE_RATE, (seq) => STORM_SERVICES + seq);
+      // Files rule-100, rule-101, ...: a DestinationRule each for a service two streams watch.
+      const ruled = (seq: number): number => 100 + seq;
+      rules = await churnFiles(server, [], NEW_SERVICES, NEW_SERVICE_RATE, ruled, 0, (seq) =>
+        server.writeRule(ruled(seq), seq + 1),
+      );
       log = logProblems(server.portolan.logs);
       await resetStreams(generators);
     } finally {
@@ -208,7 +215,7 @@ export async function churnStreams(): Promise<void> {
     // (b)
     const spread: SpreadRun[] = [];
     for (const n of SIZES) spread.push(await spreadAt(n, generators));
-    report(storm, one, added, log, spread, loadAtStart);
+    report(storm, one, { added, rules }, log, spread, loadAtStart);
   } finally {
     for (const g of generators) await g.stop();
   }
@@ -221,7 +228,7 @@ const pct = (share: number): string => `${(share * 100).toFixed(0)} %`;
 function report(
   storm: StormResult,
   one: ChurnOutcome,
-  added: ChurnOutcome,
+  extra: { readonly added: ChurnOutcome; readonly rules: ChurnOutcome },
   log: string,
   spread: readonly SpreadRun[],
   loadAtStart: number,
@@ -257,7 +264,12 @@ function report(
   }
   rows.push({
     measurement: `a new service (a new file) at ${NEW_SERVICE_RATE}/s with (a)'s ${STORM_STREAMS} streams connected, ${STORM_SERVICES} services: server CPU per change`,
-    Portolan: ms(added.cpuMsPerChange),
+    Portolan: ms(extra.added.cpuMsPerChange),
+    target: "about an endpoint edit's (not in the issue's table)",
+  });
+  rows.push({
+    measurement: `a new DestinationRule (a new file, one service's host) at ${NEW_SERVICE_RATE}/s with (a)'s ${STORM_STREAMS} streams connected, ${STORM_SERVICES} services: server CPU per change`,
+    Portolan: ms(extra.rules.cpuMsPerChange),
     target: "about an endpoint edit's (not in the issue's table)",
   });
   rows.push(

@@ -36,7 +36,10 @@ interface GatewayEntry {
 export class VirtualServiceIndex {
   private readonly byGateway = new Map<string, GatewayEntry>();
 
-  constructor(virtualServices: readonly VirtualServiceResource[]) {
+  constructor(
+    virtualServices: readonly VirtualServiceResource[],
+    private readonly onLookup?: (host: string) => void,
+  ) {
     for (const vs of virtualServices) {
       const hosts = resolvedHosts(vs);
       const bound: Bound = { vs, wildcards: hosts.filter((h) => h.startsWith('*')) };
@@ -59,6 +62,7 @@ export class VirtualServiceIndex {
     proxyNamespace: string,
     gateway: string = MESH_GATEWAY,
   ): VirtualServiceResource | undefined {
+    this.onLookup?.(host);
     const entry = this.byGateway.get(gateway);
     if (!entry) return undefined;
     // Gateways see every VirtualService bound to them; exportTo is about the mesh.

@@ -1,11 +1,19 @@
 // What a registry or the aggregate says when something changed: which hostnames, and whether only
-// endpoints did (then an EDS-only push suffices).
+// endpoints did (then an EDS-only push suffices). A change of the mesh config says so (`config`):
+// as it arrives it may reach anything; the push loop narrows it, when it can, to the hostnames
+// whose rules changed.
 import type { Endpoint } from './endpoint.js';
 import type { Service } from './service.js';
 
 export interface ChangeEvent {
   readonly hostnames: ReadonlySet<string>;
   readonly endpointsOnly: boolean;
+  /**
+   * The mesh config changed too. `all`: in ways that may reach any resource; `hosts`: only in the
+   * rules of `hostnames` (besides what spans the config). Absent: no config change — except that
+   * an event naming no hostname is read as `all` (configScope).
+   */
+  readonly config?: ConfigScope;
   /** Where the change came from, for the push history (/debug/push_status); absent when unknown. */
   readonly trigger?: ChangeTrigger;
 }
@@ -14,6 +22,13 @@ export interface ChangeEvent {
 export interface ChangeTrigger {
   readonly registries: readonly string[];
   readonly files: readonly string[];
+}
+
+export type ConfigScope = 'all' | 'hosts';
+
+/** How far an event's config change reaches; an event naming nothing counts as one that may reach anything. */
+export function configScope(event: ChangeEvent): ConfigScope | undefined {
+  return event.config ?? (event.hostnames.size === 0 ? 'all' : undefined);
 }
 
 /** Names kept per trigger list when changes merge; a storm of edits must not grow a push's record. */
@@ -72,15 +87,19 @@ function diffHosts(
   return { hostnames, endpointsOnly: !serviceChanged };
 }
 
-/** Merges events: the union of hostnames; endpoints-only only if every part was. */
+/**
+ * Merges events: the union of hostnames; endpoints-only only if every part was; a config change if
+ * either was, reaching as far as the farther. The hostnames are kept either way: when the push
+ * narrows a config change to some hosts, the registries' hosts must still be among them.
+ */
 export function mergeChanges(a: ChangeEvent, b: ChangeEvent): ChangeEvent {
   const trigger = mergeTriggers(a.trigger, b.trigger);
-  // A change without hostnames is a config change, which may reach anything: merged with changes of
-  // some hosts it still is one (naming those hosts would confine it to them).
-  const config = a.hostnames.size === 0 || b.hostnames.size === 0;
+  const scopes = [configScope(a), configScope(b)];
+  const config = scopes.includes('all') ? 'all' : scopes.includes('hosts') ? 'hosts' : undefined;
   return {
-    hostnames: config ? new Set<string>() : new Set([...a.hostnames, ...b.hostnames]),
-    endpointsOnly: a.endpointsOnly && b.endpointsOnly,
+    hostnames: new Set([...a.hostnames, ...b.hostnames]),
+    endpointsOnly: a.endpointsOnly && b.endpointsOnly && config === undefined,
+    ...(config && { config }),
     ...(trigger && { trigger }),
   };
 }

@@ -31,6 +31,15 @@ export const serviceYaml = (i: number, addresses: readonly string[]): string =>
 export const serviceFile = (i: number, generation: number): string =>
   serviceYaml(i, generationAddresses(generation));
 
+/** A DestinationRule for service i: its cluster's circuit breaker at `maxRequests`. */
+export const ruleYaml = (i: number, maxRequests: number): string => `apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: { name: svc-${i} }
+spec:
+  host: ${host(i)}
+  trafficPolicy: { connectionPool: { http: { http2MaxRequests: ${maxRequests} } } }
+`;
+
 /** A new flat directory DIR with svc-0.yaml … svc-(n-1).yaml at generation 0. */
 export function writeServiceDir(dir: string, services: number): void {
   mkdirSync(dir, { recursive: true });
@@ -43,6 +52,8 @@ export interface ConfigDirPortolan {
   readonly configDir: string;
   /** Rewrites service i's file with these endpoint addresses. */
   rewrite(i: number, addresses: readonly string[]): void;
+  /** Writes (or rewrites) rule-N.yaml, service i's DestinationRule (ruleYaml). */
+  writeRule(i: number, maxRequests: number): void;
   /** Stops the server and removes its directories. */
   stop(): Promise<void>;
 }
@@ -87,6 +98,8 @@ export async function startConfigDirPortolan(
       portolan,
       configDir,
       rewrite: (i, addresses) => writeFileSync(join(configDir, `svc-${i}.yaml`), serviceYaml(i, addresses)),
+      writeRule: (i, maxRequests) =>
+        writeFileSync(join(configDir, `rule-${i}.yaml`), ruleYaml(i, maxRequests)),
       stop: async () => {
         await portolan.stop();
         rmSync(dir, { recursive: true, force: true });

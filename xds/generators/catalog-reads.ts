@@ -2,7 +2,8 @@
 // that read one of them rather than every resource in the cache (xds/server/resource-cache.ts).
 // A serving view's catalog is a ReadTrackingCatalog: each lookup of a hostname is noted in the
 // recording open at the time, a listing of the whole catalog marks the recording as reading
-// everything. A memoized value keeps the reads it was built from, and each later use of it notes
+// everything. Its mesh index notes the hosts its VirtualService and DestinationRule lookups ask
+// about the same way (noteHostLookup), so a change of one host's rules rebuilds what read them. A memoized value keeps the reads it was built from, and each later use of it notes
 // them again (view-memo.ts), so a resource built from a shared value depends on what that value read.
 import type { Catalog, CoLocatedEndpoint } from '../../model/catalog.js';
 import type { PortEndpoint } from '../../model/endpoint.js';
@@ -41,6 +42,9 @@ export function noteReads(reads: CatalogReads): void {
 function noteHost(hostname: string): void {
   open[open.length - 1]?.hosts.add(hostname);
 }
+
+/** The mesh index's observer: a rule lookup for `host` depends on that host's rules. */
+export const noteHostLookup: (host: string) => void = noteHost;
 
 function noteAll(): void {
   const current = open[open.length - 1];

@@ -39,6 +39,13 @@ export interface ResourceGenerator {
    * covers every config.
    */
   viewKey(proxy: Proxy, view?: ServingView): string;
+  /**
+   * The mesh config reaches these resources only through the index's VirtualService and
+   * DestinationRule lookups (recorded per host) and through what configChangeHosts compares as a
+   * whole (config-scope.ts). Then a config change rebuilds only those that looked up a host whose
+   * rules changed; without it, every one of them is rebuilt on any config change.
+   */
+  readonly configByHost?: boolean;
 }
 
 /** Which generator serves a type URL to a kind of proxy (xds/generators/index.ts has the table). */

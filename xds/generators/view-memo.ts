@@ -5,6 +5,7 @@
 // (catalog-reads.ts).
 import type { Catalog } from '../../model/catalog.js';
 import {
+  noteHostLookup,
   noteReads,
   ReadTrackingCatalog,
   recordingReads,
@@ -16,8 +17,10 @@ import { MeshIndex } from '../../mesh/mesh-index.js';
 import type { GenerateContext, ServingView } from './generator.js';
 import type { Proxy } from '../proxy/proxy.js';
 
-// The resource cache records what each build reads; it reaches the generators through this seam.
+// The resource cache records what each build reads, and asks how far a config change reaches; it
+// reaches the generators through this seam.
 export { recordingReads, type CatalogReads } from './catalog-reads.js';
+export { configChangeHosts } from './config-scope.js';
 
 /** One kind of memoized value; the type parameter ties the slot to what it holds. */
 export interface MemoSlot<T> {
@@ -63,7 +66,8 @@ export function servingView(
     // Read through a tracking catalog: the resource cache learns which hostnames each resource read.
     catalog: new ReadTrackingCatalog(catalog),
     config: source.config,
-    index: sameConfig && previous ? previous.index : new MeshIndex(source.config),
+    // Its rule lookups are recorded as reads of their host, as the catalog's are.
+    index: sameConfig && previous ? previous.index : new MeshIndex(source.config, noteHostLookup),
     memo: sameConfig && previous && untracked(previous.catalog) === catalog ? previous.memo : new ViewMemo(),
     // Always present (maybe undefined): one object shape, which contexts copy field by field.
     trustDomain: source.trustDomain || undefined,

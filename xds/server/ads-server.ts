@@ -185,9 +185,12 @@ export class AdsServer {
     return this.service.closeStreams(select, code, reason);
   }
 
-  /** A push for reasons outside the service model (traffic config changed): everything is re-evaluated. */
+  /**
+   * A push for reasons outside the service model (traffic config changed): the push re-evaluates
+   * what the config's change reaches — the hosts whose rules changed, or everything.
+   */
   requestFullPush(trigger?: ChangeTrigger): void {
-    this.loop.add({ hostnames: new Set(), endpointsOnly: false, ...(trigger && { trigger }) });
+    this.loop.add({ hostnames: new Set(), endpointsOnly: false, config: 'all', ...(trigger && { trigger }) });
   }
 
   stop(): void {

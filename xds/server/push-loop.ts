@@ -4,10 +4,11 @@
 // (the registry's subscription index), and follows the push until every stream it touched has sent
 // it (convergence). It reports each step to the observer.
 import type { MeshConfigSource } from '../../mesh/mesh-config.js';
-import { MAX_TRIGGER_NAMES, type ChangeEvent } from '../../model/change.js';
+import { configScope, MAX_TRIGGER_NAMES, type ChangeEvent } from '../../model/change.js';
 import type { ServiceDiscovery } from '../../model/discovery.js';
 import type { GenerateContext, ServingView } from '../generators/generator.js';
 import { servingView } from '../generators/view-memo.js';
+import { narrowChange } from './narrow-change.js';
 import type { Proxy } from '../proxy/proxy.js';
 import type { PushLimiter } from './flow-control.js';
 import type { AdsObserver, PushInfo, PushKind, PushTrigger } from './observer.js';
@@ -96,9 +97,10 @@ export class PushLoop {
       trigger: pushTrigger(change.event),
     };
     observer.pushStarted?.(push);
-    this.view = this.nextView(this.view);
+    const previous = this.view;
+    this.view = this.nextView(previous);
     this.contexts = new WeakMap();
-    const changes = this.cache.apply(change.event);
+    const changes = this.cache.apply(narrowChange(change.event, previous.config, this.view.config));
     const round = this.round(push, change.firstSeen);
     let touched = 0;
     // Only the streams that subscribe to something that changed (every stream on a config change).
@@ -146,6 +148,6 @@ function pushTrigger(event: ChangeEvent): PushTrigger {
 }
 
 function pushKind(event: ChangeEvent): PushKind {
-  if (event.hostnames.size === 0) return 'config';
+  if (configScope(event)) return 'config';
   return event.endpointsOnly ? 'eds' : 'services';
 }

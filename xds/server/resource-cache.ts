@@ -5,8 +5,12 @@
 // listeners) are rebuilt too. A service change rebuilds the entries that read a changed hostname
 // from the catalog while they were built (traffic config can make one service's routes depend on
 // another's ports: catalog-reads.ts records such reads), those that listed the catalog, and those
-// spanning it. Either way, only resources whose bytes changed are reported. A change with no
-// hostnames (a config change) drops everything.
+// spanning it. A config change narrowed to some hosts (ChangeEvent.config `hosts`: only their
+// VirtualServices and DestinationRules changed) is a service change of those hosts, where reading a
+// host includes looking up its rules, and it rebuilds too every resource of a generator that reads
+// the config otherwise (ResourceGenerator.configByHost). Either way, only resources whose bytes
+// changed are reported. A config change that may reach anything drops everything, and so does a
+// narrowed one that moves a stream to another view (the view key depends on the config).
 //
 // Only resources that exist are kept: a name that builds to nothing leaves no entry (a client naming
 // 200,000 clusters that do not exist costs the server nothing shared), and an entry whose resource
@@ -18,7 +22,7 @@
 // (nothing is rebuilt for a view no stream holds). A view key may depend on the mesh config (EDS
 // reads the proxy's locality only when a rule looks at it): when the config changes, every held
 // view is re-keyed, so streams move to their new view (and the change re-evaluates them anyway).
-import type { ChangeEvent } from '../../model/change.js';
+import { configScope, type ChangeEvent } from '../../model/change.js';
 import { recordingReads, type CatalogReads } from '../generators/view-memo.js';
 import type { GenerateContext, ResourceGenerator } from '../generators/generator.js';
 import { parseClusterName, parseHostPort } from '../generators/names.js';
@@ -128,6 +132,8 @@ export class ResourceCache {
   private readonly readers = new Map<string, Set<string>>();
   /** Keys of entries whose last build listed the catalog. */
   private readonly readsAll = new Set<string>();
+  /** Keys of entries whose generator is not configByHost: any config change rebuilds them. */
+  private readonly configWide = new Set<string>();
   private readonly wildcard = new Map<string, WildcardEntry>();
   /** Bumped per `kind type` whenever something of it changes: responses built at an older epoch are stale. */
   private readonly epochs = new Map<string, number>();
@@ -141,6 +147,8 @@ export class ResourceCache {
   private readonly holds = new Set<Hold>();
   /** The config the holds are keyed for. */
   private keyedFor: object | undefined;
+  /** A hold moved to another view since the last apply (its stream must re-evaluate everything). */
+  private movedViews = false;
   private readonly sweeper: NodeJS.Timeout;
   hits = 0;
   misses = 0;
@@ -239,6 +247,7 @@ export class ResourceCache {
       this.release(hold.use);
       hold.key = key;
       hold.use = this.hold(this.viewRef(hold.generator, key));
+      this.movedViews = true;
     }
   }
 
@@ -275,6 +284,7 @@ export class ResourceCache {
     this.touchView(view);
     this.entries.set(key, { resource, generator, proxy, host, view, reads });
     this.indexReads(key, reads);
+    if (!generator.configByHost) this.configWide.add(key);
     if (host === undefined) this.global.add(key);
     else {
       let keys = this.byHost.get(host);
@@ -306,12 +316,16 @@ export class ResourceCache {
   apply(event: ChangeEvent): ChangeSet {
     const [first] = this.holds;
     if (first) this.rekey(this.context(first.proxy).config);
-    if (event.hostnames.size === 0) {
+    const moved = this.movedViews;
+    this.movedViews = false;
+    const config = configScope(event);
+    if (config === 'all' || (config === 'hosts' && moved)) {
       this.entries.clear();
       this.byHost.clear();
       this.global.clear();
       this.readers.clear();
       this.readsAll.clear();
+      this.configWide.clear();
       this.wildcard.clear();
       this.allEpoch += 1;
       return { all: true, names: new Map(), types: [], wildcards: new Set(), hosts: new Set() };
@@ -360,6 +374,7 @@ export class ResourceCache {
       // are gathered first: a rebuild re-indexes what it read.
       const keys = new Set<string>(this.global);
       for (const key of this.readsAll) keys.add(key);
+      if (config) for (const key of this.configWide) keys.add(key);
       for (const host of event.hostnames) {
         for (const key of this.byHost.get(host) ?? []) keys.add(key);
         for (const key of this.readers.get(host) ?? []) keys.add(key);
@@ -445,6 +460,7 @@ export class ResourceCache {
   private drop(key: string, entry: Entry): void {
     this.entries.delete(key);
     this.global.delete(key);
+    this.configWide.delete(key);
     this.unindexReads(key, entry.reads);
     if (entry.host === undefined) return;
     const keys = this.byHost.get(entry.host);

@@ -18,6 +18,7 @@ export function validatingGenerator(inner: ResourceGenerator, logger?: Logger): 
   return {
     typeUrl: inner.typeUrl,
     proxyKind: inner.proxyKind,
+    ...(inner.configByHost && { configByHost: true }),
     viewKey: (proxy, view) => inner.viewKey(proxy, view),
     wildcardNames: (ctx) => inner.wildcardNames(ctx),
     build(ctx, name) {

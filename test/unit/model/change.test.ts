@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
+  configScope,
   MAX_TRIGGER_NAMES,
   mergeChanges,
   mergeTriggers,
@@ -30,16 +31,26 @@ test('merged changes keep the union of their triggers', () => {
   assert.equal(untriggered.trigger, undefined);
 });
 
-test('a config change merged with changes of some hosts stays a config change', () => {
+test('a config change merged with changes of some hosts stays a config change, and keeps those hosts', () => {
   const hosts = { hostnames: new Set(['a', 'b']), endpointsOnly: true };
-  const config = { hostnames: new Set<string>(), endpointsOnly: false };
-  for (const merged of [mergeChanges(hosts, config), mergeChanges(config, hosts)]) {
-    assert.equal(merged.hostnames.size, 0);
-    assert.equal(merged.endpointsOnly, false);
+  // As the ADS server queues a config change, and as older callers did (no hostname at all).
+  for (const config of [
+    { hostnames: new Set<string>(), endpointsOnly: false, config: 'all' as const },
+    { hostnames: new Set<string>(), endpointsOnly: false },
+  ]) {
+    for (const merged of [mergeChanges(hosts, config), mergeChanges(config, hosts)]) {
+      assert.equal(configScope(merged), 'all');
+      assert.deepEqual([...merged.hostnames].sort(), ['a', 'b']);
+      assert.equal(merged.endpointsOnly, false);
+    }
   }
+  const scoped = mergeChanges(hosts, { hostnames: new Set(['r']), endpointsOnly: false, config: 'hosts' });
+  assert.equal(configScope(scoped), 'hosts');
+  assert.equal(configScope(mergeChanges(scoped, { hostnames: new Set(), endpointsOnly: false })), 'all');
   const both = mergeChanges(hosts, { hostnames: new Set(['c']), endpointsOnly: false });
   assert.deepEqual([...both.hostnames].sort(), ['a', 'b', 'c']);
   assert.equal(both.endpointsOnly, false);
+  assert.equal(configScope(both), undefined);
 });
 
 test('a storm of edits does not grow a trigger past its bound', () => {

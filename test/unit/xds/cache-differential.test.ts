@@ -1,6 +1,7 @@
 // A differential test of the incremental caches (ResourceCache, ResponseCache): after a random,
 // seeded (reproducible) sequence of catalog and mesh-config changes, applied as the ADS server applies
-// them (a new catalog and config, then cache.apply(event), with streams reading in between), what the
+// them (a new catalog and config, then cache.apply of the event narrowed as the push loop narrows
+// it: a config change reaches the hosts whose rules changed), with streams reading in between, what the
 // caches serve equals what a from-scratch generation for the final state produces, resource by
 // resource and response by response, for every proxy of the fixture mesh (each Envoy mode, the
 // gateway, the Sidecar-scoped proxy, and proxyless gRPC clients).
@@ -19,6 +20,7 @@ import { versionOf, type EncodedResource } from '../../../xds/proto/resource.js'
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../../xds/proto/type-urls.js';
 import { encodeResponseBody } from '../../../xds/proto/wire.js';
 import { proxyFromNode, type Proxy } from '../../../xds/proxy/proxy.js';
+import { narrowChange } from '../../../xds/server/narrow-change.js';
 import { ResourceCache, typeKey, type ChangeSet } from '../../../xds/server/resource-cache.js';
 import { ResponseCache } from '../../../xds/server/response-cache.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
@@ -52,14 +54,15 @@ function proxies(): Record<string, Proxy> {
 }
 
 // The world the changes act on: services and endpoints as a registry holds them, and the mesh
-// config's resources, each of which can be switched off and on.
+// config's resources, each of which can be switched off and on, and each VirtualService and
+// DestinationRule also switched to an edited version of itself (same name, other content).
 
 interface World {
   services: Map<string, Service>;
   endpoints: Map<string, Endpoint[]>;
   readonly removed: Map<string, { service: Service; endpoints: Endpoint[] }>;
-  /** Indexes into configPool of the resources in force. */
-  enabled: Set<number>;
+  /** Per entry of configPool: 0 off, 1 as written, 2 its edited version (VirtualServices and DestinationRules). */
+  state: number[];
   generation: number;
   catalog: Catalog;
   config: MeshConfig;
@@ -79,8 +82,42 @@ const configPool: readonly PoolEntry[] = [
   ...fixtureConfig.sidecars.map((value) => ({ kind: 'sidecar' as const, value })),
 ];
 
-function meshConfig(enabled: ReadonlySet<number>, generation: number): MeshConfig {
-  const on = configPool.filter((_, i) => enabled.has(i));
+/** An edit of a pool entry that keeps its name: other routes or another policy and one more subset. */
+function edited(entry: PoolEntry): PoolEntry {
+  switch (entry.kind) {
+    case 'vs': {
+      const http = (entry.value.spec.http ?? []).map((r) => ({ ...r, timeout: '3s' }));
+      return { kind: 'vs', value: { ...entry.value, spec: { ...entry.value.spec, http: http.reverse() } } };
+    }
+    case 'dr': {
+      const spec = entry.value.spec;
+      return {
+        kind: 'dr',
+        value: {
+          ...entry.value,
+          spec: {
+            ...spec,
+            trafficPolicy: {
+              loadBalancer: { simple: 'LEAST_REQUEST' },
+              connectionPool: { http: { http2MaxRequests: 7 } },
+            },
+            subsets: [...(spec.subsets ?? []), { name: 'rack-a', labels: { rack: 'a' } }],
+          },
+        },
+      };
+    }
+    default:
+      return entry;
+  }
+}
+const editedPool = configPool.map(edited);
+const states = (e: PoolEntry): number => (e.kind === 'vs' || e.kind === 'dr' ? 3 : 2);
+
+function meshConfig(state: readonly number[], generation: number): MeshConfig {
+  const on = configPool.flatMap((e, i) => {
+    const at = state[i] ?? 0;
+    return at === 0 ? [] : [at === 2 ? (editedPool[i] ?? e) : e];
+  });
   return Object.freeze({
     generation,
     virtualServices: on.flatMap((e) => (e.kind === 'vs' ? [e.value] : [])),
@@ -102,15 +139,15 @@ function initialWorld(): World {
     for (const p of s.ports) for (const pe of catalog.endpoints(s.hostname, p.number)) seen.add(pe.endpoint);
     endpoints.set(s.hostname, [...seen]);
   }
-  const enabled = new Set(configPool.map((_, i) => i));
+  const state = configPool.map(() => 1);
   return {
     services,
     endpoints,
     removed: new Map(),
-    enabled,
+    state,
     generation: 1,
     catalog,
-    config: meshConfig(enabled, 1),
+    config: meshConfig(state, 1),
   };
 }
 
@@ -196,15 +233,18 @@ function change(world: World, rnd: () => number, log: string[]): ChangeEvent {
     log.push(`service put ${host} ${protocol}`);
     return { hostnames: new Set([host]), endpointsOnly: false };
   }
-  // Mesh config: one VirtualService, DestinationRule, Gateway or Sidecar switched off or on.
+  // Mesh config: one VirtualService, DestinationRule, Gateway or Sidecar switched off or on, or to
+  // or from its edited version; the event as the ADS server queues a config change.
   const i = Math.floor(rnd() * configPool.length);
-  if (world.enabled.has(i)) world.enabled.delete(i);
-  else world.enabled.add(i);
-  world.generation += 1;
-  world.config = meshConfig(world.enabled, world.generation);
   const entry = configPool[i];
-  log.push(`config ${entry?.kind} ${entry?.value.name} ${world.enabled.has(i) ? 'on' : 'off'}`);
-  return { hostnames: new Set(), endpointsOnly: false };
+  if (!entry) throw new Error('empty pool');
+  const from = world.state[i] ?? 0;
+  const to = (from + 1 + Math.floor(rnd() * (states(entry) - 1))) % states(entry);
+  world.state[i] = to;
+  world.generation += 1;
+  world.config = meshConfig(world.state, world.generation);
+  log.push(`config ${entry.kind} ${entry.value.name} ${['off', 'on', 'edited'][to]}`);
+  return { hostnames: new Set(), endpointsOnly: false, config: 'all' };
 }
 
 // Reading: what a client following references holds (CDS and LDS wildcard, then the EDS and RDS
@@ -317,6 +357,8 @@ function runSequence(seed: number): void {
   const generators = new GeneratorTable(DEFAULT_GENERATORS, false);
   // One serving view per state, as the server shares it between streams (its memo included).
   let serving: ServingView | undefined;
+  /** The config the cache was last applied with (what the push loop's previous view holds). */
+  let applied = world.config;
   const context = (proxy: Proxy): GenerateContext => {
     serving = servingView({ catalog: world.catalog, config: world.config }, serving);
     return { ...serving, proxy };
@@ -345,7 +387,8 @@ function runSequence(seed: number): void {
     let event = change(world, rnd, log);
     while (rnd() < 0.3) event = mergeChanges(event, change(world, rnd, log));
     world.catalog = buildCatalog(world.services.values(), world.endpoints);
-    readSome(cache.apply(event));
+    readSome(cache.apply(narrowChange(event, applied, world.config)));
+    applied = world.config;
   }
 
   const replay = `seed ${seed}:\n  ${log.join('\n  ')}`;

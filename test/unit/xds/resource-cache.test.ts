@@ -1,7 +1,7 @@
 // The shared resource cache: what a change rebuilds and reports, for proxyless gRPC and Envoy views.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { NO_MESH_CONFIG } from '../../../mesh/mesh-config.js';
+import { NO_MESH_CONFIG, type MeshConfig } from '../../../mesh/mesh-config.js';
 import { buildCatalog, type Catalog } from '../../../model/catalog.js';
 import type { Endpoint } from '../../../model/endpoint.js';
 import type { Service } from '../../../model/service.js';
@@ -10,11 +10,12 @@ import { grpcEndpointGenerator } from '../../../xds/generators/grpc/endpoint.js'
 import { grpcListenerGenerator } from '../../../xds/generators/grpc/listener.js';
 import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
 import { proxyFromNode } from '../../../xds/proxy/proxy.js';
+import { narrowChange } from '../../../xds/server/narrow-change.js';
 import { ResourceCache, typeKey, wildcardKey } from '../../../xds/server/resource-cache.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../../xds/proto/type-urls.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 import { generateContext, memoSlot, servingView } from '../../../xds/generators/view-memo.js';
-import type { ResourceGenerator, ServingView } from '../../../xds/generators/generator.js';
+import type { GenerateContext, ResourceGenerator, ServingView } from '../../../xds/generators/generator.js';
 import { encodeResource } from '../../../xds/proto/resource.js';
 
 const proxy = proxyFromNode({ id: 'p1', user_agent_name: 'gRPC Node' });
@@ -268,4 +269,76 @@ test('a resource that read another host, directly or through a shared memoized v
   assert.deepEqual(changed(set, CLUSTER), [...names].sort());
   const after = names.flatMap((n) => [direct, memoized].map((g, i) => cache.get(g, proxy, n, holds[i]?.key)));
   after.forEach((r, i) => assert.notEqual(r?.version, before[i]?.version, `${r?.name} rebuilt`));
+});
+
+test('a config change narrowed to a host rebuilds what looked up its rules, and all of what reads the config otherwise', () => {
+  const services = new Map<string, Service>([
+    [A, service(A, [servicePort('grpc', 7070)])],
+    [B, service(B, [servicePort('grpc', 7070)])],
+  ]);
+  const catalog = buildCatalog(services.values(), new Map());
+  const rule = (maxRequests: number): MeshConfig['destinationRules'][number] => ({
+    kind: 'DestinationRule',
+    apiVersion: 'networking.istio.io/v1',
+    name: 'b',
+    namespace: 'default',
+    labels: {},
+    annotations: {},
+    spec: { host: B, trafficPolicy: { connectionPool: { http: { http2MaxRequests: maxRequests } } } },
+    file: 'b.yaml',
+    line: 1,
+  });
+  let config: MeshConfig = { ...NO_MESH_CONFIG.meshConfig(), destinationRules: [rule(5)] };
+  let view: ServingView | undefined;
+  const cache = new ResourceCache((p) => {
+    view = servingView({ catalog, config }, view);
+    return { ...view, proxy: p };
+  });
+  const limitOfB = (ctx: GenerateContext): number =>
+    ctx.index.destinationRules.lookup(B, ctx.proxy.namespace)?.spec.trafficPolicy?.connectionPool?.http
+      ?.http2MaxRequests ?? 0;
+  const cluster = (name: string, seconds: number) =>
+    encodeResource(CLUSTER, name, { name, connect_timeout: { seconds } });
+  // A's clusters, built from B's rule directly or through a memoized value; from nothing of B; and
+  // by a generator that reads the config without saying how (not configByHost).
+  const LIMIT = memoSlot<number>('limit of B');
+  const direct = counting({ ...grpcClusterGenerator, build: (ctx, name) => cluster(name, limitOfB(ctx)) });
+  const memoized = counting({
+    ...grpcClusterGenerator,
+    build: (ctx, name) =>
+      cluster(
+        name,
+        ctx.memo.get(LIMIT, '', () => limitOfB(ctx)),
+      ),
+  });
+  const unrelated = counting({ ...grpcClusterGenerator, build: (_ctx, name) => cluster(name, 1) });
+  const wide = counting({
+    ...grpcClusterGenerator,
+    configByHost: false,
+    build: (ctx, name) => cluster(name, ctx.config.destinationRules.length),
+  });
+  const generators = [direct, memoized, unrelated, wide];
+  const holds = generators.map((g) => cache.retain(g, proxy));
+  const read = () => generators.map((g, i) => cache.get(g, proxy, CLUSTER_A, holds[i]?.key)?.version);
+  const before = read();
+  const builds = generators.map((g) => g.builds);
+
+  const previous = config;
+  config = { ...config, destinationRules: [rule(9)] };
+  const set = cache.apply(
+    narrowChange({ hostnames: new Set(), endpointsOnly: false, config: 'all' }, previous, config),
+  );
+  assert.equal(set.all, false);
+  assert.deepEqual([...(set.hosts ?? [])], [B]);
+  assert.deepEqual(changed(set, CLUSTER), [CLUSTER_A]);
+  assert.deepEqual(
+    generators.map((g, i) => g.builds - (builds[i] ?? 0)),
+    [1, 1, 0, 1],
+    'rebuilt: what read B’s rule (directly, through the memo) and the config-wide generator; not the rest',
+  );
+  const after = read();
+  assert.notEqual(after[0], before[0]);
+  assert.notEqual(after[1], before[1]);
+  assert.equal(after[2], before[2]);
+  assert.equal(after[3], before[3]); // rebuilt, and its bytes (one rule either way) did not change
 });

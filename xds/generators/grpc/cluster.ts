@@ -26,6 +26,7 @@ import { withGrpcClientTls } from './cluster-security.js';
 export const grpcClusterGenerator: ResourceGenerator = {
   typeUrl: CLUSTER,
   proxyKind: 'grpc',
+  configByHost: true,
   // DestinationRules (policies and subsets) are seen by namespace; clients with a known defect get
   // their own rendering (client-capabilities.ts).
   viewKey: (proxy) => {

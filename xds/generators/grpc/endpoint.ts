@@ -6,6 +6,7 @@ import { buildLoadAssignment, loadAssignmentViewKey } from '../endpoints.js';
 export const grpcEndpointGenerator: ResourceGenerator = {
   typeUrl: ENDPOINT,
   proxyKind: 'grpc',
+  configByHost: true,
   viewKey: loadAssignmentViewKey,
   wildcardNames: () => [],
   build: (ctx, name) => buildLoadAssignment(ctx, name),

@@ -19,6 +19,7 @@ const ROUTER_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.router.v3
 export const grpcListenerGenerator: ResourceGenerator = {
   typeUrl: LISTENER,
   proxyKind: 'grpc',
+  configByHost: true,
   // Server listeners (A36) depend on the server's namespace and labels (PeerAuthentication).
   viewKey: (proxy) => JSON.stringify([proxy.namespace, grpcLabels(proxy)]),
   wildcardNames: (ctx: GenerateContext) => allHostPorts(ctx.catalog),

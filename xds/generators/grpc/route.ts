@@ -13,6 +13,7 @@ import { resolveServicePort } from './service-port.js';
 export const grpcRouteGenerator: ResourceGenerator = {
   typeUrl: ROUTE,
   proxyKind: 'grpc',
+  configByHost: true,
   // VirtualService visibility and sourceLabels matches depend on the client's namespace and labels.
   viewKey: routeViewKey,
   wildcardNames: () => [],

@@ -1,0 +1,135 @@
+// How far a config change reaches (configChangeHosts) and the event a push applies (narrowChange):
+// the hosts whose VirtualServices or DestinationRules changed, or everything when the change is of a
+// kind read wholesale, has a wildcard host, reorders rules or flips fault injection.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { EMPTY_MESH_CONFIG, type MeshConfig } from '../../../mesh/mesh-config.js';
+import type {
+  DestinationRuleResource,
+  DestinationRuleSpec,
+  VirtualServiceResource,
+  VirtualServiceSpec,
+} from '../../../mesh/types.js';
+import { configScope, type ChangeEvent } from '../../../model/change.js';
+import { configChangeHosts } from '../../../xds/generators/config-scope.js';
+import { narrowChange } from '../../../xds/server/narrow-change.js';
+
+const meta = { apiVersion: 'networking.istio.io/v1', labels: {}, annotations: {}, file: 'f.yaml', line: 1 };
+
+function dr(name: string, spec: DestinationRuleSpec, namespace = 'shop'): DestinationRuleResource {
+  return { ...meta, kind: 'DestinationRule', name, namespace, spec };
+}
+
+function vs(name: string, spec: VirtualServiceSpec, namespace = 'shop'): VirtualServiceResource {
+  return { ...meta, kind: 'VirtualService', name, namespace, spec };
+}
+
+function config(parts: Partial<Omit<MeshConfig, 'generation'>>): MeshConfig {
+  return { ...EMPTY_MESH_CONFIG, ...parts, generation: 1 };
+}
+
+const REVIEWS = dr('reviews', { host: 'reviews', subsets: [{ name: 'v1', labels: { version: 'v1' } }] });
+const LEDGER = dr('ledger', { host: 'ledger.bank.internal' });
+const ROUTES = vs('web', {
+  hosts: ['web.shop.internal', 'api'],
+  http: [{ route: [{ destination: { host: 'web.shop.internal' } }] }],
+});
+const base = config({ destinationRules: [REVIEWS, LEDGER], virtualServices: [ROUTES] });
+
+const sorted = (hosts: ReadonlySet<string> | undefined): string[] | undefined => hosts && [...hosts].sort();
+
+test('an edited, added or removed rule reaches its own hosts, short names resolved in its namespace', () => {
+  const edited = dr('reviews', { host: 'reviews', subsets: [{ name: 'v2', labels: { version: 'v2' } }] });
+  assert.deepEqual(sorted(configChangeHosts(base, config({ ...base, destinationRules: [edited, LEDGER] }))), [
+    'reviews.shop.svc.cluster.local',
+  ]);
+  assert.deepEqual(sorted(configChangeHosts(base, config({ ...base, destinationRules: [REVIEWS] }))), [
+    'ledger.bank.internal',
+  ]);
+  const routed = vs('web', {
+    ...ROUTES.spec,
+    http: [{ route: [{ destination: { host: 'ledger.bank.internal' } }] }],
+  });
+  assert.deepEqual(sorted(configChangeHosts(base, config({ ...base, virtualServices: [routed] }))), [
+    'api.shop.svc.cluster.local',
+    'web.shop.internal',
+  ]);
+  // A rule that changed host reaches both hosts.
+  const moved = dr('ledger', { host: 'vault.bank.internal' });
+  assert.deepEqual(sorted(configChangeHosts(base, config({ ...base, destinationRules: [REVIEWS, moved] }))), [
+    'ledger.bank.internal',
+    'vault.bank.internal',
+  ]);
+});
+
+test('a rule that only moved to another file or line, or a copy of the same config, reaches nothing', () => {
+  const elsewhere = { ...LEDGER, file: 'other.yaml', line: 40 };
+  assert.deepEqual(
+    sorted(configChangeHosts(base, config({ ...base, destinationRules: [REVIEWS, elsewhere] }))),
+    [],
+  );
+  assert.deepEqual(sorted(configChangeHosts(base, config({ ...base }))), []);
+});
+
+test('what cannot be narrowed to hosts reaches everything', () => {
+  const cases: [string, MeshConfig][] = [
+    [
+      'a wildcard host',
+      config({ ...base, destinationRules: [REVIEWS, LEDGER, dr('all', { host: '*.bank.internal' })] }),
+    ],
+    ['rules reordered (precedence among equals)', config({ ...base, destinationRules: [LEDGER, REVIEWS] })],
+    ['two rules with one name', config({ ...base, destinationRules: [REVIEWS, LEDGER, LEDGER] })],
+    [
+      'fault injection switched on (every gRPC listener gains the filter)',
+      config({
+        ...base,
+        virtualServices: [
+          vs('web', {
+            ...ROUTES.spec,
+            http: [
+              {
+                fault: { abort: { httpStatus: 503, percentage: { value: 1 } } },
+                route: [{ destination: { host: 'web.shop.internal' } }],
+              },
+            ],
+          }),
+        ],
+      }),
+    ],
+    [
+      'a Sidecar (read by namespace and workload, not by host)',
+      config({
+        ...base,
+        sidecars: [{ ...meta, kind: 'Sidecar', name: 'default', namespace: 'shop', spec: {} }],
+      }),
+    ],
+  ];
+  for (const [what, next] of cases) assert.equal(configChangeHosts(base, next), undefined, what);
+});
+
+test('a push narrows a config change to the hosts it reaches, keeping the registries’ hosts merged into it', () => {
+  const next = config({ ...base, destinationRules: [REVIEWS] });
+  const event: ChangeEvent = {
+    hostnames: new Set(['svc.mock.internal']),
+    endpointsOnly: true,
+    config: 'all',
+  };
+  const narrowed = narrowChange(event, base, next);
+  assert.equal(configScope(narrowed), 'hosts');
+  assert.equal(narrowed.endpointsOnly, false);
+  assert.deepEqual([...narrowed.hostnames].sort(), ['ledger.bank.internal', 'svc.mock.internal']);
+  // A registry's push that picked up a new config (its event not yet in): narrowed all the same.
+  const silent = narrowChange({ hostnames: new Set(['svc.mock.internal']), endpointsOnly: true }, base, next);
+  assert.equal(configScope(silent), 'hosts');
+  assert.deepEqual([...silent.hostnames].sort(), ['ledger.bank.internal', 'svc.mock.internal']);
+  // ... and that config's own event, arriving after, finds nothing of the config left to do.
+  const late = narrowChange({ hostnames: new Set(), endpointsOnly: false, config: 'all' }, next, next);
+  assert.equal(configScope(late), 'hosts');
+  assert.equal(late.hostnames.size, 0);
+  // A change that cannot be narrowed stays one that reaches everything.
+  const wide = narrowChange(event, base, config({ ...base, destinationRules: [LEDGER, REVIEWS] }));
+  assert.equal(configScope(wide), 'all');
+  // An event naming nothing, without saying it is a config change, still asks for everything.
+  assert.equal(configScope(narrowChange({ hostnames: new Set(), endpointsOnly: false }, base, next)), 'all');
+  assert.equal(configScope(narrowChange({ hostnames: new Set(), endpointsOnly: false }, base, base)), 'all');
+});
