@@ -9,6 +9,10 @@
 // the established-wins check would take it), every key an old version claimed was held by that
 // file alone (no other file's shadowed copy steps in), and no other file has a candidate waiting
 // that a released claim could let in. Anything else takes the full path (registry.ts publish).
+//
+// An edit of files that define only traffic config (VirtualServices, DestinationRules and the other
+// kinds the mesh config holds) under the same claim rules leaves the services and endpoints as they
+// are: only the mesh config is put together again (isMeshConfigEdit).
 import { claimsOf } from './claims.js';
 import type { FileIndex } from './file-index.js';
 import type { FileLoad } from './load-file.js';
@@ -29,36 +33,75 @@ export interface IncrementalEdit {
 }
 
 export function planIncremental(steps: readonly FileStep[], index: FileIndex): IncrementalEdit | undefined {
-  const edited = new Set(steps.map((s) => s.path));
-  for (const path of index.pendingPaths()) if (!edited.has(path)) return undefined;
-
+  if (!claimsSettle(steps, index)) return undefined;
   const hosts = new Set<string>();
   const serviceEntries: ServiceEntryResource[] = [];
-  const claimedAfter = new Set<string>();
-  for (const { path, before, after } of steps) {
+  for (const { before, after } of steps) {
     if (before === after) continue; // rejected, or unchanged: it serves what it served
     if (before) {
       const entries = simpleServiceEntries(before);
       if (!entries) return undefined;
-      for (const key of claimsOf(before).keys()) {
-        const holders = index.claimantsOf(key);
-        if (holders.size !== 1 || !holders.has(path)) return undefined;
-      }
       for (const se of entries) for (const host of se.spec.hosts) hosts.add(host);
     }
     if (after) {
       const entries = simpleServiceEntries(after);
       if (!entries) return undefined;
-      for (const key of claimsOf(after).keys()) {
-        for (const holder of index.claimantsOf(key)) if (holder !== path) return undefined;
-        if (claimedAfter.has(key)) return undefined; // two edited files claim it: resolve in full
-        claimedAfter.add(key);
-      }
       for (const se of entries) for (const host of se.spec.hosts) hosts.add(host);
       serviceEntries.push(...entries);
     }
   }
   return { hosts, serviceEntries };
+}
+
+/** The kinds MeshConfig holds: files defining only these serve no service or endpoint. */
+export const MESH_CONFIG_KINDS: ReadonlySet<string> = new Set([
+  'VirtualService',
+  'DestinationRule',
+  'Gateway',
+  'Sidecar',
+  'PeerAuthentication',
+  'AuthorizationPolicy',
+  'RequestAuthentication',
+  'WorkloadGroup',
+]);
+
+/** Whether the edit changes traffic config only, each version taken as it stands (no claim moves elsewhere). */
+export function isMeshConfigEdit(steps: readonly FileStep[], index: FileIndex): boolean {
+  for (const { before, after } of steps)
+    for (const load of [before, after]) {
+      if (!load) continue;
+      if (!load.resources.every((r) => MESH_CONFIG_KINDS.has(r.kind))) return false;
+      // One claim per resource key: fewer claims than resources means a duplicate (a conflict).
+      if (claimsOf(load).size !== load.resources.length) return false;
+    }
+  return claimsSettle(steps, index);
+}
+
+/**
+ * Whether each edited file's new version can be taken as it stands and its old one let go: no
+ * other file waits to be taken, every key a new version claims is held by no other file (nor by
+ * two edited files), and every key an old version claimed was held by that file alone (no other
+ * file's shadowed copy steps in).
+ */
+function claimsSettle(steps: readonly FileStep[], index: FileIndex): boolean {
+  const edited = new Set(steps.map((s) => s.path));
+  for (const path of index.pendingPaths()) if (!edited.has(path)) return false;
+  const claimedAfter = new Set<string>();
+  for (const { path, before, after } of steps) {
+    if (before === after) continue;
+    if (before)
+      for (const key of claimsOf(before).keys()) {
+        const holders = index.claimantsOf(key);
+        if (holders.size !== 1 || !holders.has(path)) return false;
+      }
+    if (after)
+      for (const key of claimsOf(after).keys()) {
+        for (const holder of index.claimantsOf(key)) if (holder !== path) return false;
+        if (claimedAfter.has(key)) return false; // two edited files claim it: resolve in full
+        claimedAfter.add(key);
+      }
+  }
+  return true;
 }
 
 /** The file's ServiceEntries, if it defines nothing else, no selector and no duplicate. */

@@ -75,18 +75,29 @@ export function mergeFiles(files: Iterable<FileLoad>): MergedConfig {
   return {
     serviceEntries: all.filter((r): r is ServiceEntryResource => r.kind === 'ServiceEntry'),
     workloadEntries: all.filter((r): r is WorkloadEntryResource => r.kind === 'WorkloadEntry'),
-    virtualServices: all.filter((r): r is VirtualServiceResource => r.kind === 'VirtualService'),
-    destinationRules: all.filter((r): r is DestinationRuleResource => r.kind === 'DestinationRule'),
-    gateways: all.filter((r): r is GatewayResource => r.kind === 'Gateway'),
-    sidecars: all.filter((r): r is SidecarResource => r.kind === 'Sidecar'),
-    peerAuthentications: all.filter((r): r is PeerAuthenticationResource => r.kind === 'PeerAuthentication'),
-    authorizationPolicies: all.filter(
+    ...meshConfigLists(all),
+    conflicts,
+  };
+}
+
+/** The traffic config's lists of `resources` (MergedConfig's mesh part), each in the given order. */
+export type MeshConfigLists = Omit<MergedConfig, 'serviceEntries' | 'workloadEntries' | 'conflicts'>;
+
+export function meshConfigLists(resources: readonly AnyConfigResource[]): MeshConfigLists {
+  return {
+    virtualServices: resources.filter((r): r is VirtualServiceResource => r.kind === 'VirtualService'),
+    destinationRules: resources.filter((r): r is DestinationRuleResource => r.kind === 'DestinationRule'),
+    gateways: resources.filter((r): r is GatewayResource => r.kind === 'Gateway'),
+    sidecars: resources.filter((r): r is SidecarResource => r.kind === 'Sidecar'),
+    peerAuthentications: resources.filter(
+      (r): r is PeerAuthenticationResource => r.kind === 'PeerAuthentication',
+    ),
+    authorizationPolicies: resources.filter(
       (r): r is AuthorizationPolicyResource => r.kind === 'AuthorizationPolicy',
     ),
-    requestAuthentications: all.filter(
+    requestAuthentications: resources.filter(
       (r): r is RequestAuthenticationResource => r.kind === 'RequestAuthentication',
     ),
-    workloadGroups: all.filter((r): r is WorkloadGroupResource => r.kind === 'WorkloadGroup'),
-    conflicts,
+    workloadGroups: resources.filter((r): r is WorkloadGroupResource => r.kind === 'WorkloadGroup'),
   };
 }

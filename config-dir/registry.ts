@@ -12,10 +12,23 @@ import { resourcesOf, type ConfigDebugState, type FileDebugState } from './debug
 import { formatIssue, loadConfigFile, NO_POSITIONS, type FileLoad } from './load-file.js';
 import { resolveClaims, type FileVersions } from './claims.js';
 import { FileIndex } from './file-index.js';
-import { planIncremental, planWorkloadEntries, type FileStep } from './incremental.js';
+import {
+  isMeshConfigEdit,
+  MESH_CONFIG_KINDS,
+  planIncremental,
+  planWorkloadEntries,
+  type FileStep,
+} from './incremental.js';
 import { SelectionIndex } from './selection-index.js';
 import { ConfigFileReader, DEFAULT_READ_LIMITS, type ReadFs } from './read-file.js';
-import { comparePaths, mergeFiles, type ConfigConflict, type MergedConfig } from './merge.js';
+import {
+  comparePaths,
+  mergeFiles,
+  meshConfigLists,
+  type ConfigConflict,
+  type MergedConfig,
+  type MeshConfigLists,
+} from './merge.js';
 import { buildSnapshot, REGISTRY_NAME, type CrossResourceWarning } from './conversion.js';
 import {
   EMPTY_MESH_CONFIG,
@@ -115,6 +128,10 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   private claimConflicts: readonly ConfigConflict[] = [];
   private readonly reader: ConfigFileReader;
   private crossWarnings: readonly CrossResourceWarning[] = [];
+  /** The part of crossWarnings from the services' conversion (the last full publish). */
+  private conversionWarnings: readonly CrossResourceWarning[] = [];
+  /** Files whose version in force defines some traffic config (kept by setFile()). */
+  private readonly meshFiles = new Set<string>();
   /** Whether a snapshot read from the directory has been published (a restored one does not count). */
   private published = false;
   /**
@@ -231,6 +248,14 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     this.index.update(path, this.files.get(path), record);
     if (record) this.files.set(path, record);
     else this.files.delete(path);
+    if (record?.good?.resources.some((r) => MESH_CONFIG_KINDS.has(r.kind))) this.meshFiles.add(path);
+    else this.meshFiles.delete(path);
+  }
+
+  /** The traffic config of the files in force, as mergeFiles would list it (no conflicts stand). */
+  private meshLists(): MeshConfigLists {
+    const paths = [...this.meshFiles].sort(comparePaths);
+    return meshConfigLists(paths.flatMap((p) => this.files.get(p)?.good?.resources ?? []));
   }
 
   /** The merged resources of the files in force. */
@@ -381,6 +406,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       const f = this.files.get(path);
       return { path, before, after: f?.candidate?.load ?? f?.good };
     });
+    if (this.publishMeshConfigEdit(steps, files)) return true;
     const edit = planIncremental(steps, this.index);
     if (!edit) return this.publishWorkloadEdit(edited, steps, files);
     for (const { path } of edited) {
@@ -397,6 +423,36 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     );
     this.mergedStale = true;
     this.state.replace({ services, endpoints }, this.failure(), files, edit.hosts);
+    return true;
+  }
+
+  /**
+   * Applies an edit of files that define only traffic config (isMeshConfigEdit): the services stay
+   * as published, and only the mesh config is put together again, from the files that define some
+   * (a DestinationRule edit costs what the traffic config holds, not what the directory does).
+   * False, having changed nothing, when the edit needs the full publish().
+   */
+  private publishMeshConfigEdit(steps: readonly FileStep[], files: readonly string[]): boolean {
+    if (this.conflicts.length > 0 || !isMeshConfigEdit(steps, this.index)) return false;
+    for (const { path } of steps) {
+      const f = this.files.get(path);
+      if (f?.candidate) this.accept(path, f, f.candidate);
+    }
+    const lists = this.meshLists();
+    const warnings = [
+      ...this.conversionWarnings,
+      ...unknownSubsetWarnings(lists.virtualServices, lists.destinationRules, resolveHost),
+    ];
+    this.logWarnings(warnings);
+    const previousMesh = this.mesh;
+    // The services' lists stay as they are (stale or not: mergedConfig() knows).
+    this.merged = { ...this.merged, ...lists };
+    this.mesh = nextMeshConfig(previousMesh, this.merged);
+    this.crossWarnings = warnings;
+    // No service changed (nothing is emitted); a file now broken or mended still counts.
+    this.state.replace(this.state.snapshot(), this.failure(), files, []);
+    if (this.mesh.generation !== previousMesh.generation)
+      this.configListeners.emit({ registries: [this.name], files });
     return true;
   }
 
@@ -468,10 +524,8 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       ...conversion.warnings,
       ...unknownSubsetWarnings(merged.virtualServices, merged.destinationRules, resolveHost),
     ];
-    this.logNew(warnings, this.crossWarnings, (w) => [
-      { file: w.resource.file, line: w.resource.line, resource: w.resource },
-      w.message,
-    ]);
+    this.logWarnings(warnings);
+    this.conversionWarnings = conversion.warnings;
 
     const previousMesh = this.mesh;
     // Everything readable is updated before any listener runs.
@@ -492,6 +546,14 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     if (extra.length === 0) return own;
     const taken = new Set(own.map(resourceKey));
     return [...own, ...extra.filter((e) => !taken.has(resourceKey(e)))];
+  }
+
+  /** Logs the cross-resource warnings not logged already. */
+  private logWarnings(warnings: readonly CrossResourceWarning[]): void {
+    this.logNew(warnings, this.crossWarnings, (w) => [
+      { file: w.resource.file, line: w.resource.line, resource: w.resource },
+      w.message,
+    ]);
   }
 
   private logNew<T>(

@@ -18,6 +18,19 @@ import { SnapshotTable } from './snapshots.js';
 
 export const DB_FILE = 'portolan.db';
 
+/** How long opening waits out another process holding a new database busy (Store.openAt). */
+const OPEN_BUSY_RETRY_MS = 10_000;
+
+function isBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+}
+
+/** Opening is synchronous (better-sqlite3): its retry waits without returning to the event loop. */
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
 export class StoreError extends Error {
   constructor(
     readonly path: string,
@@ -92,7 +105,8 @@ export class Store {
       return Store.openAt(path, options);
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
-      if (!options.reset || options.readonly || !existsSync(path)) {
+      // A database another process holds busy is not damaged: never moved aside for that.
+      if (!options.reset || options.readonly || !existsSync(path) || isBusy(err)) {
         const hint =
           options.readonly || !existsSync(path) ? '' : ' (--reset-store moves it aside and starts a new one)';
         throw new StoreError(path, reason + hint);
@@ -130,7 +144,27 @@ export class Store {
     }
   }
 
+  /**
+   * Opens the database at `path`, retrying for a while when another process holds it busy: two
+   * processes opening a new database at once (`serve` and `ca root`) meet in its first steps, where
+   * SQLite answers some lock waits with SQLITE_BUSY at once instead of waiting out the busy timeout
+   * (seen as "database is locked" from one of two concurrent `ca root` on a loaded machine). Every
+   * step is safe to repeat: the check reads, the pragmas are idempotent, each migration is a
+   * transaction that reads the version under the write lock.
+   */
   private static openAt(path: string, options: StoreOptions): Store {
+    const deadline = Date.now() + OPEN_BUSY_RETRY_MS;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return Store.openOnce(path, options);
+      } catch (err) {
+        if (!isBusy(err) || Date.now() >= deadline) throw err;
+        sleepSync(Math.min(100, 10 * attempt));
+      }
+    }
+  }
+
+  private static openOnce(path: string, options: StoreOptions): Store {
     const db = new Database(path, {
       readonly: options.readonly ?? false,
       fileMustExist: options.readonly ?? false,

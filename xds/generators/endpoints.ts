@@ -52,6 +52,11 @@ export function loadAssignmentViewKey(proxy: Proxy, view?: ServingView): string 
   return key;
 }
 
+/** What of the view loadAssignmentViewKey reads: the mesh's locality reads (equal ones are one object). */
+export function loadAssignmentViewKeyReads(view: ServingView): LocalityReads {
+  return localityReads(view.config.destinationRules);
+}
+
 /** Each proxy's key for the rules last asked about (one mesh config at a time, in practice). */
 const VIEW_KEYS = new WeakMap<Proxy, { readonly reads: LocalityReads; readonly key: string }>();
 

@@ -40,6 +40,12 @@ export interface ResourceGenerator {
    */
   viewKey(proxy: Proxy, view?: ServingView): string;
   /**
+   * What of the view viewKey reads (an immutable value, equal answers the same object). Only a
+   * generator that has this is passed the view, and the resource cache recomputes its open
+   * streams' keys only when this changes; other keys are fixed per proxy.
+   */
+  viewKeyReads?(view: ServingView): unknown;
+  /**
    * The mesh config reaches these resources only through the index's VirtualService and
    * DestinationRule lookups (recorded per host) and through what configChangeHosts compares as a
    * whole (config-scope.ts). Then a config change rebuilds only those that looked up a host whose

@@ -20,11 +20,13 @@
 // while a stream of their view is open (streams retain their views), and dropped, by a timer, once
 // their view has had no stream for IDLE_EVICT_MS, or at once when a change touches them meanwhile
 // (nothing is rebuilt for a view no stream holds). A view key may depend on the mesh config (EDS
-// reads the proxy's locality only when a rule looks at it): when the config changes, every held
-// view is re-keyed, so streams move to their new view (and the change re-evaluates them anyway).
+// reads the proxy's locality only when a rule looks at it; ResourceGenerator.viewKeyReads): when
+// what such a key reads changes, the holds of its generator are re-keyed, so streams move to their
+// new view (and a stream that moved re-evaluates everything). Other keys are computed without the
+// view, and no config change visits their holds.
 import { configScope, type ChangeEvent } from '../../model/change.js';
 import { recordingReads, type CatalogReads } from '../generators/view-memo.js';
-import type { GenerateContext, ResourceGenerator } from '../generators/generator.js';
+import type { GenerateContext, ResourceGenerator, ServingView } from '../generators/generator.js';
 import { parseClusterName, parseHostPort } from '../generators/names.js';
 import type { Proxy, ProxyKind } from '../proxy/proxy.js';
 import type { EncodedResource } from '../proto/resource.js';
@@ -143,10 +145,10 @@ export class ResourceCache {
   private readonly views = new Map<string, ViewUse>();
   private readonly generatorIds = new Map<ResourceGenerator, string>();
   private readonly generatorsById = new Map<string, ResourceGenerator>();
-  /** Every hold of an open stream, to re-key when the config changes. */
-  private readonly holds = new Set<Hold>();
-  /** The config the holds are keyed for. */
-  private keyedFor: object | undefined;
+  /** Per generator whose key reads the view (viewKeyReads): its open streams' holds, to re-key. */
+  private readonly holds = new Map<ResourceGenerator, Set<Hold>>();
+  /** Per such generator: what its keys read, in the view the holds are keyed for. */
+  private readonly keyedFor = new Map<ResourceGenerator, unknown>();
   /** A hold moved to another view since the last apply (its stream must re-evaluate everything). */
   private movedViews = false;
   private readonly sweeper: NodeJS.Timeout;
@@ -175,16 +177,20 @@ export class ResourceCache {
    */
   retain(generator: ResourceGenerator, proxy: Proxy): ViewHold {
     const ctx = this.context(proxy);
-    this.rekey(ctx.config);
-    const key = generator.viewKey(proxy, ctx);
+    const key = keyOf(generator, proxy, ctx);
     const hold = new Hold(this, generator, proxy, key, this.hold(this.viewRef(generator, key)));
-    this.holds.add(hold);
+    if (generator.viewKeyReads) {
+      this.rekey(generator, ctx);
+      let holds = this.holds.get(generator);
+      if (!holds) this.holds.set(generator, (holds = new Set()));
+      holds.add(hold);
+    }
     return hold;
   }
 
   /** The current view key of `proxy` for `generator` (what retain's hold carries). */
   viewKey(generator: ResourceGenerator, proxy: Proxy): string {
-    return generator.viewKey(proxy, this.context(proxy));
+    return keyOf(generator, proxy, this.context(proxy));
   }
 
   /** Views held by open streams, per kind and type (the views a change may rebuild for). */
@@ -204,7 +210,9 @@ export class ResourceCache {
 
   /** Hold.release. */
   unhold(hold: Hold): void {
-    if (!this.holds.delete(hold)) return;
+    if (hold.released) return;
+    hold.released = true;
+    this.holds.get(hold.generator)?.delete(hold);
     this.release(hold.use);
   }
 
@@ -237,12 +245,13 @@ export class ResourceCache {
     held.releasedAt = this.now();
   }
 
-  /** Re-keys every hold when the config is no longer the one they were keyed for. */
-  private rekey(config: object): void {
-    if (this.keyedFor === config) return;
-    this.keyedFor = config;
-    for (const hold of this.holds) {
-      const key = hold.generator.viewKey(hold.proxy, this.context(hold.proxy));
+  /** Re-keys the holds of `generator` when what its keys read is no longer what they were keyed for. */
+  private rekey(generator: ResourceGenerator, view: ServingView): void {
+    const reads = generator.viewKeyReads?.(view);
+    if (this.keyedFor.get(generator) === reads) return;
+    this.keyedFor.set(generator, reads);
+    for (const hold of this.holds.get(generator) ?? []) {
+      const key = keyOf(hold.generator, hold.proxy, this.context(hold.proxy));
       if (key === hold.key) continue;
       this.release(hold.use);
       hold.key = key;
@@ -314,8 +323,10 @@ export class ResourceCache {
 
   /** Applies a change to the cache (the catalog behind `context` is already the new one). */
   apply(event: ChangeEvent): ChangeSet {
-    const [first] = this.holds;
-    if (first) this.rekey(this.context(first.proxy).config);
+    for (const [generator, holds] of this.holds) {
+      const [first] = holds;
+      if (first) this.rekey(generator, this.context(first.proxy));
+    }
     const moved = this.movedViews;
     this.movedViews = false;
     const config = configScope(event);
@@ -476,6 +487,8 @@ interface ViewUse {
 }
 
 class Hold implements ViewHold {
+  released = false;
+
   constructor(
     private readonly cache: ResourceCache,
     readonly generator: ResourceGenerator,
@@ -488,6 +501,11 @@ class Hold implements ViewHold {
   release(): void {
     this.cache.unhold(this);
   }
+}
+
+/** A generator's view key for `proxy`: given the view only when the generator says its key reads it. */
+function keyOf(generator: ResourceGenerator, proxy: Proxy, view: GenerateContext): string {
+  return generator.viewKeyReads ? generator.viewKey(proxy, view) : generator.viewKey(proxy);
 }
 
 /**

@@ -125,10 +125,27 @@ export interface LocalityReads {
 
 const READS = new WeakMap<readonly DestinationRuleResource[], LocalityReads>();
 
-/** localityReads, once per rule list (a mesh config's rules are immutable). */
+/**
+ * Equal reads as one object: a config change that leaves them equal gives the same object, so each
+ * stream's EDS view key is reused by identity instead of recomputed (endpoints.ts). Bounded: the
+ * variety is in rule contents, and past the bound the map starts over.
+ */
+const CANONICAL = new Map<string, LocalityReads>();
+const MAX_CANONICAL = 64;
+
+/** localityReads, once per rule list (a mesh config's rules are immutable), equal answers as one object. */
 export function localityReads(rules: readonly DestinationRuleResource[]): LocalityReads {
   let reads = READS.get(rules);
-  if (!reads) READS.set(rules, (reads = readsOf(rules)));
+  if (!reads) {
+    const computed = readsOf(rules);
+    const key = JSON.stringify(computed);
+    reads = CANONICAL.get(key);
+    if (!reads) {
+      if (CANONICAL.size >= MAX_CANONICAL) CANONICAL.clear();
+      CANONICAL.set(key, (reads = computed));
+    }
+    READS.set(rules, reads);
+  }
   return reads;
 }
 

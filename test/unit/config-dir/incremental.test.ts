@@ -2,7 +2,9 @@
 // full reload of the same directory serves. A seeded sequence of edits — files of plain
 // ServiceEntries (the incremental path), files of WorkloadEntries alone (the selector path: labels
 // and addresses changing, some unfit for the selecting entry), entries with selectors and
-// WorkloadEntries, a VirtualService, hosts moving between files, deletes, several files in one batch — is applied to
+// WorkloadEntries, files of traffic config alone (VirtualServices and DestinationRules, subsets that
+// routes name or not: the mesh-config path), hosts moving between files,
+// deletes, several files in one batch — is applied to
 // one running registry, and after each step its snapshot, resources, conflicts and file statuses
 // are compared with those of a registry started fresh on the directory.
 import assert from 'node:assert/strict';
@@ -74,13 +76,40 @@ spec:
 `,
   ).join('---\n');
 
-const virtualService = (name: string, host: string): string => `apiVersion: networking.istio.io/v1
+const virtualService = (
+  name: string,
+  host: string,
+  subset = '',
+): string => `apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: ${name}}
 spec:
   hosts: [${host}]
-  http: [{route: [{destination: {host: ${host}}}]}]
+  http: [{route: [{destination: {host: ${host}${subset ? `, subset: ${subset}` : ''}}}]}]
 `;
+
+const destinationRule = (
+  name: string,
+  host: string,
+  step: number,
+): string => `apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: ${name}}
+spec:
+  host: ${host}
+  trafficPolicy: {connectionPool: {http: {http2MaxRequests: ${step + 1}}}}
+  subsets: [{name: v${1 + (step % 2)}, labels: {version: v${1 + (step % 2)}}}]
+`;
+
+/** A file of traffic config only: a VirtualService, a DestinationRule, or both. */
+const trafficConfig = (file: number, step: number, next: () => number): string => {
+  const host = HOSTS[Math.floor(next() * HOSTS.length)] as string;
+  // Names of the file's own: a clash would be settled by which file came first, which a fresh load cannot know.
+  const vs = virtualService(`vs${file}`, host, ['', 'v1', 'v2'][Math.floor(next() * 3)]);
+  const dr = destinationRule(`dr${file}`, host, step);
+  const roll = next();
+  return roll < 0.35 ? vs : roll < 0.7 ? dr : `${vs}---\n${dr}`;
+};
 
 function served(snapshot: RegistrySnapshot): unknown {
   return [...snapshot.services.keys()]
@@ -133,18 +162,18 @@ test('edits applied one by one serve what a fresh load of the same directory ser
       if (kind < 0.12 || hosts.length === 0) {
         owned.delete(file);
         await rm(join(tmp.dir, path(file)), { force: true });
-      } else if (kind < 0.5) {
+      } else if (kind < 0.45) {
         owned.set(file, hosts);
         await tmp.write(path(file), plainEntry(`se${file}`, hosts, step));
-      } else if (kind < 0.7) {
+      } else if (kind < 0.6) {
         owned.set(file, []);
         await tmp.write(path(file), workloadEntries(file, step, next));
-      } else if (kind < 0.9) {
+      } else if (kind < 0.72) {
         owned.set(file, hosts);
         await tmp.write(path(file), selectorEntry(`se${file}`, hosts, step));
       } else {
         owned.set(file, []);
-        await tmp.write(path(file), virtualService(`vs${file}`, pick(HOSTS)));
+        await tmp.write(path(file), trafficConfig(file, step, next));
       }
     }
     const fresh = new ConfigDirRegistry({ dir: tmp.dir, debounceMs: 20 });
@@ -184,6 +213,38 @@ test('WorkloadEntry files edited one by one (the selector path) serve what a fre
     await fresh.stop();
     await eventually(() => assert.deepEqual(view(live), expected), {
       what: `the live registry to serve what a fresh load serves after VM step ${step} (files ${[...batch].join(', ')})`,
+    });
+  }
+});
+
+test('traffic-config files edited one by one (the mesh-config path) serve what a fresh load serves', async (t) => {
+  const tmp = await makeTempDir();
+  t.after(() => tmp.cleanup());
+  const next = random(2025);
+  // Services stay, beside a broken file (the directory keeps answering only in part); four files of
+  // VirtualServices and DestinationRules change: hosts, subsets routes name or rules define, both
+  // kinds in one file or one, deletes.
+  await tmp.write('a-services.yaml', plainEntry('plain', [HOSTS[0] as string, HOSTS[1] as string], 0));
+  await tmp.write('b-selecting.yaml', selectorEntry('sel', [HOSTS[2] as string], 1));
+  await tmp.write('c-broken.yaml', 'kind: [');
+  const trafficPath = (file: number): string => join(file % 2 === 0 ? '' : 'traffic', `t${file}.yaml`);
+  for (let file = 0; file < 4; file++) await tmp.write(trafficPath(file), trafficConfig(file, 0, next));
+  const live = new ConfigDirRegistry({ dir: tmp.dir, debounceMs: 20 });
+  t.after(() => live.stop());
+  await live.start();
+
+  for (let step = 1; step <= STEPS; step++) {
+    const batch = new Set(Array.from({ length: 1 + Math.floor(next() * 2) }, () => Math.floor(next() * 4)));
+    for (const file of batch) {
+      if (next() < 0.1) await rm(join(tmp.dir, trafficPath(file)), { force: true });
+      else await tmp.write(trafficPath(file), trafficConfig(file, step, next));
+    }
+    const fresh = new ConfigDirRegistry({ dir: tmp.dir, debounceMs: 20 });
+    await fresh.start();
+    const expected = view(fresh);
+    await fresh.stop();
+    await eventually(() => assert.deepEqual(view(live), expected), {
+      what: `the live registry to serve what a fresh load serves after traffic step ${step} (files ${[...batch].join(', ')})`,
     });
   }
 });

@@ -13,7 +13,7 @@ import {
 import type { Proxy } from '../../proxy/proxy.js';
 import { encodeResource } from '../../proto/resource.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../proto/type-urls.js';
-import { buildLoadAssignment, loadAssignmentViewKey } from '../endpoints.js';
+import { buildLoadAssignment, loadAssignmentViewKey, loadAssignmentViewKeyReads } from '../endpoints.js';
 import {
   blackHoleCluster,
   inboundCluster,
@@ -88,6 +88,7 @@ function endpoints(): ResourceGenerator {
     typeUrl: ENDPOINT,
     proxyKind: 'envoy',
     viewKey: loadAssignmentViewKey,
+    viewKeyReads: loadAssignmentViewKeyReads,
     wildcardNames: () => [],
     build: (ctx, name) => buildLoadAssignment(ctx, name),
   };
