@@ -38,6 +38,9 @@ function clusters(): ResourceGenerator {
   return {
     typeUrl: CLUSTER,
     proxyKind: 'envoy',
+    // Rules read through per-host lookups; the Sidecar scope, outbound policy and
+    // RequestAuthentications (JWKS clusters) are of kinds whose change reaches everything.
+    configByHost: true,
     // Outbound clusters depend on the DestinationRules and Sidecar the proxy sees (by namespace
     // and labels; gateways are not scoped) and, for TLS, on the certificate directory; inbound ones
     // on where the app listens, and which ports they are on the sidecar's IPs; JWKS clusters on the
@@ -87,6 +90,8 @@ function endpoints(): ResourceGenerator {
   return {
     typeUrl: ENDPOINT,
     proxyKind: 'envoy',
+    // The same load assignments as proxyless EDS: the config read through per-host rule lookups.
+    configByHost: true,
     viewKey: loadAssignmentViewKey,
     viewKeyReads: loadAssignmentViewKeyReads,
     wildcardNames: () => [],
