@@ -14,6 +14,7 @@
 // kinds the mesh config holds) under the same claim rules leaves the services and endpoints as they
 // are: only the mesh config is put together again (isMeshConfigEdit).
 import { claimsOf } from './claims.js';
+import { MESH_CONFIG_KINDS } from './merge.js';
 import type { FileIndex } from './file-index.js';
 import type { FileLoad } from './load-file.js';
 import type { ServiceEntryResource, WorkloadEntryResource } from '../mesh/types.js';
@@ -52,18 +53,6 @@ export function planIncremental(steps: readonly FileStep[], index: FileIndex): I
   }
   return { hosts, serviceEntries };
 }
-
-/** The kinds MeshConfig holds: files defining only these serve no service or endpoint. */
-export const MESH_CONFIG_KINDS: ReadonlySet<string> = new Set([
-  'VirtualService',
-  'DestinationRule',
-  'Gateway',
-  'Sidecar',
-  'PeerAuthentication',
-  'AuthorizationPolicy',
-  'RequestAuthentication',
-  'WorkloadGroup',
-]);
 
 /** Whether the edit changes traffic config only, each version taken as it stands (no claim moves elsewhere). */
 export function isMeshConfigEdit(steps: readonly FileStep[], index: FileIndex): boolean {

@@ -80,6 +80,18 @@ export function mergeFiles(files: Iterable<FileLoad>): MergedConfig {
   };
 }
 
+/** The kinds MeshConfig holds (meshConfigLists' lists): files defining only these serve no service or endpoint. */
+export const MESH_CONFIG_KINDS: ReadonlySet<string> = new Set([
+  'VirtualService',
+  'DestinationRule',
+  'Gateway',
+  'Sidecar',
+  'PeerAuthentication',
+  'AuthorizationPolicy',
+  'RequestAuthentication',
+  'WorkloadGroup',
+]);
+
 /** The traffic config's lists of `resources` (MergedConfig's mesh part), each in the given order. */
 export type MeshConfigLists = Omit<MergedConfig, 'serviceEntries' | 'workloadEntries' | 'conflicts'>;
 

@@ -12,17 +12,12 @@ import { resourcesOf, type ConfigDebugState, type FileDebugState } from './debug
 import { formatIssue, loadConfigFile, NO_POSITIONS, type FileLoad } from './load-file.js';
 import { resolveClaims, type FileVersions } from './claims.js';
 import { FileIndex } from './file-index.js';
-import {
-  isMeshConfigEdit,
-  MESH_CONFIG_KINDS,
-  planIncremental,
-  planWorkloadEntries,
-  type FileStep,
-} from './incremental.js';
+import { isMeshConfigEdit, planIncremental, planWorkloadEntries, type FileStep } from './incremental.js';
 import { SelectionIndex } from './selection-index.js';
 import { ConfigFileReader, DEFAULT_READ_LIMITS, type ReadFs } from './read-file.js';
 import {
   comparePaths,
+  MESH_CONFIG_KINDS,
   mergeFiles,
   meshConfigLists,
   type ConfigConflict,

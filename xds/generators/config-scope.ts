@@ -14,14 +14,14 @@ import { configHasFaults } from '../traffic/route-context.js';
 type AnyResource = ConfigResource<unknown>;
 
 /** Config kinds read wholesale (by namespace and workload selector, not by host): any change reaches everything. */
-const WHOLE: readonly (keyof MeshConfig)[] = [
+const WHOLE = [
   'gateways',
   'sidecars',
   'peerAuthentications',
   'authorizationPolicies',
   'requestAuthentications',
   'workloadGroups',
-];
+] as const;
 
 /**
  * The hostnames whose rules differ between `prev` and `next` (resolved, as lookups name them), or
@@ -32,7 +32,7 @@ const WHOLE: readonly (keyof MeshConfig)[] = [
 export function configChangeHosts(prev: MeshConfig, next: MeshConfig): ReadonlySet<string> | undefined {
   const hosts = new Set<string>();
   if (prev === next) return hosts;
-  for (const kind of WHOLE) if (!sameResources(list(prev[kind]), list(next[kind]))) return undefined;
+  for (const kind of WHOLE) if (!sameResources(prev[kind] ?? [], next[kind] ?? [])) return undefined;
   if (configHasFaults(prev) !== configHasFaults(next)) return undefined;
   const rules = [
     changedHosts(prev.destinationRules, next.destinationRules, (r) => [
@@ -48,10 +48,6 @@ export function configChangeHosts(prev: MeshConfig, next: MeshConfig): ReadonlyS
     }
   }
   return hosts;
-}
-
-function list(value: MeshConfig[keyof MeshConfig]): readonly AnyResource[] {
-  return Array.isArray(value) ? (value as readonly AnyResource[]) : [];
 }
 
 function sameResources(a: readonly AnyResource[], b: readonly AnyResource[]): boolean {

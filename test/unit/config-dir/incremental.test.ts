@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { ConfigDirRegistry } from '../../../config-dir/registry.js';
 import type { RegistrySnapshot } from '../../../model/change.js';
 import { eventually } from '../../support/eventually.js';
@@ -130,6 +130,45 @@ function view(registry: ConfigDirRegistry): unknown {
   };
 }
 
+/** Waits until `live` serves what a registry started fresh on `dir` serves. */
+async function servesFreshLoad(dir: string, live: ConfigDirRegistry, what: string): Promise<void> {
+  const fresh = new ConfigDirRegistry({ dir, debounceMs: 20 });
+  await fresh.start();
+  const expected = view(fresh);
+  await fresh.stop();
+  await eventually(() => assert.deepEqual(view(live), expected), { what });
+}
+
+/**
+ * A registry on the directory as it is, then four files (`pathOf(0..3)`) edited STEPS times in batches of one
+ * or two: each rewritten with `content(file, step)`, or one time in ten deleted. After each step the
+ * registry serves what a fresh load serves.
+ */
+async function editFourFiles(
+  t: TestContext,
+  tmp: Awaited<ReturnType<typeof makeTempDir>>,
+  next: () => number,
+  label: string,
+  pathOf: (file: number) => string,
+  content: (file: number, step: number) => string,
+): Promise<void> {
+  const live = new ConfigDirRegistry({ dir: tmp.dir, debounceMs: 20 });
+  t.after(() => live.stop());
+  await live.start();
+  for (let step = 1; step <= STEPS; step++) {
+    const batch = new Set(Array.from({ length: 1 + Math.floor(next() * 2) }, () => Math.floor(next() * 4)));
+    for (const file of batch) {
+      if (next() < 0.1) await rm(join(tmp.dir, pathOf(file)), { force: true });
+      else await tmp.write(pathOf(file), content(file, step));
+    }
+    await servesFreshLoad(
+      tmp.dir,
+      live,
+      `the live registry to serve what a fresh load serves after ${label} step ${step} (files ${[...batch].join(', ')})`,
+    );
+  }
+}
+
 test('edits applied one by one serve what a fresh load of the same directory serves', async (t) => {
   const tmp = await makeTempDir();
   t.after(() => tmp.cleanup());
@@ -176,13 +215,11 @@ test('edits applied one by one serve what a fresh load of the same directory ser
         await tmp.write(path(file), trafficConfig(file, step, next));
       }
     }
-    const fresh = new ConfigDirRegistry({ dir: tmp.dir, debounceMs: 20 });
-    await fresh.start();
-    const expected = view(fresh);
-    await fresh.stop();
-    await eventually(() => assert.deepEqual(view(live), expected), {
-      what: `the live registry to serve what a fresh load serves after step ${step} (files ${[...batch].join(', ')})`,
-    });
+    await servesFreshLoad(
+      tmp.dir,
+      live,
+      `the live registry to serve what a fresh load serves after step ${step} (files ${[...batch].join(', ')})`,
+    );
   }
 });
 
@@ -197,24 +234,7 @@ test('WorkloadEntry files edited one by one (the selector path) serve what a fre
   await tmp.write('c-plain.yaml', plainEntry('plain', [HOSTS[3] as string], 0));
   const vmPath = (file: number): string => join(file % 2 === 0 ? '' : 'vms', `vm${file}.yaml`);
   for (let file = 0; file < 4; file++) await tmp.write(vmPath(file), workloadEntries(file, 0, next));
-  const live = new ConfigDirRegistry({ dir: tmp.dir, debounceMs: 20 });
-  t.after(() => live.stop());
-  await live.start();
-
-  for (let step = 1; step <= STEPS; step++) {
-    const batch = new Set(Array.from({ length: 1 + Math.floor(next() * 2) }, () => Math.floor(next() * 4)));
-    for (const file of batch) {
-      if (next() < 0.1) await rm(join(tmp.dir, vmPath(file)), { force: true });
-      else await tmp.write(vmPath(file), workloadEntries(file, step, next));
-    }
-    const fresh = new ConfigDirRegistry({ dir: tmp.dir, debounceMs: 20 });
-    await fresh.start();
-    const expected = view(fresh);
-    await fresh.stop();
-    await eventually(() => assert.deepEqual(view(live), expected), {
-      what: `the live registry to serve what a fresh load serves after VM step ${step} (files ${[...batch].join(', ')})`,
-    });
-  }
+  await editFourFiles(t, tmp, next, 'VM', vmPath, (file, step) => workloadEntries(file, step, next));
 });
 
 test('traffic-config files edited one by one (the mesh-config path) serve what a fresh load serves', async (t) => {
@@ -229,22 +249,5 @@ test('traffic-config files edited one by one (the mesh-config path) serve what a
   await tmp.write('c-broken.yaml', 'kind: [');
   const trafficPath = (file: number): string => join(file % 2 === 0 ? '' : 'traffic', `t${file}.yaml`);
   for (let file = 0; file < 4; file++) await tmp.write(trafficPath(file), trafficConfig(file, 0, next));
-  const live = new ConfigDirRegistry({ dir: tmp.dir, debounceMs: 20 });
-  t.after(() => live.stop());
-  await live.start();
-
-  for (let step = 1; step <= STEPS; step++) {
-    const batch = new Set(Array.from({ length: 1 + Math.floor(next() * 2) }, () => Math.floor(next() * 4)));
-    for (const file of batch) {
-      if (next() < 0.1) await rm(join(tmp.dir, trafficPath(file)), { force: true });
-      else await tmp.write(trafficPath(file), trafficConfig(file, step, next));
-    }
-    const fresh = new ConfigDirRegistry({ dir: tmp.dir, debounceMs: 20 });
-    await fresh.start();
-    const expected = view(fresh);
-    await fresh.stop();
-    await eventually(() => assert.deepEqual(view(live), expected), {
-      what: `the live registry to serve what a fresh load serves after traffic step ${step} (files ${[...batch].join(', ')})`,
-    });
-  }
+  await editFourFiles(t, tmp, next, 'traffic', trafficPath, (file, step) => trafficConfig(file, step, next));
 });
