@@ -126,20 +126,26 @@ export class VanishHold {
     }
   }
 
-  /** One timer, for the earliest deadline still ahead. */
-  private schedule(): void {
+  /**
+   * One timer, for the earliest deadline after `from` (now, or the deadline the timer just fired
+   * for: a timer may fire while the clock still reads a millisecond before it, and that deadline
+   * must not get a second timer and a second callback).
+   */
+  private schedule(from = this.now()): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    const now = this.now();
     let earliest = Infinity;
-    for (const h of this.holds.values()) if (h.until > now) earliest = Math.min(earliest, h.until);
+    for (const h of this.holds.values()) if (h.until > from) earliest = Math.min(earliest, h.until);
     if (earliest === Infinity) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.options.expired();
-      // Holds the adapter has not looked at again (ZooKeeper while disconnected) end at its next
-      // publish; the next deadline still ahead gets the timer.
-      this.schedule();
-    }, earliest - now);
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.options.expired();
+        // Holds the adapter has not looked at again (ZooKeeper while disconnected) end at its next
+        // publish; the next deadline still ahead gets the timer.
+        this.schedule(Math.max(this.now(), earliest));
+      },
+      Math.max(0, earliest - this.now()),
+    );
   }
 }

@@ -66,3 +66,15 @@ test('the timer calls back when the earliest hold runs out', async () => {
   assert.equal(hold.decide('a', 1, 0, true), 'apply');
   hold.stop();
 });
+
+test('the timer calls back once per deadline, even when the clock still reads a moment before it', async (t) => {
+  // A frozen clock: when the timer fires, the deadline still lies ahead by the clock (timers and
+  // Date.now() can disagree by a millisecond). Before, the hold got a new timer and a second callback.
+  let calls = 0;
+  const hold = new VanishHold({ holdMs: 20, now: () => 1_000_000, expired: () => calls++ });
+  t.after(() => hold.stop());
+  hold.decide('a', 1, 0, true);
+  await eventually(() => assert.ok(calls >= 1), { what: 'the expiry callback' });
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.equal(calls, 1);
+});
