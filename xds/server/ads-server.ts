@@ -140,6 +140,7 @@ export class AdsServer {
       logger: options.logger,
       limits: this.limits,
       pings,
+      maxReceiveMessageBytes: this.transport.maxReceiveMessageBytes,
     });
     this.unsubscribe = [
       options.discovery.onChange((e) => {

@@ -7,6 +7,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log/logger.js';
 import type { Proxy } from '../proxy/proxy.js';
 import { StreamError, type AdsApi, type AdsStream, type StreamCall } from './ads-stream.js';
+import { readMessages } from './message-reader.js';
 import { MessageWriter } from './message-writer.js';
 import type { AdsObserver, RefusalReason } from './observer.js';
 import { PeerStreams, remoteAddress, type StreamLimits } from './stream-limits.js';
@@ -74,6 +75,8 @@ export interface AdsServiceDeps {
   readonly limits: StreamLimits;
   /** Enforces the keepalive ping policy on each connection that carries a stream. */
   readonly pings?: PingPolicy;
+  /** The largest request message read (the transport limit grpc-js enforces on its own path). */
+  readonly maxReceiveMessageBytes: number;
 }
 
 /** Picks streams to close by their call (its TLS peer); see AdsService.closeStreams. */
@@ -213,7 +216,12 @@ export class AdsService {
         call.emit('error', { code, details });
       },
     });
-    call.on('data', (bytes: Buffer) => {
+    const refuseRequest = (code: grpc.status, details: string): void => {
+      log.warn({ conn: id, peer, node: stream.proxy?.id, code, details }, 'refusing ADS stream');
+      close('refused');
+      call.emit('error', { code, details });
+    };
+    const onRequest = (bytes: Buffer): void => {
       if (closed) return;
       if (firstRequest) {
         clearTimeout(firstRequest);
@@ -232,13 +240,15 @@ export class AdsService {
           observer.streamIdentified?.(stream);
         }
       } catch (err) {
-        const code = err instanceof StreamError ? err.code : grpc.status.INVALID_ARGUMENT;
-        const details = err instanceof Error ? err.message : String(err);
         if (err instanceof StreamError && err.refusal) observer.streamRefused?.(err.refusal);
-        log.warn({ conn: id, peer, node: stream.proxy?.id, code, details }, 'refusing ADS stream');
-        close('refused');
-        call.emit('error', { code, details });
+        refuseRequest(
+          err instanceof StreamError ? err.code : grpc.status.INVALID_ARGUMENT,
+          err instanceof Error ? err.message : String(err),
+        );
       }
+    };
+    readMessages(call, this.deps.maxReceiveMessageBytes, onRequest, (code, details) => {
+      if (!closed) refuseRequest(code, details);
     });
     call.on('end', () => {
       close('client closed');

@@ -4,8 +4,9 @@
 // client whose HTTP/2 window is full) gives its slot back after `stuckMs`, so it never holds back
 // the others; it stays blocked itself, with one response buffered, until it drains. A stream's first
 // response also needs a token: from a per-second budget that is always there (the guaranteed rate),
-// or beyond it from what the server's load allows (xds/server/admission.ts), so a reconnect storm is
-// admitted at a pace the server keeps up with instead of all at once.
+// or beyond it from what the server's load allows (xds/server/admission.ts: an adaptive extra rate,
+// and the loop's idle time), so a reconnect storm is admitted at a pace the server keeps up with
+// instead of all at once.
 import { AdaptiveAdmission, timerLagDelay, type LoopDelay } from './admission.js';
 
 /** One stream's claim on the limiter. */
@@ -51,8 +52,12 @@ export class PushLimiter {
   private refillTimer: NodeJS.Timeout | undefined;
   private readonly stuckTimer: NodeJS.Timeout;
   private readonly admission: AdaptiveAdmission;
+  /** The stream takeNew just admitted on idle time, whose grant drain() times. */
+  private onIdleTime: SlotHolder | undefined;
   /** Slots given back because the write did not drain in time. */
   stuckReleases = 0;
+  /** New streams admitted on the loop's idle time (beyond the guaranteed and extra rates). */
+  idleAdmitted = 0;
 
   /** Called when the last waiting served stream got its slot (new streams are not counted). */
   onQueueEmpty: (() => void) | undefined;
@@ -69,6 +74,7 @@ export class PushLimiter {
       },
       now,
       loopDelay,
+      () => this.drain(),
     );
     this.tokens = options.newStreamsPerSecond;
     this.lastRefill = now();
@@ -124,8 +130,16 @@ export class PushLimiter {
     while (this.active.size < this.options.concurrency) {
       const next = this.takeExisting() ?? this.takeNew();
       if (!next) break;
-      this.active.set(next, this.now());
+      const at = this.now();
+      this.active.set(next, at);
+      if (next !== this.onIdleTime) {
+        next.grant();
+        continue;
+      }
+      // Admitted on the loop's idle time: what its first response costs is charged to it.
+      this.onIdleTime = undefined;
       next.grant();
+      this.admission.spendIdle(this.now() - at);
     }
     if (hadQueue && this.queuedPushes === 0) this.onQueueEmpty?.();
     if (this.waitingNewHead < this.waitingNew.length && !this.refillTimer && this.tokens < 1) {
@@ -159,12 +173,16 @@ export class PushLimiter {
         this.compact();
         continue;
       }
-      // The guaranteed tokens first; beyond them, an extra one if the load allows.
+      // The guaranteed tokens first; beyond them, an extra one if the load allows, or idle time.
       if (this.tokens >= 1) {
         this.tokens -= 1;
       } else {
         this.admission.noteDemand();
-        if (!this.admission.take()) return undefined;
+        if (!this.admission.take()) {
+          if (!this.admission.idle) return undefined;
+          this.onIdleTime = h;
+          this.idleAdmitted += 1;
+        }
       }
       this.waitingNew[this.waitingNewHead++] = undefined;
       this.compact();

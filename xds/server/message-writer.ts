@@ -9,39 +9,13 @@
 // header and written once: one write through the stream machinery costs far more than copying a few
 // hundred bytes, and what a stuck stream holds is then that small copy.
 //
-// grpc-js has no public way to write pre-framed bytes: the HTTP/2 stream is read from its call
-// object (grpc-js 1.14 keeps it at `call.call.stream`). When that shape is not found (another
-// grpc-js version, interceptors), messages go through `call.write` as before, copied once;
-// test/integration/ads-stream-limits.test.ts ("never read") fails if the installed grpc-js stops
-// offering the shape.
+// The HTTP/2 stream comes from inside the grpc-js call (call-internals.ts); without it, messages go
+// through `call.write` as before, copied once.
 import type { Http2Session, ServerHttp2Stream } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import type { BodyAndNonce, OutgoingMessage } from './ads-stream.js';
+import { http2StreamOf, type ServerCall } from './call-internals.js';
 import { nonceField, nonceFieldLength, writeNonceField } from '../proto/wire.js';
-
-/** The server call's side that matters here: grpc-js's ServerDuplexStream. */
-type ServerCall = grpc.ServerDuplexStream<Buffer, Buffer>;
-
-/** The HTTP/2 stream under a grpc-js server call, or undefined when this grpc-js does not expose it. */
-export function http2StreamOf(call: ServerCall): ServerHttp2Stream | undefined {
-  const inner = (call as unknown as { call?: { stream?: unknown } }).call;
-  const stream = inner?.stream;
-  return isHttp2Stream(stream) ? stream : undefined;
-}
-
-function isHttp2Stream(value: unknown): value is ServerHttp2Stream {
-  if (typeof value !== 'object' || value === null) return false;
-  const s = value as Partial<Record<'write' | 'cork' | 'uncork' | 'respond', unknown>> & {
-    session?: unknown;
-  };
-  return (
-    typeof s.write === 'function' &&
-    typeof s.cork === 'function' &&
-    typeof s.uncork === 'function' &&
-    typeof s.respond === 'function' &&
-    typeof s.session === 'object'
-  );
-}
 
 /** Messages up to this size are written as one copied buffer; larger ones in uncopied parts. */
 export const COPY_BELOW = 16 * 1024;

@@ -2,7 +2,13 @@
 // up, back to exactly that rate when it does not. A simulated clock and loop delay drive the limiter.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { CEILING_FACTOR, timerLagDelay, type LoopDelay } from '../../../xds/server/admission.js';
+import {
+  CEILING_FACTOR,
+  IDLE_LATE_MS,
+  IDLE_SLICE_MS,
+  timerLagDelay,
+  type LoopDelay,
+} from '../../../xds/server/admission.js';
 import { PushLimiter, type SlotHolder } from '../../../xds/server/flow-control.js';
 
 const BASE = 100; // guaranteed new streams per second
@@ -12,11 +18,18 @@ const STORM = 2000;
 class FakeDelay implements LoopDelay {
   lagMs = 0;
   running = false;
-  start(): void {
+  private onSample: ((lateMs: number) => void) | undefined;
+  start(onSample?: (lateMs: number) => void): void {
     this.running = true;
+    this.onSample = onSample;
   }
   stop(): void {
     this.running = false;
+    this.onSample = undefined;
+  }
+  /** A sample of the loop, `lateMs` late (no sample is taken unless a test calls this). */
+  sample(lateMs: number): void {
+    this.onSample?.(lateMs);
   }
   takeMaxMs(): number {
     return this.lagMs;
@@ -34,7 +47,13 @@ interface Sim {
   advance(ms: number): void;
 }
 
-function simulate(t: TestContext, admissionMaxDelayMs: number, concurrency = 1_000_000): Sim {
+/** `grantCostMs`: the simulated time each grant (a stream's first response) takes. */
+function simulate(
+  t: TestContext,
+  admissionMaxDelayMs: number,
+  concurrency = 1_000_000,
+  grantCostMs = 0,
+): Sim {
   t.mock.timers.enable({ apis: ['setInterval', 'setTimeout'] });
   let clock = 0;
   const delay = new FakeDelay();
@@ -52,7 +71,14 @@ function simulate(t: TestContext, admissionMaxDelayMs: number, concurrency = 1_0
     open(n, prefix = 'new') {
       const holders = Array.from({ length: n }, (_, i) => {
         const name = `${prefix}${i}`;
-        const h: SlotHolder = { admitted: false, closed: false, grant: () => granted.push(name) };
+        const h: SlotHolder = {
+          admitted: false,
+          closed: false,
+          grant: () => {
+            clock += grantCostMs;
+            granted.push(name);
+          },
+        };
         return h;
       });
       for (const h of holders) limiter.acquire(h);
@@ -188,4 +214,47 @@ test('the timer-lag sampler reports how late its timer fired, also for a stall t
   clock += 500;
   t.mock.timers.tick(500);
   assert.equal(delay.takeMaxMs(), 0, 'stopped: nothing measured');
+});
+
+test('idle time admits new streams beyond the rates, by what their first responses cost', (t) => {
+  const sim = simulate(t, 50, 1_000_000, 0.1);
+  sim.open(STORM);
+  sim.delay.sample(0);
+  // IDLE_SLICE_MS of loop time at 0.1 ms a stream: ten (the last may end past the slice).
+  const cheap = sim.limiter.idleAdmitted;
+  assert.ok(cheap >= IDLE_SLICE_MS / 0.1 && cheap <= IDLE_SLICE_MS / 0.1 + 1, `${cheap} admitted`);
+  const granted = sim.granted.length;
+  sim.delay.sample(IDLE_LATE_MS + 5);
+  assert.equal(sim.granted.length, granted, 'a late sample (a busy loop) admits none');
+  assert.equal(sim.limiter.idleAdmitted, cheap);
+});
+
+test('a stream whose first response costs more than the idle slice goes alone', (t) => {
+  const sim = simulate(t, 50, 1_000_000, 5 * IDLE_SLICE_MS);
+  sim.open(STORM);
+  for (let i = 1; i <= 3; i++) {
+    sim.delay.sample(0);
+    assert.equal(sim.limiter.idleAdmitted, i);
+  }
+});
+
+test('the idle allowance is for the moment that earned it: it does not add up, and a busy sample takes it away', (t) => {
+  // One slot beyond the guaranteed burst; 0.05 ms a grant keeps the guaranteed tokens under one
+  // while this runs (100 a second).
+  const sim = simulate(t, 50, BASE + 1, 0.05);
+  const storm = sim.open(STORM);
+  assert.equal(sim.granted.length, BASE, 'the burst; the next stream waits for a token');
+  sim.delay.sample(0);
+  assert.equal(sim.granted.length, BASE + 1, 'idle time takes the free slot');
+  for (let i = 0; i < 5; i++) sim.delay.sample(0);
+  // Every slot frees at once: one slice's worth goes, not five.
+  for (const h of storm.slice(0, BASE + 1)) sim.limiter.release(h);
+  const freed = sim.granted.length - BASE - 1;
+  assert.ok(freed >= 1 && freed <= IDLE_SLICE_MS / 0.05 + 1, `${freed} admitted`);
+  sim.delay.sample(IDLE_LATE_MS + 1);
+  const before = sim.granted.length;
+  for (const h of storm.slice(BASE + 1, BASE + 1 + freed)) sim.limiter.release(h);
+  assert.equal(sim.granted.length, before, 'after a busy sample, freed slots admit none');
+  sim.delay.sample(0);
+  assert.ok(sim.granted.length > before, 'the next idle sample admits again');
 });
