@@ -14,7 +14,9 @@
 //   costly one alone. A late sample (the loop is busy) takes that allowance away again.
 // An episode starts when a new stream has to wait for a guaranteed token and ends four windows after
 // the last such wait: the extra rate drops to 0 and the sampler stops, so a server without a storm
-// runs no timer for this.
+// runs no timer for this. Within an episode the sampler's tick is also when waiting streams are
+// admitted (the tokens accrued since the last tick, guaranteed and extra, and idle time): one timer
+// for the storm, every SAMPLE_MS, rather than a wake-up per token.
 
 /** How late the event loop has been running: the worst lateness since the last reading. */
 export interface LoopDelay {
@@ -67,7 +69,7 @@ export class AdaptiveAdmission {
     private readonly options: AdmissionOptions,
     private readonly now: () => number,
     private readonly delay: LoopDelay,
-    /** Called when an idle sample gives waiting streams an allowance to use. */
+    /** Called on every sample of an episode: waiting streams may have tokens or idle time now. */
     private readonly wake: () => void = () => {},
   ) {
     this.windowMs = options.windowMs ?? ADMISSION_WINDOW_MS;
@@ -77,6 +79,11 @@ export class AdaptiveAdmission {
 
   get enabled(): boolean {
     return this.options.maxDelayMs > 0;
+  }
+
+  /** Whether an episode is under way (its sampler then wakes the limiter every SAMPLE_MS). */
+  get inEpisode(): boolean {
+    return this.active;
   }
 
   /** New streams per second admitted now: the guaranteed rate plus the extra the load allows. */
@@ -153,7 +160,7 @@ export class AdaptiveAdmission {
     if (!this.active) return;
     // Not added up: an allowance is for the idle moment that earned it.
     this.idleMs = lateMs <= IDLE_LATE_MS ? IDLE_SLICE_MS : 0;
-    if (this.idleMs > 0) this.wake();
+    this.wake();
   }
 
   private reset(): void {

@@ -142,11 +142,15 @@ export class PushLimiter {
       this.admission.spendIdle(this.now() - at);
     }
     if (hadQueue && this.queuedPushes === 0) this.onQueueEmpty?.();
-    if (this.waitingNewHead < this.waitingNew.length && !this.refillTimer && this.tokens < 1) {
-      // Adaptive: also wake once per window, where the extra rate is adjusted.
-      const wait = this.admission.enabled
-        ? Math.max(1, Math.min(Math.ceil(1000 / this.admission.rate), this.admission.windowMs))
-        : Math.ceil(1000 / this.options.newStreamsPerSecond);
+    // New streams wait for a token: the episode's sampler wakes this every few ms while one is under
+    // way (admission.ts); otherwise a timer does, when the next guaranteed token is due.
+    if (
+      this.waitingNewHead < this.waitingNew.length &&
+      !this.refillTimer &&
+      this.tokens < 1 &&
+      !this.admission.inEpisode
+    ) {
+      const wait = Math.ceil(1000 / this.options.newStreamsPerSecond);
       this.refillTimer = setTimeout(() => {
         this.refillTimer = undefined;
         this.drain();

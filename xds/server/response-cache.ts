@@ -35,14 +35,23 @@ interface Cached {
   readonly key: string;
   readonly response: SharedResponse;
   usedAt: number;
+  /** Neighbours in recency order (a hit moves an entry without hashing it). */
+  older: Cached | undefined;
+  newer: Cached | undefined;
+  /** Whether the entry is still in the cache (unlinked entries may be held by a caller's lookup). */
+  linked: boolean;
 }
 
 export class ResponseCache {
   // Looked up per type, then by the caller's key as it comes: no combined key string to build and
-  // hash per response. Recency across all types is a set of the entries themselves.
+  // hash per response. Recency across all types is a list through the entries themselves: every
+  // response a stream builds is a hit, and moving an entry in a list costs four pointers where a
+  // set's delete-and-add costs two hash operations and, as deleted slots pile up, rehashing.
   private readonly types = new Map<string, { epoch: number; entries: Map<string, Cached> }>();
-  /** Least recently used first (a hit moves an entry to the end). */
-  private readonly recency = new Set<Cached>();
+  /** The least recently used entry; `newest` the most recent. */
+  private oldest: Cached | undefined;
+  private newest: Cached | undefined;
+  private entries = 0;
   private bodyBytes = 0;
   private readonly sweeper: NodeJS.Timeout;
   hits = 0;
@@ -58,7 +67,7 @@ export class ResponseCache {
 
   /** Responses kept, and the bytes of their bodies. */
   get size(): { entries: number; bytes: number } {
-    return { entries: this.recency.size, bytes: this.bodyBytes };
+    return { entries: this.entries, bytes: this.bodyBytes };
   }
 
   stop(): void {
@@ -94,12 +103,21 @@ export class ResponseCache {
     }
     this.misses += 1;
     const response = ownResponse(typeUrl, resources());
-    const entry: Cached = { typeKey, key, response, usedAt: this.now() };
+    const entry: Cached = {
+      typeKey,
+      key,
+      response,
+      usedAt: this.now(),
+      older: undefined,
+      newer: undefined,
+      linked: false,
+    };
     type.entries.set(key, entry);
-    this.recency.add(entry);
+    this.append(entry);
+    this.entries += 1;
     this.bodyBytes += response.body.length;
-    for (const oldest of this.recency) {
-      if (this.recency.size <= this.limits.maxEntries && this.bodyBytes <= this.limits.maxBytes) break;
+    for (let oldest = this.oldest; oldest; oldest = this.oldest) {
+      if (this.entries <= this.limits.maxEntries && this.bodyBytes <= this.limits.maxBytes) break;
       if (oldest === entry) break; // the one just built is served even if it alone is over the limit
       this.remove(oldest);
     }
@@ -109,23 +127,42 @@ export class ResponseCache {
   private hit(cached: Cached): void {
     this.hits += 1;
     cached.usedAt = this.now();
-    this.recency.delete(cached);
-    this.recency.add(cached);
+    if (cached === this.newest) return;
+    this.unlink(cached);
+    this.append(cached);
   }
 
   /** Drops responses unused for `idleMs` (run by a timer). */
   sweep(now = this.now()): void {
-    for (const c of this.recency) {
-      if (now - c.usedAt < this.limits.idleMs) break; // least recently used first: the rest are newer
-      this.remove(c);
-    }
+    // Least recently used first: the rest are newer.
+    while (this.oldest && now - this.oldest.usedAt >= this.limits.idleMs) this.remove(this.oldest);
   }
 
   private remove(c: Cached): void {
-    if (!this.recency.delete(c)) return;
+    if (!c.linked) return;
+    this.unlink(c);
+    this.entries -= 1;
     this.bodyBytes -= c.response.body.length;
     const entries = this.types.get(c.typeKey)?.entries;
     if (entries?.get(c.key) === c) entries.delete(c.key);
+  }
+
+  private append(c: Cached): void {
+    c.older = this.newest;
+    c.newer = undefined;
+    if (this.newest) this.newest.newer = c;
+    else this.oldest = c;
+    this.newest = c;
+    c.linked = true;
+  }
+
+  private unlink(c: Cached): void {
+    if (c.older) c.older.newer = c.newer;
+    else this.oldest = c.newer;
+    if (c.newer) c.newer.older = c.older;
+    else this.newest = c.older;
+    c.older = c.newer = undefined;
+    c.linked = false;
   }
 }
 

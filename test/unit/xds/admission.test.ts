@@ -6,6 +6,7 @@ import {
   CEILING_FACTOR,
   IDLE_LATE_MS,
   IDLE_SLICE_MS,
+  SAMPLE_MS,
   timerLagDelay,
   type LoopDelay,
 } from '../../../xds/server/admission.js';
@@ -43,7 +44,7 @@ interface Sim {
   readonly granted: string[];
   /** Opens `n` new streams. */
   open(n: number, prefix?: string): SlotHolder[];
-  /** Advances simulated time by `ms`, firing the limiter's timers on the way (1 ms steps). */
+  /** Advances simulated time by `ms`, firing the limiter's timers and the sampler on the way (1 ms steps). */
   advance(ms: number): void;
 }
 
@@ -56,6 +57,7 @@ function simulate(
 ): Sim {
   t.mock.timers.enable({ apis: ['setInterval', 'setTimeout'] });
   let clock = 0;
+  let steps = 0; // the clock also moves by what grants cost: samples follow the steps
   const delay = new FakeDelay();
   const limiter = new PushLimiter(
     { concurrency, newStreamsPerSecond: BASE, stuckMs: 60_000, admissionMaxDelayMs },
@@ -88,6 +90,8 @@ function simulate(
       for (let i = 0; i < ms; i++) {
         clock += 1;
         t.mock.timers.tick(1);
+        // The sampler's tick, `lagMs` late, while an episode runs it.
+        if (++steps % SAMPLE_MS === 0 && delay.running) delay.sample(delay.lagMs);
       }
     },
   };
@@ -112,15 +116,28 @@ test('admission 0 keeps strict pacing: the burst, then exactly the guaranteed ra
   assert.equal(sim.delay.running, false, 'no sampler without the adaptive part');
 });
 
-test('an idle server admits a storm faster than the guaranteed rate', (t) => {
+test('a server that keeps up, though never idle, admits a storm faster than the guaranteed rate', (t) => {
   const sim = simulate(t, 50);
+  sim.delay.lagMs = BUSY_MS;
   sim.open(STORM);
   sim.advance(1000);
   assert.ok(sim.delay.running, 'the sampler runs during the storm');
+  assert.equal(sim.limiter.idleAdmitted, 0);
   // Strict pacing: 200 by now, the whole storm after 19 s.
   assert.ok(sim.granted.length > 4 * BASE, `after 1 s: ${sim.granted.length}`);
   sim.advance(2000);
   assert.equal(sim.granted.length, STORM, 'the whole storm within 3 s');
+});
+
+test('an idle server admits a storm in its idle time, as fast as the first responses take', (t) => {
+  const sim = simulate(t, 50, 1_000_000, 0.1);
+  sim.open(STORM);
+  sim.advance(100);
+  assert.ok(sim.delay.running, 'the sampler runs during the storm');
+  // 1 ms of each 2 ms sample at 0.1 ms a stream: about 500 in 100 ms (strict pacing: 10).
+  assert.ok(sim.limiter.idleAdmitted >= 400, `${sim.limiter.idleAdmitted} on idle time`);
+  sim.advance(900);
+  assert.equal(sim.granted.length, STORM, 'the whole storm within 1 s');
 });
 
 test('an overloaded server (loop delay over the limit) admits exactly the guaranteed rate', (t) => {
@@ -130,8 +147,12 @@ test('an overloaded server (loop delay over the limit) admits exactly the guaran
   assert.equal(sim.limiter.admissionRate, BASE);
 });
 
+/** A loop that keeps up (well under the limit) but is never idle: the adaptive rate alone admits. */
+const BUSY_MS = IDLE_LATE_MS + 1;
+
 test('the extra rate never exceeds the ceiling, and no window lets more than its share through', (t) => {
   const sim = simulate(t, 50);
+  sim.delay.lagMs = BUSY_MS;
   sim.open(100_000);
   let before = sim.granted.length; // the burst
   let maxRate = 0;
@@ -152,6 +173,7 @@ test('the extra rate never exceeds the ceiling, and no window lets more than its
 
 test('delay over the limit halves the extra rate; recovery is additive, not a new slow start', (t) => {
   const sim = simulate(t, 50);
+  sim.delay.lagMs = BUSY_MS;
   sim.open(100_000);
   sim.advance(1000);
   assert.equal(sim.limiter.admissionRate, CEILING_FACTOR * BASE);
@@ -164,7 +186,7 @@ test('delay over the limit halves the extra rate; recovery is additive, not a ne
   const extra = (CEILING_FACTOR - 1) * BASE;
   assert.deepEqual(rates, [extra / 2, Math.floor(extra / 4), Math.floor(Math.floor(extra / 4) / 2)]);
   const low = sim.limiter.admissionRate;
-  sim.delay.lagMs = 0;
+  sim.delay.lagMs = BUSY_MS;
   sim.advance(50);
   assert.equal(sim.limiter.admissionRate, low + BASE);
   sim.advance(50);

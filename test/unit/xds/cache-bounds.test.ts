@@ -139,6 +139,54 @@ test('the response cache drops responses unused for its idle time, and a type’
   assert.equal(cache.size.entries, 1, 'the new epoch dropped b');
 });
 
+test('the response cache keeps what a plain least-recently-used model keeps, through hits, evictions, sweeps and epochs', (t) => {
+  let now = 0;
+  const limits = { maxEntries: 5, maxBytes: 2_000, idleMs: 50 };
+  const cache = new ResponseCache(limits, () => now);
+  t.after(() => cache.stop());
+  // The model: a Map in recency order (oldest first), of key → [body bytes, last use].
+  const model = new Map<string, [number, number]>();
+  let epoch = 1;
+  let stale = false;
+  let seed = 7;
+  const random = (n: number): number => {
+    seed = (Math.imul(seed, 1_664_525) + 1_013_904_223) >>> 0;
+    return (seed >>> 8) % n;
+  };
+  const modelBytes = (): number => [...model.values()].reduce((n, [size]) => n + size, 0);
+  for (let step = 0; step < 3_000; step++) {
+    now += random(4);
+    const op = random(100);
+    if (op < 2) {
+      epoch += 1; // the type's entries go when a response of the new epoch is asked for
+      stale = true;
+    } else if (op < 6) {
+      cache.sweep();
+      for (const [key, [, usedAt]] of model) if (now - usedAt >= limits.idleMs) model.delete(key);
+    } else {
+      if (stale) model.clear();
+      stale = false;
+      const key = `k${random(12)}`;
+      const size = 50 + random(8) * 100;
+      let built = false;
+      const response = cache.get('grpc CDS', epoch, key, CLUSTER, () => {
+        built = true;
+        return [resource(key, size)];
+      });
+      const known = model.get(key);
+      assert.equal(built, known === undefined, `step ${step}: ${key} built`);
+      model.delete(key);
+      model.set(key, [known?.[0] ?? response.body.length, now]);
+      for (const oldest of model.keys()) {
+        if (model.size <= limits.maxEntries && modelBytes() <= limits.maxBytes) break;
+        if (oldest === key) break;
+        model.delete(oldest);
+      }
+    }
+    assert.equal(cache.size.entries, model.size, `step ${step}: entries`);
+  }
+});
+
 test('a long subscription is keyed by its hash, a short one as it is', () => {
   assert.equal(subscriptionKey(false, ['b', 'a']), '-\0a\0b');
   const long = Array.from({ length: 10_000 }, (_, i) => `outbound|7070||nx-${i}.bounds.internal`);
