@@ -9,10 +9,10 @@ import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gzipSync } from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
+import { bidi } from '../../xds/server/ads-service.js';
 import { readMessages } from '../../xds/server/message-reader.js';
 
 const PATH = '/test.Echo/Stream';
-const identity = (b: Buffer): Buffer => b;
 
 interface Served {
   readonly direct: boolean[];
@@ -24,17 +24,7 @@ async function serve(t: TestContext, maxBytes: number): Promise<{ port: number; 
   const served: Served = { direct: [], messages: [], ended: false };
   const server = new grpc.Server();
   server.addService(
-    {
-      Stream: {
-        path: PATH,
-        requestStream: true,
-        responseStream: true,
-        requestSerialize: identity,
-        requestDeserialize: identity,
-        responseSerialize: identity,
-        responseDeserialize: identity,
-      },
-    },
+    { Stream: bidi(PATH) },
     {
       Stream: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
         served.direct.push(

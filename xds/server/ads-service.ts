@@ -19,7 +19,8 @@ const DELTA_PATH = '/envoy.service.discovery.v3.AggregatedDiscoveryService/Delta
 
 const identity = (b: Buffer): Buffer => b;
 
-const bidi = (path: string): grpc.MethodDefinition<Buffer, Buffer> => ({
+/** A bidirectional method whose messages stay raw bytes (Portolan encodes and decodes them itself). */
+export const bidi = (path: string): grpc.MethodDefinition<Buffer, Buffer> => ({
   path,
   requestStream: true,
   responseStream: true,

@@ -132,14 +132,11 @@ export class PushLimiter {
       if (!next) break;
       const at = this.now();
       this.active.set(next, at);
-      if (next !== this.onIdleTime) {
-        next.grant();
-        continue;
-      }
-      // Admitted on the loop's idle time: what its first response costs is charged to it.
+      const onIdleTime = next === this.onIdleTime;
       this.onIdleTime = undefined;
       next.grant();
-      this.admission.spendIdle(this.now() - at);
+      // Admitted on the loop's idle time: what its first response costs is charged to it.
+      if (onIdleTime) this.admission.spendIdle(this.now() - at);
     }
     if (hadQueue && this.queuedPushes === 0) this.onQueueEmpty?.();
     // New streams wait for a token: the episode's sampler wakes this every few ms while one is under
