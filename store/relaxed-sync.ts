@@ -4,16 +4,21 @@
 // registry snapshots (a cache of what the registries said; the live sync corrects it) are written
 // so; the CA's writes (tokens spent, certificates issued) keep the connection's FULL.
 import type Database from 'better-sqlite3';
+import { prepared } from './prepared.js';
 
 /** Runs `write` at `synchronous = NORMAL`, then restores the connection's level. */
 export function withoutSync<T>(db: Database.Database, write: () => T): T {
   // Inside a transaction the level cannot change; the enclosing commit decides.
   if (db.inTransaction) return write();
-  const before = db.pragma('synchronous', { simple: true });
-  db.pragma('synchronous = NORMAL');
+  // Prepared once (db.pragma() compiles its statement on every call, three per write here).
+  const before = Number(prepared<[], number>(db, 'PRAGMA synchronous').pluck().get());
+  prepared(db, 'PRAGMA synchronous = NORMAL').run();
   try {
     return write();
   } finally {
-    db.pragma(`synchronous = ${Number(before)}`);
+    prepared(db, `PRAGMA synchronous = ${LEVELS[before] ?? 'FULL'}`).run();
   }
 }
+
+/** PRAGMA synchronous's levels by the number it reads back as. */
+const LEVELS = ['OFF', 'NORMAL', 'FULL', 'EXTRA'] as const;

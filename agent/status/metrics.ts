@@ -26,7 +26,13 @@ export class AgentMetrics {
 
   constructor(live: AgentLiveState, now: () => number = Date.now) {
     const registers = [this.registry];
-    collectDefaultMetrics({ register: this.registry, prefix: 'portolan_agent_process_' });
+    // The lag histogram samples every 100 ms, not prom-client's 10 ms: each sample wakes the process,
+    // and an agent runs on every VM (metrics/metrics.ts has what it cost the server).
+    collectDefaultMetrics({
+      register: this.registry,
+      prefix: 'portolan_agent_process_',
+      eventLoopMonitoringPrecision: 100,
+    });
     new Gauge({
       name: 'portolan_agent_upstream_connected',
       help: '1 when the control plane is reachable and answering, else 0',
