@@ -1,16 +1,24 @@
-// Which entries a directory tree holds, kept current with one `fs.watch` per directory that acts
-// only on entries added, removed or renamed (inotify's `rename` events, which name the entry). A
-// file edited in place produces `change` events, ignored here: the file's own watcher (chokidar)
-// reports those. So an edit costs the same in a directory of 10,000 files as in one of 10 — unlike
-// chokidar's directory watching, which re-reads and lstat()s every entry of a directory on every
-// event in it (chokidar 4, `_handleRead`), and made an edit cost ~0.1 ms per file beside it.
+// Which entries a directory tree holds, kept current with one `fs.watch` per directory, and what is
+// written to its regular files: inotify reports entries added, removed or renamed (`rename`, which
+// names the entry) and regular files written in place (`change`, which names the file) on the
+// directory's one watch. So an edit costs the same in a directory of 10,000 files as in one of 10 —
+// unlike chokidar's directory watching, which re-reads and lstat()s every entry of a directory on
+// every event in it (chokidar 4, `_handleRead`), and made an edit cost ~0.1 ms per file beside it —
+// and a regular file needs no watch of its own. A symlink's target is written where the directory
+// cannot see it (a ConfigMap volume's `..data/`): such an entry is reported as not plain, for a
+// watcher of its own (chokidar, in watcher.ts).
 import { watch, type FSWatcher } from 'node:fs';
-import { readdir, realpath, stat } from 'node:fs/promises';
+import { lstat, readdir, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export interface DirTreeEvents {
-  /** A non-directory entry was found or checked (`exists`), or is gone. Paths are absolute. */
-  readonly entry: (path: string, exists: boolean) => void;
+  /**
+   * A non-directory entry was found or checked (`exists`), or is gone. Paths are absolute. `plain`: a
+   * regular file, whose writes this tree reports (`changed`); anything else needs a watch of its own.
+   */
+  readonly entry: (path: string, exists: boolean, plain: boolean) => void;
+  /** A regular file reported by `entry` was written in place (or its attributes changed). */
+  readonly changed: (path: string) => void;
   /** A directory that was watched is gone (with everything under it). */
   readonly dirGone: (dir: string) => void;
   readonly error: (error: Error) => void;
@@ -23,6 +31,8 @@ export class DirTree {
   private readonly reals = new Set<string>();
   private readonly checking = new Set<string>();
   private readonly checkAgain = new Set<string>();
+  /** Regular files in watched directories (absolute paths): their writes are reported. */
+  private readonly plain = new Set<string>();
   private closed = false;
 
   constructor(
@@ -43,6 +53,7 @@ export class DirTree {
     this.dirs.clear();
     this.realOf.clear();
     this.reals.clear();
+    this.plain.clear();
   }
 
   /** Looks at `path` again and reports what it is now (a file's watcher saw it go, say). */
@@ -60,14 +71,23 @@ export class DirTree {
   }
 
   private async inspect(path: string): Promise<void> {
-    const info = await stat(path).catch(() => undefined);
+    // lstat first: a symlink is followed (stat) to tell a directory, but is never plain.
+    const link = await lstat(path).catch(() => undefined);
+    const info = link?.isSymbolicLink() ? await stat(path).catch(() => undefined) : link;
     if (this.closed) return;
     if (info?.isDirectory()) {
+      this.plain.delete(path);
       if (!this.dirs.has(path)) await this.addDir(path);
       return;
     }
     if (this.dirs.has(path)) this.removeDir(path);
-    this.events.entry(path, info !== undefined);
+    this.found(path, info !== undefined, link?.isFile() === true);
+  }
+
+  private found(path: string, exists: boolean, plain: boolean): void {
+    if (exists && plain) this.plain.add(path);
+    else this.plain.delete(path);
+    this.events.entry(path, exists, plain);
   }
 
   /** Watches `dir` before listing it, so an entry created meanwhile is seen one way or the other. */
@@ -95,29 +115,48 @@ export class DirTree {
       const path = join(dir, entry.name);
       if (this.closed || this.ignored(path)) continue;
       // A regular file needs no stat; symlinks and anything else are looked at.
-      if (entry.isFile()) this.events.entry(path, true);
+      if (entry.isFile()) this.found(path, true, true);
       else await this.inspect(path);
     }
   }
 
   private onEvent(dir: string, type: string, name: string | Buffer | null): void {
-    if (type !== 'rename') return; // an edit in place: the file's own watcher has it
+    if (type === 'change') return this.written(dir, name);
     // Without a name (platforms that cannot say), list the directory again.
     if (name === null) return this.relist(dir);
     this.check(join(dir, name.toString()));
   }
 
-  /** Entries removed are reported by their files' own watchers; new ones are found here. */
+  /** A write in place (or an attribute change): reported for a regular file this tree knows. */
+  private written(dir: string, name: string | Buffer | null): void {
+    if (name !== null) {
+      const path = join(dir, name.toString());
+      if (this.plain.has(path)) this.events.changed(path);
+      return;
+    }
+    for (const path of this.plainIn(dir)) this.events.changed(path);
+  }
+
+  /** Checks every entry `dir` lists, and every regular file it held that it no longer lists. */
   private relist(dir: string): void {
     void readdir(dir)
       .then((names) => {
-        for (const name of names) this.check(join(dir, name));
+        const listed = new Set(names.map((name) => join(dir, name)));
+        for (const path of listed) this.check(path);
+        for (const path of this.plainIn(dir)) if (!listed.has(path)) this.check(path);
       })
       .catch(() => this.check(dir));
   }
 
+  /** The regular files directly in `dir` (only where a platform's events carry no name). */
+  private plainIn(dir: string): string[] {
+    const prefix = `${dir}/`;
+    return [...this.plain].filter((path) => path.startsWith(prefix) && !path.includes('/', prefix.length));
+  }
+
   private removeDir(dir: string): void {
     const prefix = `${dir}/`;
+    for (const path of this.plain) if (path.startsWith(prefix)) this.plain.delete(path);
     for (const [path, watcher] of this.dirs) {
       if (path !== dir && !path.startsWith(prefix)) continue;
       watcher.close();

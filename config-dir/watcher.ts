@@ -2,16 +2,19 @@
 // initial scan as one batch, then every burst of events after `debounceMs` of quiet. Batches never
 // overlap, and the reload reads each file's current state, so event order and duplicates do not matter.
 //
-// Two watchers, so that an edit costs the same whatever else its directory holds: chokidar watches
-// each config file (edits, atomic replaces, deletes, a ConfigMap's symlinked files), and `DirTree`
-// watches each directory for entries added and removed. chokidar is not given the directories: on
-// every event in a directory it re-reads and lstat()s all of its entries (docs/benchmarks.md, Churn).
+// `DirTree` watches each directory (one `fs.watch` each): entries added and removed, and writes to
+// its regular files, which it names. So an edit costs the same whatever else its directory holds, and
+// a regular file costs no watch, no stat and no timer of its own (chokidar spent a stat on the
+// thread pool and a 5 ms timer on every event: ~0.5 ms of CPU per edit, docs/benchmarks.md). chokidar
+// watches the files that are not regular files — symlinks, such as a ConfigMap volume's keys, whose
+// targets are written and swapped where their directory's watch cannot see them.
 //
 // chokidar drops a file's change events for 50 ms after one it emitted, so the end of an in-place
 // write (truncate, then write) can go unreported. A batch that changed something is therefore read
 // once more RECHECK_MS later: the files whose change chokidar did drop events after (it counts them:
-// ChangeThrottle), and files the tree has just found, which chokidar may not have watched in time
-// for their first writes. An edit chokidar reported in full is not read twice.
+// ChangeThrottle), and symlinks the tree has just found, which chokidar may not have watched in time
+// for their first writes. A regular file is never read twice: its directory reports every write, and
+// was watched before the file was listed.
 import { stat } from 'node:fs/promises';
 import { relative, resolve, sep } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
@@ -54,8 +57,10 @@ export class DirWatcher {
   private readonly dir: string;
   private files: FSWatcher | undefined;
   private tree: DirTree | undefined;
-  /** Files chokidar watches (absolute paths). */
+  /** Files chokidar watches (absolute paths): those that are not regular files. */
   private readonly watched = new Set<string>();
+  /** Regular files (relative paths): the tree reports their writes, in full. */
+  private readonly plain = new Set<string>();
   private ready = false;
   private readonly dirty = new Set<string>();
   /** Files seen and not deleted since: what to reload when a whole directory disappears. */
@@ -81,11 +86,15 @@ export class DirWatcher {
     });
     if (!info.isDirectory()) throw new Error(`config directory ${this.dir} is not a directory`);
 
-    const initial: string[] = [];
+    const initial: { path: string; plain: boolean }[] = [];
     const tree = new DirTree(this.dir, (path) => this.isHidden(path), {
-      entry: (path, exists) => {
-        if (this.files) this.fileSeen(path, exists);
-        else if (exists && isConfigFile(this.relative(path))) initial.push(path);
+      entry: (path, exists, plain) => {
+        if (this.files) this.fileSeen(path, exists, plain);
+        else if (exists && isConfigFile(this.relative(path))) initial.push({ path, plain });
+      },
+      changed: (path) => {
+        const relative = this.relative(path);
+        if (this.files && isConfigFile(relative)) this.markDirty(relative);
       },
       dirGone: (dir) => this.dirRemoved(this.relative(dir)),
       error: (error) => this.options.onError(error),
@@ -96,8 +105,9 @@ export class DirWatcher {
     // the files we gave it: asked for a file that has just gone, chokidar watches its parent to see
     // it come back, and its parent's parent if that went too (up to /tmp for a test's directory),
     // and such a watch can outlive close(). Whether a file came back is the tree's to say.
-    for (const path of initial) this.watched.add(path);
-    const files = watch(initial, {
+    const linked = initial.filter((f) => !f.plain).map((f) => f.path);
+    for (const path of linked) this.watched.add(path);
+    const files = watch(linked, {
       ignoreInitial: true,
       persistent: true,
       ignored: (path) => !this.watched.has(path),
@@ -118,9 +128,9 @@ export class DirWatcher {
       this.options.onError(error instanceof Error ? error : new Error(String(error))),
     );
     // chokidar says `ready` once the paths it was given are watched; given none, it never does.
-    if (initial.length > 0)
+    if (linked.length > 0)
       await new Promise<void>((resolveReady) => files.once('ready', () => resolveReady()));
-    for (const path of initial) this.fileSeen(path, true);
+    for (const { path, plain } of initial) this.fileSeen(path, true, plain);
     this.ready = true;
     await this.enqueue(this.dirty);
   }
@@ -134,6 +144,7 @@ export class DirWatcher {
     await this.files?.close();
     this.files = undefined;
     this.watched.clear();
+    this.plain.clear();
     await this.running;
     this.dirty.clear();
     this.recheck.clear();
@@ -152,19 +163,29 @@ export class DirWatcher {
     if (this.files) this.markDirty(path);
   }
 
-  /** The tree found `absolute`, or saw it go: watch it (or stop) and read it again. */
-  private fileSeen(absolute: string, exists: boolean): void {
+  /**
+   * The tree found `absolute`, or saw it go: read it again, and have chokidar watch it unless it is
+   * a regular file (whose writes the tree reports).
+   */
+  private fileSeen(absolute: string, exists: boolean, plain: boolean): void {
     const path = this.relative(absolute);
     if (!isConfigFile(path)) return;
     if (exists) {
       this.known.add(path);
-      if (!this.watched.has(absolute)) {
-        this.watched.add(absolute);
-        this.files?.add(absolute);
+      if (plain) {
+        this.plain.add(path);
+        if (this.watched.delete(absolute)) this.files?.unwatch(absolute);
+      } else {
+        this.plain.delete(path);
+        if (!this.watched.has(absolute)) {
+          this.watched.add(absolute);
+          this.files?.add(absolute);
+        }
       }
     } else {
       // chokidar closes a file's watcher itself when the file goes (and says so: `unlink`).
       this.known.delete(path);
+      this.plain.delete(path);
       this.watched.delete(absolute);
     }
     this.markDirty(path);
@@ -174,6 +195,7 @@ export class DirWatcher {
     for (const path of this.known) {
       if (path.startsWith(`${dir}/`)) {
         this.known.delete(path);
+        this.plain.delete(path);
         // A directory moved out of the tree keeps its files: stop watching them.
         const absolute = resolve(this.dir, path);
         if (this.watched.delete(absolute)) this.files?.unwatch(absolute);
@@ -202,7 +224,8 @@ export class DirWatcher {
   }
 
   private recheckLater(paths: ReadonlySet<string>): void {
-    for (const path of paths) this.recheck.add(path);
+    for (const path of paths) if (!this.plain.has(path)) this.recheck.add(path);
+    if (this.recheck.size === 0) return; // regular files only: nothing can have gone unreported
     clearTimeout(this.recheckTimer);
     this.recheckTimer = setTimeout(() => {
       this.recheckTimer = undefined;
@@ -210,7 +233,7 @@ export class DirWatcher {
       for (const path of this.recheck) {
         const throttle = this.throttles.get(path);
         this.throttles.delete(path);
-        if (throttle?.count === 0) this.recheck.delete(path);
+        if (throttle?.count === 0 || this.plain.has(path)) this.recheck.delete(path);
       }
       void this.enqueue(this.recheck);
     }, RECHECK_MS);
