@@ -2,15 +2,18 @@
 // accepted text of each file, so a restart can fall back to it), and registry sync events. Bounded:
 // each table keeps its newest `limit` rows.
 //
-// Rows are written behind: the ones recorded within WRITE_WINDOW_MS go out together in one
-// transaction (one fsync), off the path of the change that recorded them. Reads through this class
-// see them at once; a crash loses at most the last window's rows and leaves the database consistent.
+// Rows are written behind (write-behind.ts): the ones recorded within a window go out together in one
+// transaction, with a registry snapshot save that falls due meanwhile, off the path of the change that
+// recorded them. Reads through this class see them at once; a crash loses at most the last window's
+// rows and leaves the database consistent.
 import { sha256 } from '../model/sha256.js';
 import type Database from 'better-sqlite3';
 import { prepared } from './prepared.js';
 import { Retention } from './retention.js';
-import { withoutSync } from './relaxed-sync.js';
+import { WriteBehind } from './write-behind.js';
 import type { GuardWrite } from './snapshots.js';
+
+export { WRITE_WINDOW_MS } from './write-behind.js';
 
 export type ConfigOutcome = 'accepted' | 'rejected' | 'removed';
 export type RegistryEventKind = 'synced' | 'failed' | 'restored';
@@ -27,13 +30,6 @@ export interface HistoryEntry {
   readonly replica: string;
 }
 
-const MAX_PENDING = 10_000;
-
-/** How long recorded rows wait to be written together. */
-export const WRITE_WINDOW_MS = 50;
-
-type PendingRow = () => void;
-
 /** Told of every history row as it is recorded (the shared store's copy); never blocks. */
 export interface HistoryMirror {
   record(entry: HistoryEntry): void;
@@ -41,10 +37,8 @@ export interface HistoryMirror {
 
 export class HistoryTables {
   private readonly retention: Retention;
-  private pending: { what: string; write: PendingRow }[] = [];
   /** Accepted text (or null: removed) of files whose row is still pending, for lastAcceptedText. */
   private readonly pendingFiles = new Map<string, string | null>();
-  private timer: NodeJS.Timeout | undefined;
   private readonly tagged: boolean;
   private mirror: HistoryMirror | undefined;
 
@@ -53,6 +47,8 @@ export class HistoryTables {
     private readonly guard: GuardWrite,
     limit: number,
     private readonly replica = '',
+    /** The store's one write-behind queue (its own, for a table used alone). */
+    private readonly writes = new WriteBehind(db, guard),
   ) {
     this.retention = new Retention(db, ['config_history', 'registry_events'], limit);
     // A database opened without migrating (`portolan history`, tests' older schemas) may predate
@@ -87,7 +83,10 @@ export class HistoryTables {
       detail: details.error ?? JSON.stringify(details.resources ?? []),
       replica: this.replica,
     });
+    const pendingText = this.pendingFiles.get(file);
     this.defer(`config history of ${file}`, () => {
+      // Stored now: lastAcceptedText reads it from the table (unless a later row is still pending).
+      if (this.pendingFiles.get(file) === pendingText) this.pendingFiles.delete(file);
       prepared(
         this.db,
         this.tagged
@@ -117,30 +116,11 @@ export class HistoryTables {
 
   /** Writes every pending row now, in one transaction (before reading elsewhere, and on close). */
   flush(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    const rows = this.pending;
-    if (rows.length === 0) return;
-    this.pending = [];
-    this.pendingFiles.clear();
-    const what = rows.length === 1 ? (rows[0]?.what ?? 'history') : `${rows.length} history rows`;
-    this.guard(what, () =>
-      withoutSync(this.db, () =>
-        this.db.transaction(() => {
-          for (const row of rows) row.write();
-        })(),
-      ),
-    );
+    this.writes.flush();
   }
 
-  private defer(what: string, write: PendingRow): void {
-    this.pending.push({ what, write });
-    // A storm of changes must not hold rows in memory without bound.
-    if (this.pending.length >= MAX_PENDING) {
-      this.flush();
-      return;
-    }
-    this.timer ??= setTimeout(() => this.flush(), WRITE_WINDOW_MS).unref();
+  private defer(what: string, write: () => void): void {
+    this.writes.defer({ what, write });
   }
 
   /** The last accepted text of a config file, if any. */

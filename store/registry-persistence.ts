@@ -102,7 +102,7 @@ export class RegistryPersistence {
     }
   }
 
-  /** Writes every pending snapshot now (on shutdown). */
+  /** Writes every pending snapshot now (on shutdown), with the history rows waiting. */
   flush(): void {
     for (const [name, timer] of this.timers) {
       clearTimeout(timer);
@@ -131,8 +131,18 @@ export class RegistryPersistence {
     );
   }
 
-  // Only a live, successful sync is worth keeping: a restored snapshot is already stored.
+  /** Saves now, in one transaction with every history row waiting (store/write-behind.ts). */
   private save(registry: Registry): void {
+    this.store.writes.flush({
+      what: `snapshot of ${registry.name}`,
+      write: () => this.write(registry),
+      // The commit failed: the next save rewrites every row, as after a failed save.
+      failed: () => this.changed.delete(registry.name),
+    });
+  }
+
+  // Only a live, successful sync is worth keeping: a restored snapshot is already stored.
+  private write(registry: Registry): void {
     const status = registry.status();
     if (!registry.hasSynced() || status.restoredFrom !== undefined || !status.lastSyncAt) return;
     const started = performance.now();

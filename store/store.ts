@@ -15,6 +15,7 @@ import { MIGRATIONS } from './migrations.js';
 import { ProxyHistoryTable } from './proxy-history.js';
 import { RevocationTable } from './revocations.js';
 import { SnapshotTable } from './snapshots.js';
+import { WriteBehind } from './write-behind.js';
 
 export const DB_FILE = 'portolan.db';
 
@@ -70,6 +71,8 @@ export class Store {
   readonly path: string;
   readonly snapshots: SnapshotTable;
   readonly history: HistoryTables;
+  /** Writes that may wait, committed together (history rows, registry snapshot saves). */
+  readonly writes: WriteBehind;
   readonly proxies: ProxyHistoryTable;
   readonly ca: CaMaterialTable;
   readonly joinTokens: JoinTokenTable;
@@ -89,7 +92,8 @@ export class Store {
     const guard = <T>(what: string, fn: () => T): T | undefined => this.guardWrite(what, fn);
     const limit = options.historyLimit ?? 10_000;
     this.snapshots = new SnapshotTable(db, guard);
-    this.history = new HistoryTables(db, guard, limit, options.replica ?? '');
+    this.writes = new WriteBehind(db, guard);
+    this.history = new HistoryTables(db, guard, limit, options.replica ?? '', this.writes);
     this.proxies = new ProxyHistoryTable(db, guard, limit);
     this.ca = new CaMaterialTable(db, guard, limit);
     this.revocations = new RevocationTable(db, guard);
@@ -198,7 +202,7 @@ export class Store {
   }
 
   close(): void {
-    if (this.db.open && !this.options.readonly) this.history.flush();
+    if (this.db.open && !this.options.readonly) this.writes.flush();
     if (this.db.open) this.db.close();
   }
 
