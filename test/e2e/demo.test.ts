@@ -95,10 +95,12 @@ test('the demo shows the split of echo-split.yaml, follows an edit, and stops ev
   });
   const output = (): string => `stdout:\n${lines.join('\n')}\nstderr:\n${stderr}`;
 
+  // The header's lines are separate writes, which may arrive in separate chunks: wait for its last.
+  const editLine = join(config, 'traffic', 'echo-split.yaml');
   await eventually(
     () =>
       assert.ok(
-        lines.some((l) => l.startsWith('backends ')),
+        lines.some((l) => l.startsWith('backends ')) && lines.some((l) => l.includes(editLine)),
         output(),
       ),
     { timeoutMs: 30_000 },
@@ -106,7 +108,7 @@ test('the demo shows the split of echo-split.yaml, follows an edit, and stops ev
   const backendsLine = lines.find((l) => l.startsWith('backends ')) ?? '';
   assert.match(backendsLine, new RegExp(`${v1}, ${v2} `), 'a backend on each endpoint of the config');
   assert.ok(
-    lines.some((l) => l.includes(join(config, 'traffic', 'echo-split.yaml'))),
+    lines.some((l) => l.includes(editLine)),
     'names the file to edit',
   );
   const started = pids();
