@@ -1,6 +1,12 @@
 // The state half of a registry adapter: holds the published snapshot, and on each replacement emits
 // exactly what changed (nothing when nothing did). Adapters compose it rather than re-deriving diffs.
-import { diffSnapshots, EMPTY_SNAPSHOT, type ChangeEvent, type RegistrySnapshot } from '../model/change.js';
+import {
+  diffSnapshots,
+  EMPTY_SNAPSHOT,
+  type ChangeEvent,
+  type ChangeTrigger,
+  type RegistrySnapshot,
+} from '../model/change.js';
 import { Listeners } from '../model/listeners.js';
 import type { Registry, RegistryStatus, SyncEvent } from '../model/registry.js';
 
@@ -27,18 +33,18 @@ export class RegistryState {
   /**
    * Publishes a new snapshot, marks the registry synced, and emits the difference. With `failure`,
    * the source answered only in part (some watches fail): the snapshot is published but the
-   * registry stays stale with that reason, and no recovery is recorded. `files` names the source
-   * files whose edit caused it (the config directory), for the push history.
+   * registry stays stale with that reason, and no recovery is recorded. `trigger` says what caused
+   * it when the source knows (the config directory: the files edited), for the push.
    */
   replace(
     next: RegistrySnapshot,
     failure?: unknown,
-    files?: readonly string[],
+    trigger?: ChangeTrigger,
     /** The only hostnames that can differ from the current snapshot, when the caller knows. */
     changed?: Iterable<string>,
   ): void {
     const diff = diffSnapshots(this.current, next, changed);
-    const change = diff && files?.length ? { ...diff, trigger: { registries: [], files } } : diff;
+    const change = diff && trigger ? { ...diff, trigger } : diff;
     const recovered = failure === undefined && (this.error !== undefined || this.restoredFrom !== undefined);
     const notable = !this.synced || change !== undefined || recovered;
     this.endpointCount = changed ? this.countAfter(next, changed) : countEndpoints(next);

@@ -44,7 +44,11 @@ export class AggregateDiscovery implements ServiceDiscovery {
           // Named for the push history: which registry published it (and which files, if it says).
           this.listeners.emit({
             ...event,
-            trigger: { registries: [registry.name], files: event.trigger?.files ?? [] },
+            trigger: {
+              registries: [registry.name],
+              files: event.trigger?.files ?? [],
+              ...(event.trigger?.debounced && { debounced: true }),
+            },
           });
         }),
       );

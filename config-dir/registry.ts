@@ -417,7 +417,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       hosts.map((h) => [h, snapshot.services.has(h) ? (snapshot.endpoints.get(h) ?? []) : undefined]),
     );
     this.mergedStale = true;
-    this.state.replace({ services, endpoints }, this.failure(), files, edit.hosts);
+    this.state.replace({ services, endpoints }, this.failure(), editTrigger(files), edit.hosts);
     return true;
   }
 
@@ -445,9 +445,9 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     this.mesh = nextMeshConfig(previousMesh, this.merged);
     this.crossWarnings = warnings;
     // No service changed (nothing is emitted); a file now broken or mended still counts.
-    this.state.replace(this.state.snapshot(), this.failure(), files, []);
+    this.state.replace(this.state.snapshot(), this.failure(), editTrigger(files), []);
     if (this.mesh.generation !== previousMesh.generation)
-      this.configListeners.emit({ registries: [this.name], files });
+      this.configListeners.emit({ ...editTrigger(files), registries: [this.name], files });
     return true;
   }
 
@@ -480,7 +480,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       hosts.map((h) => [h, conversion.snapshot.endpoints.get(h) ?? []]),
     );
     this.mergedStale = true;
-    this.state.replace({ services, endpoints }, this.failure(), files, hosts);
+    this.state.replace({ services, endpoints }, this.failure(), editTrigger(files), hosts);
     return true;
   }
 
@@ -530,10 +530,10 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     this.crossWarnings = warnings;
     // With a file broken, the directory answered only in part: published, but still failing, so
     // an edit elsewhere records neither a recovery nor a new failure.
-    this.state.replace(conversion.snapshot, this.failure(), files);
+    this.state.replace(conversion.snapshot, this.failure(), editTrigger(files));
     this.published = true;
     if (this.mesh.generation !== previousMesh.generation)
-      this.configListeners.emit({ registries: [this.name], files });
+      this.configListeners.emit({ ...editTrigger(files), registries: [this.name], files });
   }
 
   private withSourceEntries(own: readonly WorkloadEntryResource[]): readonly WorkloadEntryResource[] {
@@ -579,4 +579,12 @@ function emptyFileRejected(path: string): FileLoad {
   const message =
     'file is empty; its last good version stays in force (delete the file to remove what it defined)';
   return { path, errors: [{ line: 1, message }], warnings: [], resources: [], hostPosition: NO_POSITIONS };
+}
+
+/**
+ * What caused a publish, for the push: the files of an edit. The watcher read them only after its
+ * quiet period, so the push need not wait for one of its own (`debounced`).
+ */
+function editTrigger(files: readonly string[]): ChangeTrigger | undefined {
+  return files.length > 0 ? { registries: [], files, debounced: true } : undefined;
 }

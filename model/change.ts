@@ -22,6 +22,11 @@ export interface ChangeEvent {
 export interface ChangeTrigger {
   readonly registries: readonly string[];
   readonly files: readonly string[];
+  /**
+   * The source published this only after a quiet period of its own (the config directory's
+   * debounce): the push does not wait for another (push-debouncer.ts).
+   */
+  readonly debounced?: boolean;
 }
 
 export type ConfigScope = 'all' | 'hosts';
@@ -109,10 +114,15 @@ export function mergeTriggers(
   a: ChangeTrigger | undefined,
   b: ChangeTrigger | undefined,
 ): ChangeTrigger | undefined {
-  if (!a || !b) return a ?? b;
+  if (!a || !b) {
+    // A part of unknown origin was not debounced at its source.
+    const known = a ?? b;
+    return known?.debounced ? { registries: known.registries, files: known.files } : known;
+  }
   return {
     registries: capUnion(a.registries, b.registries),
     files: capUnion(a.files, b.files),
+    ...(a.debounced && b.debounced && { debounced: true }),
   };
 }
 

@@ -1,9 +1,15 @@
 // Merges change events into pushes. A batch opens with its first event and closes when no event has
 // arrived for the quiet period, or when it has been open for the batch bound, whichever is first;
 // the maximum delay caps both. A due batch also waits while the previous push is still being handed
-// out to streams (flow control's queue is not empty), so pushes never pile up behind each other. Istio's scheme (quiet period, else the maximum delay) pushes only once
-// per maximum delay while changes keep arriving faster than the quiet period; bounding the batch at
-// twice the quiet period keeps the cadence near the quiet period under steady churn instead.
+// out to streams (flow control's queue is not empty), so pushes never pile up behind each other.
+// Istio's scheme (quiet period, else the maximum delay) pushes only once per maximum delay while
+// changes keep arriving faster than the quiet period; bounding the batch at twice the quiet period
+// keeps the cadence near the quiet period under steady churn instead.
+//
+// An event its source already debounced (the config directory reads a file only after a quiet
+// period of its own: `trigger.debounced`) does not wait for a second quiet period: a batch of only
+// such events is due at once, and goes after the current callbacks (setImmediate), so what the same
+// reload publishes still joins it. Waiting twice cost an edit 100 ms and one more timer wake-up.
 import { mergeChanges, type ChangeEvent } from '../../model/change.js';
 
 export interface DebounceOptions {
@@ -29,7 +35,10 @@ export class PushDebouncer {
   private firstSeen = 0;
   private lastSeen = 0;
   private merged = 0;
+  /** Whether every event of the pending batch was debounced at its source. */
+  private debouncedOnly = true;
   private timer: NodeJS.Timeout | undefined;
+  private immediate: NodeJS.Immediate | undefined;
   private readonly batchBoundMs: number;
   /** A due batch is waiting for the previous push to be handed out (see `ready`). */
   private held = false;
@@ -53,7 +62,9 @@ export class PushDebouncer {
     if (!this.pending) {
       this.firstSeen = now;
       this.merged = 0;
+      this.debouncedOnly = true;
     }
+    if (!event.trigger?.debounced) this.debouncedOnly = false;
     this.pending = this.pending ? mergeChanges(this.pending, event) : event;
     this.lastSeen = now;
     this.merged += 1;
@@ -62,8 +73,7 @@ export class PushDebouncer {
   }
 
   stop(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
+    this.disarm();
     this.held = false;
     this.pending = undefined;
   }
@@ -71,19 +81,30 @@ export class PushDebouncer {
   /** When the pending batch will close (performance.now() time), or undefined when none is pending. */
   dueAt(): number | undefined {
     if (!this.pending) return undefined;
+    if (this.debouncedOnly) return this.firstSeen;
     return Math.min(this.lastSeen + this.options.quietMs, this.firstSeen + this.batchBoundMs);
   }
 
   // One timer, re-armed lazily: when it fires early (the batch was extended), it sets itself again.
   private arm(): void {
-    if (this.timer) return;
+    if (this.timer || this.immediate) return;
     const due = this.dueAt();
     if (due === undefined) return;
-    this.timer = setTimeout(() => this.onTimer(), Math.max(0, due - this.now()));
+    const wait = due - this.now();
+    if (wait <= 0) this.immediate = setImmediate(() => this.onTimer());
+    else this.timer = setTimeout(() => this.onTimer(), Math.max(0, wait));
+  }
+
+  private disarm(): void {
+    if (this.timer) clearTimeout(this.timer);
+    if (this.immediate) clearImmediate(this.immediate);
+    this.timer = undefined;
+    this.immediate = undefined;
   }
 
   private onTimer(): void {
     this.timer = undefined;
+    this.immediate = undefined;
     const due = this.dueAt();
     if (due === undefined) return;
     // setTimeout may fire a fraction of a millisecond early; anything within 1 ms is due.
@@ -106,8 +127,7 @@ export class PushDebouncer {
   }
 
   private fire(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
+    this.disarm();
     this.held = false;
     const event = this.pending;
     this.pending = undefined;

@@ -94,3 +94,14 @@ test('sameData says what comparing the JSON of two values says, for plain data',
   assert.equal(sameData([1], { 0: 1 }), false, 'an array is not an object with index keys');
   assert.equal(sameData(new Map([[1, 2]]), new Map()), true, 'anything else: by its JSON, as before');
 });
+
+test('a merged trigger is debounced at its source only when every part was', () => {
+  const edit = { registries: ['config'], files: ['a.yaml'], debounced: true };
+  const consul = { registries: ['consul'], files: [] };
+  assert.equal(mergeTriggers(edit, { ...edit, files: ['b.yaml'] })?.debounced, true);
+  assert.equal(mergeTriggers(edit, consul)?.debounced, undefined);
+  assert.equal(mergeTriggers(consul, edit)?.debounced, undefined);
+  assert.equal(mergeTriggers(edit, undefined)?.debounced, undefined, 'a part of unknown origin');
+  assert.deepEqual(mergeTriggers(undefined, edit)?.files, ['a.yaml']);
+  assert.equal(mergeTriggers(consul, undefined), consul);
+});

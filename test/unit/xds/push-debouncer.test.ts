@@ -1,4 +1,5 @@
-// The push debouncer on mocked timers: quiet period, batch bound under steady churn, maximum delay.
+// The push debouncer on mocked timers: quiet period, batch bound under steady churn, maximum delay,
+// and changes their source already debounced.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import type { ChangeEvent } from '../../../model/change.js';
@@ -12,9 +13,14 @@ function change(host: string, endpointsOnly = true): ChangeEvent {
   return { hostnames: new Set([host]), endpointsOnly };
 }
 
+/** A change the config directory publishes: read after its own quiet period. */
+function edited(host: string): ChangeEvent {
+  return { ...change(host), trigger: { registries: [], files: [`${host}.yaml`], debounced: true } };
+}
+
 /** A debouncer on mocked setTimeout with a clock that moves with the mocked timers. */
 function harness(t: TestContext, options: DebounceOptions, ready: () => boolean = () => true) {
-  t.mock.timers.enable({ apis: ['setTimeout'] });
+  t.mock.timers.enable({ apis: ['setTimeout', 'setImmediate'] });
   let clock = 0;
   const flushed: (MergedChange & { at: number })[] = [];
   const d = new PushDebouncer(
@@ -27,6 +33,10 @@ function harness(t: TestContext, options: DebounceOptions, ready: () => boolean 
   return {
     d,
     flushed,
+    /** Runs what is due now (setImmediate callbacks), the clock standing still. */
+    settle() {
+      t.mock.timers.tick(0);
+    },
     advance(ms: number) {
       for (let i = 0; i < ms; i++) {
         clock += 1;
@@ -116,4 +126,51 @@ test('a held batch still goes at the maximum delay', (t) => {
   assert.equal(h.flushed.length, 0);
   h.advance(1);
   assert.equal(h.flushed.length, 1);
+});
+
+test('changes their source already debounced go once the current callbacks are done, together', (t) => {
+  const h = harness(t, { quietMs: 100, maxDelayMs: 10_000 });
+  h.d.add(edited('a'));
+  h.d.add(edited('b'));
+  assert.equal(h.flushed.length, 0, 'not inside the call that published them');
+  h.settle();
+  assert.equal(h.flushed.length, 1);
+  assert.equal(h.flushed[0]?.at, 0, 'no second quiet period');
+  assert.deepEqual([...(h.flushed[0]?.event.hostnames ?? [])].sort(), ['a', 'b']);
+  assert.equal(h.flushed[0]?.merged, 2);
+});
+
+test('a batch with a change not debounced at its source waits for the quiet period, whatever joins it', (t) => {
+  const h = harness(t, { quietMs: 100, maxDelayMs: 10_000 });
+  h.d.add(edited('a'));
+  h.d.add(change('b'));
+  h.settle();
+  assert.equal(h.flushed.length, 0, 'the registry change holds the batch');
+  h.advance(50);
+  h.d.add(edited('c'));
+  h.advance(99);
+  assert.equal(h.flushed.length, 0, 'the quiet period runs from the last change');
+  h.advance(1);
+  assert.equal(h.flushed.length, 1);
+  assert.equal(h.flushed[0]?.at, 150);
+  assert.deepEqual([...(h.flushed[0]?.event.hostnames ?? [])].sort(), ['a', 'b', 'c']);
+  h.d.add(edited('d'));
+  h.settle();
+  assert.equal(h.flushed.length, 2, 'the next batch starts afresh');
+  assert.equal(h.flushed[1]?.at, 150);
+});
+
+test('a debounced batch still waits while the previous push is being handed out', (t) => {
+  let ready = false;
+  const h = harness(t, { quietMs: 100, maxDelayMs: 1000 }, () => ready);
+  h.d.add(edited('a'));
+  h.settle();
+  h.advance(200);
+  h.d.add(edited('b'));
+  h.settle();
+  assert.equal(h.flushed.length, 0, 'held');
+  ready = true;
+  h.d.resume();
+  assert.equal(h.flushed.length, 1);
+  assert.deepEqual([...(h.flushed[0]?.event.hostnames ?? [])].sort(), ['a', 'b']);
 });
