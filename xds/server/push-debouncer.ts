@@ -7,9 +7,12 @@
 // keeps the cadence near the quiet period under steady churn instead.
 //
 // An event its source already debounced (the config directory reads a file only after a quiet
-// period of its own: `trigger.debounced`) does not wait for a second quiet period: a batch of only
-// such events is due at once, and goes after the current callbacks (setImmediate), so what the same
-// reload publishes still joins it. Waiting twice cost an edit 100 ms and one more timer wake-up.
+// period of its own: `trigger.debounced`) does not wait for a second quiet period when pushes are
+// idle (none went out during the last quiet period): a batch of only such events is then due at
+// once, and goes after the current callbacks (setImmediate), so what the same reload publishes still
+// joins it. Waiting twice cost an edit 100 ms and one more timer wake-up. Under churn such batches
+// wait as any other: a push per edit would cost each stream's connection a write, and the client an
+// ACK, that batched edits share.
 import { mergeChanges, type ChangeEvent } from '../../model/change.js';
 
 export interface DebounceOptions {
@@ -39,6 +42,8 @@ export class PushDebouncer {
   private debouncedOnly = true;
   private timer: NodeJS.Timeout | undefined;
   private immediate: NodeJS.Immediate | undefined;
+  /** When the last batch went (performance.now() time). */
+  private lastPush = -Infinity;
   private readonly batchBoundMs: number;
   /** A due batch is waiting for the previous push to be handed out (see `ready`). */
   private held = false;
@@ -81,7 +86,8 @@ export class PushDebouncer {
   /** When the pending batch will close (performance.now() time), or undefined when none is pending. */
   dueAt(): number | undefined {
     if (!this.pending) return undefined;
-    if (this.debouncedOnly) return this.firstSeen;
+    // Only when pushes are idle: under churn, batches keep sharing one push's writes and timers.
+    if (this.debouncedOnly && this.firstSeen - this.lastPush >= this.options.quietMs) return this.firstSeen;
     return Math.min(this.lastSeen + this.options.quietMs, this.firstSeen + this.batchBoundMs);
   }
 
@@ -131,6 +137,7 @@ export class PushDebouncer {
     this.held = false;
     const event = this.pending;
     this.pending = undefined;
+    this.lastPush = this.now();
     if (event) this.flush({ event, firstSeen: this.firstSeen, merged: this.merged });
   }
 }

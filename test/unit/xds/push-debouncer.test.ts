@@ -154,10 +154,26 @@ test('a batch with a change not debounced at its source waits for the quiet peri
   assert.equal(h.flushed.length, 1);
   assert.equal(h.flushed[0]?.at, 150);
   assert.deepEqual([...(h.flushed[0]?.event.hostnames ?? [])].sort(), ['a', 'b', 'c']);
-  h.d.add(edited('d'));
+});
+
+test('a debounced change right after a push waits for the quiet period; once pushes are idle it goes at once', (t) => {
+  const h = harness(t, { quietMs: 100, maxDelayMs: 10_000 });
+  h.d.add(edited('a'));
   h.settle();
-  assert.equal(h.flushed.length, 2, 'the next batch starts afresh');
-  assert.equal(h.flushed[1]?.at, 150);
+  assert.equal(h.flushed.length, 1);
+  h.advance(60);
+  h.d.add(edited('b'));
+  h.settle();
+  h.advance(99);
+  assert.equal(h.flushed.length, 1, 'under churn, batches share pushes');
+  h.advance(1);
+  assert.equal(h.flushed.length, 2);
+  assert.equal(h.flushed[1]?.at, 160);
+  h.advance(100);
+  h.d.add(edited('c'));
+  h.settle();
+  assert.equal(h.flushed.length, 3, 'a quiet period after the last push: at once');
+  assert.equal(h.flushed[2]?.at, 260);
 });
 
 test('a debounced batch still waits while the previous push is being handed out', (t) => {
