@@ -11,12 +11,26 @@ import type { Service } from '../../model/service.js';
 
 export class CatalogReads {
   readonly hosts = new Set<string>();
+  /**
+   * The hostnames whose endpoints were read (some of `hosts`): an endpoints-only change of another
+   * host leaves what was built the same (an EDS cluster names its load assignment; a DNS one embeds
+   * an address).
+   */
+  readonly endpointHosts = new Set<string>();
   /** The catalog was listed (every service, or every endpoint at some IPs): any change may matter. */
   all = false;
 
   add(other: CatalogReads): void {
     if (other.all) this.all = true;
     for (const h of other.hosts) this.hosts.add(h);
+    for (const h of other.endpointHosts) this.endpointHosts.add(h);
+  }
+
+  /** Whether an endpoints-only change of `hostnames` can change what was built from these reads. */
+  readEndpointsOf(hostnames: Iterable<string>): boolean {
+    if (this.all) return true;
+    for (const h of hostnames) if (this.endpointHosts.has(h)) return true;
+    return false;
   }
 }
 
@@ -43,6 +57,12 @@ function noteHost(hostname: string): void {
   open[open.length - 1]?.hosts.add(hostname);
 }
 
+function noteEndpoints(hostname: string): void {
+  const current = open[open.length - 1];
+  current?.hosts.add(hostname);
+  current?.endpointHosts.add(hostname);
+}
+
 /** The mesh index's observer: a rule lookup for `host` depends on that host's rules. */
 export const noteHostLookup: (host: string) => void = noteHost;
 
@@ -66,7 +86,7 @@ export class ReadTrackingCatalog implements Catalog {
   }
 
   endpoints(hostname: string, port: number): readonly PortEndpoint[] {
-    noteHost(hostname);
+    noteEndpoints(hostname);
     return this.inner.endpoints(hostname, port);
   }
 

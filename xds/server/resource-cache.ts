@@ -350,6 +350,13 @@ export class ResourceCache {
       if (!entry) return;
       const { generator } = entry;
       if (!affects(generator, event, entry.host !== undefined)) return;
+      // A cluster reads a host's endpoints only to embed them (DNS): an EDS cluster stays as it is.
+      if (
+        event.endpointsOnly &&
+        generator.typeUrl === CLUSTER &&
+        !entry.reads.readEndpointsOf(event.hostnames)
+      )
+        return;
       const tk = typeKey(generator.proxyKind, generator.typeUrl);
       if (!this.held(entry.view)) {
         // No stream holds its view (they closed; it waits out IDLE_EVICT_MS): dropped, not built

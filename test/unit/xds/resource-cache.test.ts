@@ -229,6 +229,29 @@ test('a service change rebuilds the resources of its own host, not those of ever
   assert.equal(w.cache.get(cds, proxy, CLUSTER_B, hold.key)?.name, b?.name);
 });
 
+test('an endpoint change rebuilds a DNS cluster, which embeds an address, and leaves an EDS cluster unbuilt', () => {
+  const w = world();
+  w.services.set(B, service(B, [servicePort('grpc', 7070)], { resolution: 'DNS' }));
+  w.rebuild();
+  const cds = counting(grpcClusterGenerator);
+  const hold = w.cache.retain(cds, proxy);
+  w.cache.get(cds, proxy, CLUSTER_A, hold.key);
+  w.cache.get(cds, proxy, CLUSTER_B, hold.key);
+  let builds = cds.builds;
+  w.endpoints.set(A, [endpoint('10.0.0.9', { grpc: 9000 })]);
+  w.rebuild();
+  w.cache.apply({ hostnames: new Set([A]), endpointsOnly: true });
+  assert.equal(cds.builds, builds, 'the EDS cluster of A read no endpoint');
+  w.endpoints.set(B, [endpoint('10.0.0.8', { grpc: 9000 })]);
+  w.rebuild();
+  builds = cds.builds;
+  const set = w.cache.apply({ hostnames: new Set([B]), endpointsOnly: true });
+  assert.equal(cds.builds, builds + 1, "B's DNS cluster");
+  assert.deepEqual(changed(set, CLUSTER), [CLUSTER_B]);
+  const address = w.cache.get(cds, proxy, CLUSTER_B, hold.key);
+  assert.ok(address?.value.includes(Buffer.from('10.0.0.8')), 'the new address is served');
+});
+
 test('a resource that read another host, directly or through a shared memoized value, is rebuilt when that host changes', () => {
   const services = new Map<string, Service>([
     [A, service(A, [servicePort('grpc', 7070)])],
