@@ -5,6 +5,7 @@
 // serials it refuses (`deniedSerials`) and closes the secure streams that present one.
 import type Database from 'better-sqlite3';
 import type { GuardWrite } from './snapshots.js';
+import { prepared } from './prepared.js';
 
 export type RevocationKind = 'serial' | 'identity' | 'token';
 
@@ -47,7 +48,8 @@ export class RevocationTable {
 
   /** Changes whenever the deny list does (a new revocation, or pruning of the newest). */
   revision(): number {
-    return this.db.prepare<[], { r: number | null }>('SELECT MAX(id) AS r FROM revocations').get()?.r ?? 0;
+    // Polled every second by each serving process: compiled once (prepared.ts).
+    return prepared<[], { r: number | null }>(this.db, 'SELECT MAX(id) AS r FROM revocations').get()?.r ?? 0;
   }
 
   /**

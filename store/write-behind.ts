@@ -28,12 +28,18 @@ export interface DeferredWrite {
 export class WriteBehind {
   private pending: DeferredWrite[] = [];
   private timer: NodeJS.Timeout | undefined;
+  /** One transaction over a window's writes, made once: better-sqlite3 builds its wrappers per call. */
+  private readonly commit: (writes: readonly DeferredWrite[]) => void;
 
   constructor(
     private readonly db: Database.Database,
     private readonly guard: GuardWrite,
     private readonly windowMs = WRITE_WINDOW_MS,
-  ) {}
+  ) {
+    this.commit = db.transaction((writes: readonly DeferredWrite[]) => {
+      for (const w of writes) w.write();
+    });
+  }
 
   defer(write: DeferredWrite): void {
     this.pending.push(write);
@@ -54,11 +60,7 @@ export class WriteBehind {
     if (writes.length === 0) return;
     const what = writes.length === 1 ? (writes[0]?.what ?? 'write') : `${writes.length} deferred writes`;
     const committed = this.guard(what, () => {
-      withoutSync(this.db, () =>
-        this.db.transaction(() => {
-          for (const w of writes) w.write();
-        })(),
-      );
+      withoutSync(this.db, () => this.commit(writes));
       return true;
     });
     if (!committed) for (const w of writes) w.failed?.();

@@ -13,6 +13,7 @@ import { SnapshotTable, type GuardWrite } from '../../../store/snapshots.js';
 import { DB_FILE, Store, StoreError, type StoreOptions } from '../../../store/store.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 import { eventually } from '../../support/eventually.js';
+import { onTransaction } from '../../support/sqlite-transactions.js';
 
 function tempDir(t: TestContext): string {
   const dir = mkdtempSync(join(tmpdir(), 'portolan-store-'));
@@ -271,15 +272,11 @@ test('history commits skip the fsync (synchronous NORMAL) and leave the connecti
     levels.push(Number(db.pragma('synchronous', { simple: true })));
     return fn();
   };
+  const seen: number[] = [];
+  onTransaction(db, () => seen.push(Number(db.pragma('synchronous', { simple: true }))));
   const history = new HistoryTables(db, guard, 100);
   history.recordRegistry('mock', 'synced', 'one');
-  const seen: number[] = [];
   history.recordRegistry('mock', 'synced', 'two');
-  const original = db.transaction.bind(db);
-  db.transaction = ((fn: () => unknown) => {
-    seen.push(Number(db.pragma('synchronous', { simple: true })));
-    return original(fn);
-  }) as typeof db.transaction;
   history.flush();
   assert.deepEqual(levels, [2], 'the guard ran once, at FULL');
   assert.deepEqual(seen, [1], 'the history transaction ran at NORMAL');

@@ -13,6 +13,7 @@ import { RegistryPersistence } from '../../../store/registry-persistence.js';
 import { Store } from '../../../store/store.js';
 import { WriteBehind } from '../../../store/write-behind.js';
 import { eventually } from '../../support/eventually.js';
+import { onTransaction } from '../../support/sqlite-transactions.js';
 import { endpoint, mockService, servicePort } from '../../support/model-fixtures.js';
 
 function table(t: TestContext): Database.Database {
@@ -38,13 +39,9 @@ const insert = (db: Database.Database, v: string | null) => () =>
 
 test('writes deferred within a window are committed together when it ends, in order', async (t) => {
   const db = table(t);
-  const writes = new WriteBehind(db, (_what, fn) => fn(), 40);
   const commits: number[] = [];
-  const original = db.transaction.bind(db);
-  db.transaction = ((fn: () => unknown) => {
-    commits.push(rows(db).length);
-    return original(fn);
-  }) as typeof db.transaction;
+  onTransaction(db, () => commits.push(rows(db).length));
+  const writes = new WriteBehind(db, (_what, fn) => fn(), 40);
   for (const v of ['a', 'b', 'c']) writes.defer({ what: v, write: insert(db, v) });
   assert.deepEqual(rows(db), [], 'nothing is written before the window ends');
   await eventually(() => assert.deepEqual(rows(db), ['a', 'b', 'c']));
