@@ -302,7 +302,7 @@ function report(
   );
   const setup =
     `churn-streams: portolan serve --config-dir D (child process; D one flat directory of ServiceEntry files × 10 endpoints), ` +
-    `--max-streams-per-peer raised for the load, defaults otherwise (100 ms config debounce, 100 ms push window); proxyless gRPC SotW ` +
+    `--max-streams-per-peer raised for the load, defaults otherwise (50 ms config debounce; 100 ms push window, which an edit skips while pushes are idle); proxyless gRPC SotW ` +
     `streams (LDS → RDS → CDS → EDS by name, every response ACKed), 100 per HTTP/2 connection, from ${GENERATORS} load-generator processes; ` +
     `each change rewrites one file in place; node ${process.version}, ${new Date().toISOString()}.`;
   printTable(setup, rows);
