@@ -127,6 +127,11 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   private conversionWarnings: readonly CrossResourceWarning[] = [];
   /** Files whose version in force defines some traffic config (kept by setFile()). */
   private readonly meshFiles = new Set<string>();
+  /**
+   * Files that had content and were found empty once, and are being read again before that counts
+   * (an in-place save caught between its truncate and its write). Bounded by the files.
+   */
+  private readonly emptyOnce = new Set<string>();
   /** Whether a snapshot read from the directory has been published (a restored one does not count). */
   private published = false;
   /**
@@ -267,6 +272,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     const checkedAt = new Date().toISOString();
     const read = await this.reader.read(join(this.dir, path));
     if (read.kind === 'gone') {
+      this.emptyOnce.delete(path);
       if (!previous) return false;
       this.logger.info({ file: path }, 'config file removed');
       this.setFile(path, undefined);
@@ -291,11 +297,17 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     if (previous && previous.text === text) return false;
 
     // An empty file that used to define something is far more often a save caught half-way than an
-    // intent to drop it all; deleting the file is the way to remove what it defined.
-    const load =
-      text.trim() === '' && previous?.good?.resources.length
-        ? emptyFileRejected(path)
-        : loadConfigFile(path, text);
+    // intent to drop it all; deleting the file is the way to remove what it defined. Found so once,
+    // it is read again after the quiet period: the save's write, whose event comes with it, is then
+    // taken without an error in between. Still empty then, it is rejected.
+    const emptied = text.trim() === '' && Boolean(previous?.good?.resources.length);
+    if (emptied && !this.emptyOnce.has(path)) {
+      this.emptyOnce.add(path);
+      this.watcher.readAgain(path);
+      return false;
+    }
+    this.emptyOnce.delete(path);
+    const load = emptied ? emptyFileRejected(path) : loadConfigFile(path, text);
     for (const w of load.warnings) this.logger.warn({ file: path, line: w.line }, formatIssue(path, w));
     const base = previous
       ? inForce(previous)

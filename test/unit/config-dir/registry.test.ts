@@ -1,12 +1,13 @@
 // The registry against a real directory and real chokidar events.
 import { trafficLimitations } from '../../../xds/traffic/limitations.js';
 import assert from 'node:assert/strict';
-import { open, rm, unlink } from 'node:fs/promises';
+import { open, rm, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { test, type TestContext } from 'node:test';
 import { pino } from 'pino';
 import { ConfigDirRegistry } from '../../../config-dir/registry.js';
+import type { ReadFs } from '../../../config-dir/read-file.js';
 import type { ChangeEvent } from '../../../model/change.js';
 import { eventually } from '../../support/eventually.js';
 import { makeTempDir, workloadEntry } from './helpers.js';
@@ -370,6 +371,66 @@ test('a slow in-place write is picked up even if chokidar drops its second event
     () => registry.snapshot().services.get('echo.example.internal')?.ports[0]?.number === 50052,
     { timeoutMs: 5000, what: 'new port' },
   );
+});
+
+test("a file found empty by a read between a save's truncate and its write takes the write, with no error in between", async (t) => {
+  const records: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString('utf8').split('\n').filter(Boolean))
+        records.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  const tmp = await makeTempDir();
+  await tmp.write('echo.yaml', ECHO_SE);
+  await tmp.write('vm.yaml', vm('vm-1', '10.0.0.1'));
+  // The save's write lands just after the read that found the file truncated (as the read closes).
+  let saveAfterRead: string | undefined;
+  let emptyReads = 0;
+  const readFs: ReadFs = {
+    open: async (path) => {
+      const handle = await open(path, 'r');
+      const size = (await handle.stat()).size;
+      return {
+        stat: () => handle.stat(),
+        read: (buffer, offset, length, position) => handle.read(buffer, offset, length, position),
+        close: async () => {
+          await handle.close();
+          if (size === 0 && saveAfterRead !== undefined && path.endsWith('vm.yaml')) {
+            emptyReads += 1;
+            await writeFile(path, saveAfterRead);
+            saveAfterRead = undefined;
+          }
+        },
+      };
+    },
+  };
+  const registry = new ConfigDirRegistry({
+    dir: tmp.dir,
+    debounceMs: 30,
+    logger: pino({ level: 'info' }, sink),
+    readFs,
+  });
+  t.after(async () => {
+    await registry.stop();
+    await tmp.cleanup();
+  });
+  await registry.start();
+  saveAfterRead = vm('vm-1', '10.0.0.9');
+  await tmp.write('vm.yaml', '');
+  await eventually(() => addresses(registry, 'echo.example.internal')?.[0] === '10.0.0.9', {
+    timeoutMs: 5000,
+    what: 'the saved address',
+  });
+  await registry.settled();
+  assert.equal(emptyReads, 1, 'a read found the file truncated');
+  assert.deepEqual(
+    records.filter((r) => (r.level as number) >= 40).map((r) => r.msg),
+    [],
+    'no warning for a save caught half-way',
+  );
+  assert.equal(registry.debugState().files.find((f) => f.path === 'vm.yaml')?.status, 'ok');
 });
 
 test('a file emptied by a save caught half-way keeps its last good version', async (t) => {
