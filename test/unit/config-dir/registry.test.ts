@@ -45,6 +45,19 @@ async function started(t: TestContext, files: Record<string, string> = {}) {
   return { ...tmp, registry, events };
 }
 
+/** A logger whose lines are kept, parsed, in `records`. */
+function recordingLogger() {
+  const records: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString('utf8').split('\n').filter(Boolean))
+        records.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { records, logger: pino({ level: 'info' }, sink) };
+}
+
 const addresses = (registry: ConfigDirRegistry, host: string) =>
   registry
     .snapshot()
@@ -247,14 +260,7 @@ test('resource identity conflicts are listed in the debug state', async (t) => {
 });
 
 test('every log line about a config file carries its path and line: errors, their summary, conflicts', async (t) => {
-  const records: Record<string, unknown>[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString('utf8').split('\n').filter(Boolean))
-        records.push(JSON.parse(line) as Record<string, unknown>);
-      done();
-    },
-  });
+  const { records, logger } = recordingLogger();
   const tmp = await makeTempDir();
   await tmp.write('a.yaml', vm('vm-1', '10.0.0.1'));
   await tmp.write('b.yaml', vm('vm-1', '10.0.0.2'));
@@ -262,7 +268,7 @@ test('every log line about a config file carries its path and line: errors, thei
   const registry = new ConfigDirRegistry({
     dir: tmp.dir,
     debounceMs: 30,
-    logger: pino({ level: 'info' }, sink),
+    logger,
   });
   t.after(async () => {
     await registry.stop();
@@ -374,14 +380,7 @@ test('a slow in-place write is picked up even if chokidar drops its second event
 });
 
 test("a file found empty by a read between a save's truncate and its write takes the write, with no error in between", async (t) => {
-  const records: Record<string, unknown>[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString('utf8').split('\n').filter(Boolean))
-        records.push(JSON.parse(line) as Record<string, unknown>);
-      done();
-    },
-  });
+  const { records, logger } = recordingLogger();
   const tmp = await makeTempDir();
   await tmp.write('echo.yaml', ECHO_SE);
   await tmp.write('vm.yaml', vm('vm-1', '10.0.0.1'));
@@ -409,7 +408,7 @@ test("a file found empty by a read between a save's truncate and its write takes
   const registry = new ConfigDirRegistry({
     dir: tmp.dir,
     debounceMs: 30,
-    logger: pino({ level: 'info' }, sink),
+    logger,
     readFs,
   });
   t.after(async () => {
