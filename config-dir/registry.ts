@@ -294,13 +294,13 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       return true;
     }
     const text = read.text;
-    if (previous && previous.text === text) return false;
-
     // An empty file that used to define something is far more often a save caught half-way than an
     // intent to drop it all; deleting the file is the way to remove what it defined. Found so once,
     // it is read again after the quiet period: the save's write, whose event comes with it, is then
     // taken without an error in between. Still empty then, it is rejected.
     const emptied = text.trim() === '' && Boolean(previous?.good?.resources.length);
+    if (!emptied) this.emptyOnce.delete(path); // also when the save wrote back the same text
+    if (previous && previous.text === text) return false;
     if (emptied && !this.emptyOnce.has(path)) {
       this.emptyOnce.add(path);
       this.watcher.readAgain(path);
