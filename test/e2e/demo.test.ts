@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseDocument } from 'yaml';
@@ -96,7 +96,9 @@ test('the demo shows the split of echo-split.yaml, follows an edit, and stops ev
   const output = (): string => `stdout:\n${lines.join('\n')}\nstderr:\n${stderr}`;
 
   // The header's lines are separate writes, which may arrive in separate chunks: wait for its last.
-  const editLine = join(config, 'traffic', 'echo-split.yaml');
+  // It names the file as the demo's working directory (this one) reaches it: relative, as a shell
+  // would take it (from a clone under /tmp, `../../portolan-demo-test-…/config/…`).
+  const editLine = relative(process.cwd(), join(config, 'traffic', 'echo-split.yaml'));
   await eventually(
     () =>
       assert.ok(

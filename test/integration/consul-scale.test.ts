@@ -54,7 +54,9 @@ test(`${SERVICES} services: full sync, one request per watch per wait at idle, a
   assert.ok(idle >= watches, `${idle} requests: the watches re-arm`);
   assert.ok(standin.counts.catalog <= 3);
 
-  // One service changes: its watch and the service list's wake; no other watch does.
+  // One service changes: its watch and the service list's wake; no other watch does. Every watch
+  // parked first: one re-arming as its wait ran out would read the change without being woken.
+  await eventually(() => assert.ok(standin.pendingReads >= watches));
   standin.resetCounts();
   standin.register({ Name: 'svc-500', ID: 'svc-500-b', Address: '127.0.9.9', Port: 9000 });
   await xds.waitFor(cluster, (e) => e.length === 2);
