@@ -36,6 +36,8 @@ export const DEFAULT_VANISH_HOLD = '5m';
 export class VanishHold {
   private readonly holds = new Map<string, Hold>();
   private timer: NodeJS.Timeout | undefined;
+  /** The latest deadline the timer fired for: holds up to it have run out. */
+  private reached = -Infinity;
   private readonly now: () => number;
 
   constructor(private readonly options: VanishHoldOptions) {
@@ -57,7 +59,8 @@ export class VanishHold {
       return 'apply';
     }
     if (hold) {
-      if (this.now() < hold.until) return 'hold';
+      // A deadline the timer fired for has run out, whatever the clock reads (see schedule()).
+      if (this.now() < hold.until && hold.until > this.reached) return 'hold';
       this.end(service);
       return 'apply';
     }
@@ -140,6 +143,10 @@ export class VanishHold {
     this.timer = setTimeout(
       () => {
         this.timer = undefined;
+        // The adapter decides again in expired(): a hold that ran out by the timer must apply even
+        // if the clock still reads a moment before its deadline, or it would be held until the
+        // source answered again (a Consul watch whose answer does not change: never).
+        this.reached = Math.max(this.reached, earliest);
         this.options.expired();
         // Holds the adapter has not looked at again (ZooKeeper while disconnected) end at its next
         // publish; the next deadline still ahead gets the timer.

@@ -78,3 +78,18 @@ test('the timer calls back once per deadline, even when the clock still reads a 
   await new Promise((resolve) => setTimeout(resolve, 100));
   assert.equal(calls, 1);
 });
+
+test('a hold the timer fired for applies when decided again, even while the clock reads a moment before its deadline', async (t) => {
+  // The adapter decides again in the callback; were the hold kept, nothing would end it until the
+  // source answered again (a Consul watch whose empty answer does not change).
+  let calls = 0;
+  const hold = new VanishHold({ holdMs: 20, now: () => 1_000_000, expired: () => calls++ });
+  t.after(() => hold.stop());
+  hold.decide('a', 1, 0, true);
+  hold.decide('b', 1, 0, true);
+  assert.equal(hold.decide('a', 1, 0, true), 'hold', 'before the timer');
+  await eventually(() => assert.ok(calls >= 1), { what: 'the expiry callback' });
+  assert.equal(hold.decide('a', 1, 0, true), 'apply');
+  assert.equal(hold.decide('b', 1, 0, true), 'apply');
+  assert.equal(hold.size, 0);
+});
