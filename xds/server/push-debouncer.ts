@@ -38,8 +38,6 @@ export class PushDebouncer {
   private firstSeen = 0;
   private lastSeen = 0;
   private merged = 0;
-  /** Whether every event of the pending batch was debounced at its source. */
-  private debouncedOnly = true;
   private timer: NodeJS.Timeout | undefined;
   private immediate: NodeJS.Immediate | undefined;
   /** When the last batch went (performance.now() time). */
@@ -67,9 +65,7 @@ export class PushDebouncer {
     if (!this.pending) {
       this.firstSeen = now;
       this.merged = 0;
-      this.debouncedOnly = true;
     }
-    if (!event.trigger?.debounced) this.debouncedOnly = false;
     this.pending = this.pending ? mergeChanges(this.pending, event) : event;
     this.lastSeen = now;
     this.merged += 1;
@@ -86,8 +82,10 @@ export class PushDebouncer {
   /** When the pending batch will close (performance.now() time), or undefined when none is pending. */
   dueAt(): number | undefined {
     if (!this.pending) return undefined;
-    // Only when pushes are idle: under churn, batches keep sharing one push's writes and timers.
-    if (this.debouncedOnly && this.firstSeen - this.lastPush >= this.options.quietMs) return this.firstSeen;
+    // Merged triggers stay debounced only if every part was (mergeTriggers). Only when pushes are
+    // idle: under churn, batches keep sharing one push's writes and timers.
+    if (this.pending.trigger?.debounced && this.firstSeen - this.lastPush >= this.options.quietMs)
+      return this.firstSeen;
     return Math.min(this.lastSeen + this.options.quietMs, this.firstSeen + this.batchBoundMs);
   }
 
@@ -98,7 +96,7 @@ export class PushDebouncer {
     if (due === undefined) return;
     const wait = due - this.now();
     if (wait <= 0) this.immediate = setImmediate(() => this.onTimer());
-    else this.timer = setTimeout(() => this.onTimer(), Math.max(0, wait));
+    else this.timer = setTimeout(() => this.onTimer(), wait);
   }
 
   private disarm(): void {

@@ -349,14 +349,7 @@ export class ResourceCache {
       const entry = this.entries.get(key);
       if (!entry) return;
       const { generator } = entry;
-      if (!affects(generator, event, entry.host !== undefined)) return;
-      // A cluster reads a host's endpoints only to embed them (DNS): an EDS cluster stays as it is.
-      if (
-        event.endpointsOnly &&
-        generator.typeUrl === CLUSTER &&
-        !entry.reads.readEndpointsOf(event.hostnames)
-      )
-        return;
+      if (!affects(generator, event, entry.host !== undefined, entry.reads)) return;
       const tk = typeKey(generator.proxyKind, generator.typeUrl);
       if (!this.held(entry.view)) {
         // No stream holds its view (they closed; it waits out IDLE_EVICT_MS): dropped, not built
@@ -535,10 +528,20 @@ export function hostOf(kind: ProxyKind, typeUrl: string, name: string): string |
  * catalog (inbound listeners and clusters come from the endpoints at the proxy's IPs). Proxyless
  * listeners and routes, and wildcard lists of proxyless clients, depend on services alone.
  */
-function affects(generator: ResourceGenerator, event: ChangeEvent, hostScoped: boolean): boolean {
+function affects(
+  generator: ResourceGenerator,
+  event: ChangeEvent,
+  hostScoped: boolean,
+  /** What the entry was built from, when it is one (not a wildcard list). */
+  reads?: CatalogReads,
+): boolean {
   if (!event.endpointsOnly) return true;
-  if (generator.typeUrl === ENDPOINT || generator.typeUrl === CLUSTER)
-    return hostScoped || generator.proxyKind === 'envoy';
+  if (generator.typeUrl === ENDPOINT) return hostScoped || generator.proxyKind === 'envoy';
+  // A cluster reads a host's endpoints only to embed them (DNS): an EDS cluster stays as it is.
+  if (generator.typeUrl === CLUSTER)
+    return (
+      (hostScoped || generator.proxyKind === 'envoy') && (reads?.readEndpointsOf(event.hostnames) ?? true)
+    );
   return generator.proxyKind === 'envoy' && !hostScoped;
 }
 
