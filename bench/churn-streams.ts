@@ -7,8 +7,10 @@
 //     stream watching svc-0 (streams k ≡ 0 mod 1,000: two), p99, and server CPU % meanwhile.
 // (b) 200 streams (2 connections × 100, stream k watching svc-k), 1,000 and then 10,000 services;
 //     10 changes/s for 10 s, change i rewriting svc-(i mod 200)'s file: server CPU per change (the
-//     idle rate subtracted) and change → watching stream p99, and the 10,000/1,000 ratios. Once the
-//     streams have closed, the same server's CPU per change with no stream connected, at 20/s and 5/s.
+//     idle rate subtracted) and change → watching stream p99, and the 10,000/1,000 ratios. Then the
+//     same changes to services no stream watches, the streams still connected (what a change costs
+//     before any stream is told). Once the streams have closed, the same server's CPU per change with
+//     no stream connected, at 20/s and 5/s.
 // Besides the issue's rows, on (a)'s server with its 2,000 streams: server CPU per new service (a new
 // file each, NEW_SERVICES at NEW_SERVICE_RATE/s), which no stream watches, and per new DestinationRule
 // (a new file each for one service's host, as many at the same rate), which changes the cluster of the
@@ -47,6 +49,8 @@ const CONVERGE_MS = 15_000;
 const BASE = generationAddresses(0).slice(1);
 const NEW_SERVICES = 20;
 const NEW_SERVICE_RATE = 5;
+/** (b)'s streams watch svc-0 … svc-199; the unwatched run rewrites svc-500 … svc-699. */
+const UNWATCHED = 500;
 
 interface ChurnOutcome {
   readonly changes: number;
@@ -158,6 +162,8 @@ interface SpreadRun {
   readonly quiet: { readonly fast: ChurnOutcome; readonly slow: ChurnOutcome };
   readonly storm: StormResult;
   readonly churn: ChurnOutcome;
+  /** (b)'s changes made to services no stream watches, the streams still connected: the config path alone. */
+  readonly unwatched: ChurnOutcome;
   readonly log: string;
 }
 
@@ -167,14 +173,32 @@ async function spreadAt(services: number, generators: readonly Helper[]): Promis
   try {
     const spread = (seq: number): number => seq % SPREAD_STREAMS;
     const storm = await connect(server, generators, SPREAD_STREAMS, services, () => true);
-    const churn = await churnFiles(server, generators, SPREAD_RATE * SECONDS, SPREAD_RATE, spread);
+    const count = SPREAD_RATE * SECONDS;
+    const churn = await churnFiles(server, generators, count, SPREAD_RATE, spread);
+    // The same rate over files no stream watches (svc-500 …), the streams still connected: what a
+    // change costs before any stream is told, so the difference from (b) is the push and its ACKs.
+    // Marker numbers continue past the earlier runs': a rewrite that repeated a file's current text
+    // would be skipped unread, and measure nothing.
+    const unwatched = await churnFiles(
+      server,
+      [],
+      count,
+      SPREAD_RATE,
+      (seq) => UNWATCHED + spread(seq),
+      count,
+    );
     await resetStreams(generators);
-    // After the streams' run. Marker numbers continue past the earlier runs': a rewrite that
-    // repeated a file's current text would be skipped unread, and measure nothing.
-    const churned = SPREAD_RATE * SECONDS;
+    const churned = 2 * count;
     const fast = await churnFiles(server, [], STORM_RATE * 5, STORM_RATE, spread, churned);
     const slow = await churnFiles(server, [], 5 * 12, 5, spread, churned + STORM_RATE * 5);
-    return { services, quiet: { fast, slow }, storm, churn, log: logProblems(server.portolan.logs) };
+    return {
+      services,
+      quiet: { fast, slow },
+      storm,
+      churn,
+      unwatched,
+      log: logProblems(server.portolan.logs),
+    };
   } finally {
     await server.stop();
   }
@@ -284,6 +308,11 @@ function report(
       Portolan: `${ms(p(one, 50))} / ${ms(one.convergence.at(-1) ?? NaN)}; ${one.missed} of ${one.changes}; ${storm.configured} / ${storm.total} (errors ${storm.errors}); ${pct(one.idleShare)}`,
       target: '',
     },
+    ...spread.map((r) => ({
+      measurement: `detail (b), ${r.services} services: server CPU per change when the same changes go to services no stream watches (the streams connected), and (b)'s figure less that: the push and its ACKs`,
+      Portolan: `${ms(r.unwatched.cpuMsPerChange)}; ${ms(r.churn.cpuMsPerChange - r.unwatched.cpuMsPerChange)}`,
+      target: '',
+    })),
     ...spread.map((r) => ({
       measurement: `detail (b), ${r.services} services: p50 / max; missed; streams configured; server CPU while changing; idle`,
       Portolan: `${ms(p(r.churn, 50))} / ${ms(r.churn.convergence.at(-1) ?? NaN)}; ${r.churn.missed} of ${r.churn.changes}; ${r.storm.configured} / ${r.storm.total} (errors ${r.storm.errors}); ${pct(r.churn.cpuShare)}; ${pct(r.churn.idleShare)}`,
