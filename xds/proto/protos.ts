@@ -48,8 +48,13 @@ export function protoRoot(): protobuf.Root {
   return r;
 }
 
+/** Types by full name: protobufjs's lookup splits, joins and concatenates the name on every call. */
+const TYPES = new Map<string, protobuf.Type>();
+
 export function messageType(fullName: string): protobuf.Type {
-  return protoRoot().lookupType(fullName);
+  let type = TYPES.get(fullName);
+  if (!type) TYPES.set(fullName, (type = protoRoot().lookupType(fullName)));
+  return type;
 }
 
 /** Object form used for decoding: snake_case fields, enums and 64-bit ints as strings. */
