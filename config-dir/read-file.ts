@@ -40,12 +40,7 @@ export const DEFAULT_READ_LIMITS: ReadLimits = {
 };
 
 export type FileRead =
-  | {
-      readonly kind: 'text';
-      readonly text: string;
-      /** An empty file's modification time (ms): tells one save caught half-way from the next. */
-      readonly modifiedMs?: number;
-    }
+  | { readonly kind: 'text'; readonly text: string }
   /** Missing, or no longer a file (a directory now, or a parent that stopped being one). */
   | { readonly kind: 'gone' }
   | { readonly kind: 'error'; readonly message: string };
@@ -216,7 +211,6 @@ class BoundedText {
       if (this.position > this.maxBytes) return { read: tooLarge(this.position, this.maxBytes), dev };
       if (bytesRead === chunk.length) return undefined;
     }
-    if (this.position === 0) return { read: { kind: 'text', text: '', modifiedMs: this.info.mtimeMs }, dev };
     return { read: { kind: 'text', text: Buffer.concat(this.chunks, this.position).toString('utf8') }, dev };
   }
 }

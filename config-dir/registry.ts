@@ -128,11 +128,10 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   /** Files whose version in force defines some traffic config (kept by setFile()). */
   private readonly meshFiles = new Set<string>();
   /**
-   * Files that had content and were found empty, and are being read again before that counts (an
-   * in-place save caught between its truncate and its write), with the empty file's modification
-   * time (undefined when unknown). Bounded by the files.
+   * Files that had content and were found empty once, and are being read again before that counts
+   * (an in-place save caught between its truncate and its write). Bounded by the files.
    */
-  private readonly emptyOnce = new Map<string, number | undefined>();
+  private readonly emptyOnce = new Set<string>();
   /** Whether a snapshot read from the directory has been published (a restored one does not count). */
   private published = false;
   /**
@@ -296,20 +295,14 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     }
     const text = read.text;
     // An empty file that used to define something is far more often a save caught half-way than an
-    // intent to drop it all; deleting the file is the way to remove what it defined. Found so, it is
-    // read again after the quiet period: the save's write, whose event comes with it, is then taken
-    // without an error in between. Found empty again by a later save (saves in quick succession:
-    // the file was modified since), it is read again once more. Still empty, unmodified, it is
-    // rejected.
+    // intent to drop it all; deleting the file is the way to remove what it defined. Found so once,
+    // it is read again after the quiet period: the save's write, whose event comes with it, is then
+    // taken without an error in between. Still empty then, it is rejected.
     const emptied = text.trim() === '' && Boolean(previous?.good?.resources.length);
     if (!emptied) this.emptyOnce.delete(path); // also when the save wrote back the same text
     if (previous && previous.text === text) return false;
-    const modified = read.modifiedMs;
-    if (
-      emptied &&
-      (!this.emptyOnce.has(path) || (modified !== undefined && this.emptyOnce.get(path) !== modified))
-    ) {
-      this.emptyOnce.set(path, modified);
+    if (emptied && !this.emptyOnce.has(path)) {
+      this.emptyOnce.add(path);
       this.watcher.readAgain(path);
       return false;
     }
