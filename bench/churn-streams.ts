@@ -11,19 +11,26 @@
 //     same changes to services no stream watches, the streams still connected (what a change costs
 //     before any stream is told). Once the streams have closed, the same server's CPU per change with
 //     no stream connected, at 20/s and 5/s.
+// After those, (b) again in steady state: the streams reconnected, WARM_CHANGES changes at 20/s to
+// the watched files first (V8 compiles the edit and push paths over the first thousand or so), then
+// WARM_ROUNDS rounds as (b), reported by their median. And the same changes, cold and warm, to a bare
+// edit loop in its own process (load/raw-edit-loop.ts: fs.watch, the quiet period, read, js-yaml,
+// SQLite), the baseline of what a change costs on this machine and Node before Portolan does anything.
 // Besides the issue's rows, on (a)'s server with its 2,000 streams: server CPU per new service (a new
 // file each, NEW_SERVICES at NEW_SERVICE_RATE/s), which no stream watches, and per new DestinationRule
 // (a new file each for one service's host, as many at the same rate), which changes the cluster of the
 // two streams watching that host: a change must cost what it changes, not what the cache holds.
 // Writes its table into docs/benchmarks.md.
-import { loadavg } from 'node:os';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   connectStorm,
+  Helper,
   paced,
   resetStreams,
   startGenerators,
-  type Helper,
   type StormResult,
 } from './load/fleet.js';
 import type { GeneratorArrivals, ToGenerator } from './load/load-generator.js';
@@ -32,12 +39,15 @@ import {
   generationAddresses,
   host,
   logProblems,
+  serviceYaml,
   startConfigDirPortolan,
+  writeServiceDir,
   type ConfigDirPortolan,
 } from './load/service-files.js';
 import { markerAddress, wallNow } from './load/wire-lite.js';
 import { GENERATORS, proxylessStreams, STORM_SERVICES, STORM_STREAMS } from './proxyless-storm.js';
 import { markdownTable, percentile, printTable, writeDocSection } from './table.js';
+import { fileURLToPath } from 'node:url';
 
 const SECONDS = 10;
 const STORM_RATE = 20;
@@ -51,6 +61,22 @@ const NEW_SERVICES = 20;
 const NEW_SERVICE_RATE = 5;
 /** (b)'s streams watch svc-0 … svc-199; the unwatched run rewrites svc-500 … svc-699. */
 const UNWATCHED = 500;
+/** Steady state: changes made before the warm rounds, at WARM_RATE/s, and how many rounds follow. */
+const WARM_CHANGES = 1000;
+const WARM_RATE = 20;
+const WARM_ROUNDS = 3;
+const RAW_EDIT_MAIN = fileURLToPath(new URL('./load/raw-edit-loop.js', import.meta.url));
+
+/** What a churn run changes: a process, and how to rewrite service i's file. */
+interface EditTarget {
+  readonly pid: number;
+  rewrite(i: number, addresses: readonly string[]): void;
+}
+
+const editsOf = (server: ConfigDirPortolan): EditTarget => ({
+  pid: server.portolan.pid,
+  rewrite: (i, addresses) => server.rewrite(i, addresses),
+});
 
 interface ChurnOutcome {
   readonly changes: number;
@@ -97,16 +123,16 @@ function reachedAt(
  * waits (bounded) until every change reached its watching streams.
  */
 async function churnFiles(
-  server: ConfigDirPortolan,
+  target: EditTarget,
   generators: readonly Helper[],
   count: number,
   rate: number,
   serviceOf: (seq: number) => number,
   markerBase = 0,
   /** Change seq's write; default: service serviceOf(seq)'s file, with seq's marker address. */
-  write = (seq: number): void => server.rewrite(serviceOf(seq), [...BASE, markerAddress(markerBase + seq)]),
+  write = (seq: number): void => target.rewrite(serviceOf(seq), [...BASE, markerAddress(markerBase + seq)]),
 ): Promise<ChurnOutcome> {
-  const pid = server.portolan.pid;
+  const pid = target.pid;
   await waitQuiet(pid, 60);
   const idle = await idleRate(pid, IDLE_SECONDS);
   const cpuFrom = cpuSeconds(pid);
@@ -157,6 +183,45 @@ async function connect(
   return storm;
 }
 
+interface SteadyState {
+  /** CPU per change over the warm-up changes (no waiting for streams), ms. */
+  readonly warmUpMsPerChange: number;
+  /** The rounds after the warm-up, in order. */
+  readonly rounds: readonly ChurnOutcome[];
+  /** The rounds' median CPU per change, ms. */
+  readonly cpuMsPerChange: number;
+  /** Change → watching stream over every round's changes, ms, sorted (empty without streams). */
+  readonly convergence: number[];
+  readonly missed: number;
+}
+
+/**
+ * WARM_CHANGES changes at WARM_RATE/s, then WARM_ROUNDS rounds of (b)'s changes (waiting for
+ * `generators`' streams, if any). Markers start past `markerBase`.
+ */
+async function steadyState(
+  target: EditTarget,
+  generators: readonly Helper[],
+  serviceOf: (seq: number) => number,
+  markerBase: number,
+): Promise<SteadyState> {
+  const warmUp = await churnFiles(target, [], WARM_CHANGES, WARM_RATE, serviceOf, markerBase);
+  const count = SPREAD_RATE * SECONDS;
+  const rounds: ChurnOutcome[] = [];
+  for (let r = 0; r < WARM_ROUNDS; r++) {
+    const base = markerBase + WARM_CHANGES + r * count;
+    rounds.push(await churnFiles(target, generators, count, SPREAD_RATE, serviceOf, base));
+  }
+  const sorted = rounds.map((r) => r.cpuMsPerChange).sort((a, b) => a - b);
+  return {
+    warmUpMsPerChange: warmUp.cpuMsPerChange,
+    rounds,
+    cpuMsPerChange: sorted[Math.floor(sorted.length / 2)] ?? NaN,
+    convergence: rounds.flatMap((r) => r.convergence).sort((a, b) => a - b),
+    missed: rounds.reduce((n, r) => n + r.missed, 0),
+  };
+}
+
 interface SpreadRun {
   readonly services: number;
   readonly quiet: { readonly fast: ChurnOutcome; readonly slow: ChurnOutcome };
@@ -164,23 +229,29 @@ interface SpreadRun {
   readonly churn: ChurnOutcome;
   /** (b)'s changes made to services no stream watches, the streams still connected: the config path alone. */
   readonly unwatched: ChurnOutcome;
+  /** (b) again once the streams have reconnected and WARM_CHANGES changes have been made. */
+  readonly steady: SteadyState;
   readonly log: string;
 }
 
-/** (b) at one size, then the no-streams figures on the same server once the streams have closed. */
+/**
+ * (b) at one size, then the no-streams figures on the same server once the streams have closed, then
+ * (b) in steady state on reconnected streams.
+ */
 async function spreadAt(services: number, generators: readonly Helper[]): Promise<SpreadRun> {
   const server = await startConfigDirPortolan(services, SPREAD_STREAMS + 100);
   try {
+    const edits = editsOf(server);
     const spread = (seq: number): number => seq % SPREAD_STREAMS;
     const storm = await connect(server, generators, SPREAD_STREAMS, services, () => true);
     const count = SPREAD_RATE * SECONDS;
-    const churn = await churnFiles(server, generators, count, SPREAD_RATE, spread);
+    const churn = await churnFiles(edits, generators, count, SPREAD_RATE, spread);
     // The same rate over files no stream watches (svc-500 …), the streams still connected: what a
     // change costs before any stream is told, so the difference from (b) is the push and its ACKs.
     // Marker numbers continue past the earlier runs': a rewrite that repeated a file's current text
     // would be skipped unread, and measure nothing.
     const unwatched = await churnFiles(
-      server,
+      edits,
       [],
       count,
       SPREAD_RATE,
@@ -189,18 +260,57 @@ async function spreadAt(services: number, generators: readonly Helper[]): Promis
     );
     await resetStreams(generators);
     const churned = 2 * count;
-    const fast = await churnFiles(server, [], STORM_RATE * 5, STORM_RATE, spread, churned);
-    const slow = await churnFiles(server, [], 5 * 12, 5, spread, churned + STORM_RATE * 5);
+    const fast = await churnFiles(edits, [], STORM_RATE * 5, STORM_RATE, spread, churned);
+    const slow = await churnFiles(edits, [], 5 * 12, 5, spread, churned + STORM_RATE * 5);
+    // Last, so the rows above are measured as before: steady state on the same server.
+    await connect(server, generators, SPREAD_STREAMS, services, () => true);
+    const steady = await steadyState(edits, generators, spread, churned + STORM_RATE * 5 + 5 * 12);
+    await resetStreams(generators);
     return {
       services,
       quiet: { fast, slow },
       storm,
       churn,
       unwatched,
+      steady,
       log: logProblems(server.portolan.logs),
     };
   } finally {
     await server.stop();
+  }
+}
+
+interface RawRun {
+  /** Its first changes at (b)'s rate, after loading the directory: V8 still compiling. */
+  readonly cold: ChurnOutcome;
+  readonly fast: ChurnOutcome;
+  readonly slow: ChurnOutcome;
+  readonly steady: SteadyState;
+}
+
+/** The bare edit loop (load/raw-edit-loop.ts) on a directory of SIZES[0] services: the baseline. */
+async function rawEditLoop(): Promise<RawRun> {
+  const dir = mkdtempSync(join(tmpdir(), 'portolan-bench-raw-'));
+  const configDir = join(dir, 'config');
+  let helper: Helper | undefined;
+  try {
+    writeServiceDir(configDir, SIZES[0] ?? 1000);
+    helper = Helper.start(RAW_EDIT_MAIN, [configDir, dir]);
+    await helper.next<{ ev: 'ready' }>();
+    const target: EditTarget = {
+      pid: helper.pid,
+      rewrite: (i, addresses) => writeFileSync(join(configDir, `svc-${i}.yaml`), serviceYaml(i, addresses)),
+    };
+    const spread = (seq: number): number => seq % SPREAD_STREAMS;
+    const count = SPREAD_RATE * SECONDS;
+    const cold = await churnFiles(target, [], count, SPREAD_RATE, spread);
+    const fast = await churnFiles(target, [], STORM_RATE * 5, STORM_RATE, spread, count);
+    const slow = await churnFiles(target, [], 5 * 12, 5, spread, count + STORM_RATE * 5);
+    const steady = await steadyState(target, [], spread, count + STORM_RATE * 5 + 5 * 12);
+    return { cold, fast, slow, steady };
+  } finally {
+    await helper?.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -223,14 +333,20 @@ export async function churnStreams(): Promise<void> {
         STORM_SERVICES,
         (k) => k % STORM_SERVICES === 0,
       );
-      one = await churnFiles(server, generators, STORM_RATE * SECONDS, STORM_RATE, () => 0);
+      one = await churnFiles(editsOf(server), generators, STORM_RATE * SECONDS, STORM_RATE, () => 0);
       // Files svc-1000, svc-1001, ...: new services, watched by no stream (no arrivals to wait for).
-      added = await churnFiles(server, [], NEW_SERVICES, NEW_SERVICE_RATE, (seq) => STORM_SERVICES + seq);
+      added = await churnFiles(
+        editsOf(server),
+        [],
+        NEW_SERVICES,
+        NEW_SERVICE_RATE,
+        (seq) => STORM_SERVICES + seq,
+      );
       // Files rule-100, rule-101, ...: a DestinationRule each for a service two streams watch; then
       // the same files edited (the first round also pays for compiling the config path).
       const ruled = (seq: number): number => 100 + seq;
       const ruleRound = (base: number): Promise<ChurnOutcome> =>
-        churnFiles(server, [], NEW_SERVICES, NEW_SERVICE_RATE, ruled, 0, (seq) =>
+        churnFiles(editsOf(server), [], NEW_SERVICES, NEW_SERVICE_RATE, ruled, 0, (seq) =>
           server.writeRule(ruled(seq), base + seq + 1),
         );
       rules = { created: await ruleRound(0), edited: await ruleRound(NEW_SERVICES) };
@@ -242,7 +358,8 @@ export async function churnStreams(): Promise<void> {
     // (b)
     const spread: SpreadRun[] = [];
     for (const n of SIZES) spread.push(await spreadAt(n, generators));
-    report(storm, one, { added, rules }, log, spread, loadAtStart);
+    const raw = await rawEditLoop();
+    report(storm, one, { added, rules }, log, spread, raw, loadAtStart);
   } finally {
     for (const g of generators) await g.stop();
   }
@@ -261,6 +378,7 @@ function report(
   },
   log: string,
   spread: readonly SpreadRun[],
+  raw: RawRun,
   loadAtStart: number,
 ): void {
   const [small, large] = spread;
@@ -318,6 +436,16 @@ function report(
       Portolan: `${ms(p(r.churn, 50))} / ${ms(r.churn.convergence.at(-1) ?? NaN)}; ${r.churn.missed} of ${r.churn.changes}; ${r.storm.configured} / ${r.storm.total} (errors ${r.storm.errors}); ${pct(r.churn.cpuShare)}; ${pct(r.churn.idleShare)}`,
       target: '',
     })),
+    ...spread.map((r) => ({
+      measurement: `steady state (b), ${r.services} services: the streams reconnected and ${WARM_CHANGES} changes made at ${WARM_RATE}/s, then ${WARM_ROUNDS} rounds of (b): server CPU per change, the median (each round) / p99 over the rounds; changes missed; the warm-up's own CPU per change`,
+      Portolan: `${ms(r.steady.cpuMsPerChange)} (${r.steady.rounds.map((x) => ms(x.cpuMsPerChange)).join(', ')}) / ${ms(percentile(r.steady.convergence, 99))}; ${r.steady.missed}; ${ms(r.steady.warmUpMsPerChange)}`,
+      target: '',
+    })),
+    {
+      measurement: `baseline, same run: a bare edit loop in its own process (fs.watch, the 50 ms quiet period, read, js-yaml, a log line, SQLite per 600 ms: bench/load/raw-edit-loop.ts), ${SIZES[0] ?? 1000} files: CPU per change, its first ${raw.cold.changes} at ${SPREAD_RATE}/s / then at ${STORM_RATE}/s / at 5/s / steady state as above, median (each round; warm-up)`,
+      Portolan: `bare loop: ${ms(raw.cold.cpuMsPerChange)} / ${ms(raw.fast.cpuMsPerChange)} / ${ms(raw.slow.cpuMsPerChange)} / ${ms(raw.steady.cpuMsPerChange)} (${raw.steady.rounds.map((x) => ms(x.cpuMsPerChange)).join(', ')}; ${ms(raw.steady.warmUpMsPerChange)})`,
+      target: '',
+    },
     {
       measurement: 'Portolan server log: (a); (b) per size',
       Portolan: [log, ...spread.map((r) => r.log)].join('; '),
