@@ -25,6 +25,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import {
   connectStorm,
   Helper,
@@ -47,7 +48,6 @@ import {
 import { markerAddress, wallNow } from './load/wire-lite.js';
 import { GENERATORS, proxylessStreams, STORM_SERVICES, STORM_STREAMS } from './proxyless-storm.js';
 import { markdownTable, percentile, printTable, writeDocSection } from './table.js';
-import { fileURLToPath } from 'node:url';
 
 const SECONDS = 10;
 const STORM_RATE = 20;
@@ -72,6 +72,9 @@ interface EditTarget {
   readonly pid: number;
   rewrite(i: number, addresses: readonly string[]): void;
 }
+
+/** (b)'s change seq rewrites svc-(seq mod 200), the file stream seq mod 200 watches. */
+const spreadService = (seq: number): number => seq % SPREAD_STREAMS;
 
 const editsOf = (server: ConfigDirPortolan): EditTarget => ({
   pid: server.portolan.pid,
@@ -222,6 +225,19 @@ async function steadyState(
   };
 }
 
+/**
+ * The no-streams rows' changes: 5 s at 20/s, then 12 s at 5/s, markers past `markerBase`; `next` is
+ * the first marker base after them.
+ */
+async function noStreamRounds(
+  target: EditTarget,
+  markerBase: number,
+): Promise<{ readonly fast: ChurnOutcome; readonly slow: ChurnOutcome; readonly next: number }> {
+  const fast = await churnFiles(target, [], STORM_RATE * 5, STORM_RATE, spreadService, markerBase);
+  const slow = await churnFiles(target, [], 5 * 12, 5, spreadService, markerBase + fast.changes);
+  return { fast, slow, next: markerBase + fast.changes + slow.changes };
+}
+
 interface SpreadRun {
   readonly services: number;
   readonly quiet: { readonly fast: ChurnOutcome; readonly slow: ChurnOutcome };
@@ -242,10 +258,9 @@ async function spreadAt(services: number, generators: readonly Helper[]): Promis
   const server = await startConfigDirPortolan(services, SPREAD_STREAMS + 100);
   try {
     const edits = editsOf(server);
-    const spread = (seq: number): number => seq % SPREAD_STREAMS;
     const storm = await connect(server, generators, SPREAD_STREAMS, services, () => true);
     const count = SPREAD_RATE * SECONDS;
-    const churn = await churnFiles(edits, generators, count, SPREAD_RATE, spread);
+    const churn = await churnFiles(edits, generators, count, SPREAD_RATE, spreadService);
     // The same rate over files no stream watches (svc-500 …), the streams still connected: what a
     // change costs before any stream is told, so the difference from (b) is the push and its ACKs.
     // Marker numbers continue past the earlier runs': a rewrite that repeated a file's current text
@@ -255,20 +270,18 @@ async function spreadAt(services: number, generators: readonly Helper[]): Promis
       [],
       count,
       SPREAD_RATE,
-      (seq) => UNWATCHED + spread(seq),
+      (seq) => UNWATCHED + spreadService(seq),
       count,
     );
     await resetStreams(generators);
-    const churned = 2 * count;
-    const fast = await churnFiles(edits, [], STORM_RATE * 5, STORM_RATE, spread, churned);
-    const slow = await churnFiles(edits, [], 5 * 12, 5, spread, churned + STORM_RATE * 5);
+    const quiet = await noStreamRounds(edits, 2 * count);
     // Last, so the rows above are measured as before: steady state on the same server.
     await connect(server, generators, SPREAD_STREAMS, services, () => true);
-    const steady = await steadyState(edits, generators, spread, churned + STORM_RATE * 5 + 5 * 12);
+    const steady = await steadyState(edits, generators, spreadService, quiet.next);
     await resetStreams(generators);
     return {
       services,
-      quiet: { fast, slow },
+      quiet,
       storm,
       churn,
       unwatched,
@@ -301,12 +314,9 @@ async function rawEditLoop(): Promise<RawRun> {
       pid: helper.pid,
       rewrite: (i, addresses) => writeFileSync(join(configDir, `svc-${i}.yaml`), serviceYaml(i, addresses)),
     };
-    const spread = (seq: number): number => seq % SPREAD_STREAMS;
-    const count = SPREAD_RATE * SECONDS;
-    const cold = await churnFiles(target, [], count, SPREAD_RATE, spread);
-    const fast = await churnFiles(target, [], STORM_RATE * 5, STORM_RATE, spread, count);
-    const slow = await churnFiles(target, [], 5 * 12, 5, spread, count + STORM_RATE * 5);
-    const steady = await steadyState(target, [], spread, count + STORM_RATE * 5 + 5 * 12);
+    const cold = await churnFiles(target, [], SPREAD_RATE * SECONDS, SPREAD_RATE, spreadService);
+    const { fast, slow, next } = await noStreamRounds(target, cold.changes);
+    const steady = await steadyState(target, [], spreadService, next);
     return { cold, fast, slow, steady };
   } finally {
     await helper?.stop();

@@ -17,8 +17,11 @@ import { loadAll } from 'js-yaml';
 const QUIET_MS = 50;
 const WRITE_WINDOW_MS = 600;
 
-const [dir, scratch] = process.argv.slice(2);
-if (!dir || !scratch) throw new Error('usage: raw-edit-loop DIR SCRATCH');
+const usage = (): never => {
+  throw new Error('usage: raw-edit-loop DIR SCRATCH');
+};
+const dir = process.argv[2] ?? usage();
+const scratch = process.argv[3] ?? usage();
 
 const db = new Database(join(scratch, 'raw-edit-loop.db'));
 db.pragma('journal_mode = WAL');
@@ -41,7 +44,7 @@ let window: NodeJS.Timeout | undefined;
 /** Reads, parses and logs `names`, and queues their texts for the next window's commit. */
 function load(names: Iterable<string>): void {
   for (const name of names) {
-    const text = readFileSync(join(dir as string, name), 'utf8');
+    const text = readFileSync(join(dir, name), 'utf8');
     const docs = loadAll(text);
     parsed.set(name, docs);
     const at = new Date().toISOString();
