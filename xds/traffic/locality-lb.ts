@@ -107,7 +107,9 @@ export function placeKey(plan: LocalityLbPlan, place: ProxyPlace): string {
 /**
  * What of a proxy the locality rules of a whole mesh can read, so that EDS views are keyed by that
  * alone (as Istio's endpoint builder keys by locality, network and only the failoverPriority labels):
- * - `namespace`: whether any DestinationRule exists (they are looked up and exported by namespace);
+ * - `namespace`: whether some rule has subsets or reads the locality or labels (rules are looked up
+ *   and exported by namespace; a rule without either leaves every assignment as it is, so the first
+ *   such rule moves no stream to a new view);
  * - `locality`: some rule may prioritize by closeness (failover, or outlier detection alone) or
  *   `distribute` by the proxy's locality;
  * - `labels`: the proxy label keys some `failoverPriority` compares (topology keys included: the
@@ -177,7 +179,9 @@ function readsOf(rules: readonly DestinationRuleResource[]): LocalityReads {
       for (const entry of priority) if (!entry.includes('=')) labels.add(entry);
     }
   }
-  return { namespace: rules.length > 0, locality, anyLabels, labels: [...labels].sort() };
+  // Without locality reads, only a subset's endpoints differ by which rules a namespace sees.
+  const subsets = rules.some((r) => (r.spec.subsets?.length ?? 0) > 0);
+  return { namespace: subsets || locality || anyLabels, locality, anyLabels, labels: [...labels].sort() };
 }
 
 /** The part of `place` that `reads` says some rule may look at (placeKey for the whole mesh). */

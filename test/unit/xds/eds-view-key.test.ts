@@ -1,6 +1,7 @@
 // The EDS view key reads of a proxy only what the mesh's locality rules read (issue #22): nothing
-// without DestinationRules, the namespace with rules that leave locality alone, the locality for
-// failover or distribute, only the failoverPriority labels for label-based failover. And whatever
+// without DestinationRules or with rules that have neither subsets nor locality settings, the
+// namespace with rules that have subsets, the locality for failover or distribute, only the
+// failoverPriority labels for label-based failover. And whatever
 // the key leaves out cannot change the assignment: for every proxy, the assignment served from the
 // shared cache equals the one built for that proxy alone.
 import assert from 'node:assert/strict';
@@ -121,6 +122,63 @@ test('no DestinationRule, or rules without locality settings: one EDS view for e
     'no outlier detection: no failover',
   );
   assert.equal(views(configWith([failover({ enabled: false })])), 1, 'locality balancing switched off');
+});
+
+/** The 36 clients again, half of them in namespace `other` (which a rule exported to `.` is not seen from). */
+const spread = proxies.map((p, i) => (i % 2 === 0 ? p : { ...p, namespace: 'other' }));
+
+/** A rule for HOST in `default`, seen there only; `subsets` gives it subset v1. */
+function ruleConfig(subsets: boolean): MeshConfig {
+  const rule: DestinationRuleResource = {
+    kind: 'DestinationRule',
+    apiVersion: 'networking.istio.io/v1',
+    name: 'echo',
+    namespace: 'default',
+    labels: {},
+    annotations: {},
+    spec: {
+      host: HOST,
+      exportTo: ['.'],
+      trafficPolicy: { connectionPool: { http: { http2MaxRequests: 10 } } },
+      ...(subsets && { subsets: [{ name: 'v1', labels: { app: 'x' } }] }),
+    },
+    file: 'dr.yaml',
+    line: 1,
+  };
+  return { ...configWith([]), destinationRules: [rule] };
+}
+
+/** The EDS view keys of the spread clients under `config`; each served assignment (of `names`) is the proxy's own. */
+function spreadKeys(config: MeshConfig, names: readonly string[]): Set<string> {
+  const view = servingView({ catalog, config });
+  const cache = new ResourceCache((proxy) => ({ ...view, proxy }));
+  for (const proxy of spread) {
+    for (const name of names) {
+      const shared = cache.get(grpcEndpointGenerator, proxy, name);
+      const own = grpcEndpointGenerator.build(generateContext({ proxy, catalog, config }), name);
+      assert.equal(shared?.version, own?.version, `${proxy.id} (${proxy.namespace}) ${name}: its own`);
+    }
+  }
+  return new Set(spread.map((p) => grpcEndpointGenerator.viewKey(p, view)));
+}
+
+test('a rule without subsets or locality settings leaves every client in the view it had without rules', () => {
+  // So the first such rule in a mesh moves no stream to a new view (which rebuilds what it holds).
+  const before = spreadKeys(configWith([]), [NAME]);
+  const after = spreadKeys(ruleConfig(false), [NAME, `outbound|7070|v1|${HOST}`]);
+  assert.equal(after.size, 1);
+  assert.deepEqual(after, before);
+});
+
+test('a rule with subsets: one EDS view per namespace, a subset served only where its rule is seen', () => {
+  const subset = `outbound|7070|v1|${HOST}`;
+  assert.equal(spreadKeys(ruleConfig(true), [NAME, subset]).size, 2);
+  const view = servingView({ catalog, config: ruleConfig(true) });
+  const cache = new ResourceCache((proxy) => ({ ...view, proxy }));
+  const seen = spread[0] ?? assert.fail();
+  const unseen = spread[1] ?? assert.fail();
+  assert.ok(cache.get(grpcEndpointGenerator, seen, subset), 'default sees the rule and its subset');
+  assert.equal(cache.get(grpcEndpointGenerator, unseen, subset), undefined, 'other does not');
 });
 
 test('failover or distribute: one EDS view per client locality, labels ignored', () => {
