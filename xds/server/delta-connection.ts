@@ -123,6 +123,13 @@ export class DeltaConnection implements AdsStream {
         this.pump.mark(typeUrl, { full: true });
         touched = true;
       }
+    } else if (changes.moved) {
+      // This stream's view of a type moved: what it holds of that type is built there anew.
+      for (const [typeUrl, hold] of this.holds) {
+        if (!changes.moved.has(hold) || !this.state.type(typeUrl)) continue;
+        this.pump.mark(typeUrl, { full: true });
+        touched = true;
+      }
     }
     for (const c of changes.types) {
       if (c.kind !== proxy.kind) continue;

@@ -22,8 +22,8 @@
 // (nothing is rebuilt for a view no stream holds). A view key may depend on the mesh config (EDS
 // reads the proxy's locality only when a rule looks at it; ResourceGenerator.viewKeyReads): when
 // what such a key reads changes, the holds of its generator are re-keyed, so streams move to their
-// new view (and a stream that moved re-evaluates everything). Other keys are computed without the
-// view, and no config change visits their holds.
+// new view, and a stream that moved re-evaluates that type there (ChangeSet.moved). Other keys are
+// computed without the view, and no config change visits their holds.
 import { configScope, type ChangeEvent } from '../../model/change.js';
 import { recordingReads, type CatalogReads } from '../generators/view-memo.js';
 import type { GenerateContext, ResourceGenerator, ServingView } from '../generators/generator.js';
@@ -47,6 +47,11 @@ export interface ChangeSet {
    * stream that asked for one re-evaluates it). Empty when `all`.
    */
   readonly hosts?: ReadonlySet<string>;
+  /**
+   * Holds that moved to another view (what their key reads changed): each one's stream re-evaluates
+   * that type, whatever else changed. Absent when none did.
+   */
+  readonly moved?: ReadonlySet<ViewHold>;
 }
 
 export interface ChangedType {
@@ -149,8 +154,8 @@ export class ResourceCache {
   private readonly holds = new Map<ResourceGenerator, Set<Hold>>();
   /** Per such generator: what its keys read, in the view the holds are keyed for. */
   private readonly keyedFor = new Map<ResourceGenerator, unknown>();
-  /** A hold moved to another view since the last apply (its stream must re-evaluate everything). */
-  private movedViews = false;
+  /** Holds moved to another view since the last apply: their streams re-evaluate their type. */
+  private readonly moved = new Set<Hold>();
   private readonly sweeper: NodeJS.Timeout;
   hits = 0;
   misses = 0;
@@ -256,7 +261,7 @@ export class ResourceCache {
       this.release(hold.use);
       hold.key = key;
       hold.use = this.hold(this.viewRef(hold.generator, key));
-      this.movedViews = true;
+      this.moved.add(hold);
     }
   }
 
@@ -327,10 +332,13 @@ export class ResourceCache {
       const [first] = holds;
       if (first) this.rekey(generator, this.context(first.proxy));
     }
-    const moved = this.movedViews;
-    this.movedViews = false;
+    // Entries of the views they left stay for the streams still there (or until swept); the new
+    // views' entries are built as the moved streams ask for them.
+    const moved = new Set<ViewHold>();
+    for (const hold of this.moved) if (!hold.released) moved.add(hold);
+    this.moved.clear();
     const config = configScope(event);
-    if (config === 'all' || (config === 'hosts' && moved)) {
+    if (config === 'all') {
       this.entries.clear();
       this.byHost.clear();
       this.global.clear();
@@ -422,7 +430,7 @@ export class ResourceCache {
       const tk = typeKey(kind, typeUrl);
       if (!names.has(tk)) this.epochs.set(tk, (this.epochs.get(tk) ?? 0) + 1);
     }
-    return { all: false, names, types, wildcards, hosts: event.hostnames };
+    return { all: false, names, types, wildcards, hosts: event.hostnames, ...(moved.size > 0 && { moved }) };
   }
 
   /** Drops the entries of views no stream has held for IDLE_EVICT_MS (run by a timer). */

@@ -143,6 +143,13 @@ export class SotwConnection implements AdsStream {
         this.pump.mark(typeUrl, { full: true });
         touched = true;
       }
+    } else if (changes.moved) {
+      // This stream's view of a type moved: what it holds of that type is built there anew.
+      for (const [typeUrl, view] of this.views) {
+        if (!view.hold || !changes.moved.has(view.hold) || !this.state.subscription(typeUrl)) continue;
+        this.pump.mark(typeUrl, { full: true });
+        touched = true;
+      }
     }
     // Only the types that changed, and only this stream's kind: this runs per stream per push.
     for (const c of changes.types) {

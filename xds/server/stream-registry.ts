@@ -42,9 +42,13 @@ export class StreamRegistry {
     return undefined;
   }
 
-  /** The streams `changes` may concern: all of them for a change to everything. */
+  /**
+   * The streams `changes` may concern: all of them for a change to everything, or when views moved
+   * (rare: what a view key reads changed; each stream knows its own holds).
+   */
   affected(changes: ChangeSet): Iterable<AdsStream> {
-    return changes.all ? [...this.streams.values()] : this.subscriptions.affected(changes);
+    if (changes.all || changes.moved) return [...this.streams.values()];
+    return this.subscriptions.affected(changes);
   }
 
   /** Streams open, by protocol variant and kind of client. */

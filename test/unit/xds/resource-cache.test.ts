@@ -365,3 +365,50 @@ test('a config change narrowed to a host rebuilds what looked up its rules, and 
   assert.equal(after[2], before[2]);
   assert.equal(after[3], before[3]); // rebuilt, and its bytes (one rule either way) did not change
 });
+
+test('a config change that moves EDS views reports the moved holds and keeps every other entry', () => {
+  const catalog = buildCatalog(
+    [service(A, [servicePort('grpc', 7070)]), service(B, [servicePort('grpc', 7070)])],
+    new Map([[A, [endpoint('10.0.0.1', { grpc: 9000 })]]]),
+  );
+  // Outlier detection on B's rule: failover by locality, which every EDS view of the mesh then reads.
+  const outlierOnB: MeshConfig['destinationRules'][number] = {
+    kind: 'DestinationRule',
+    apiVersion: 'networking.istio.io/v1',
+    name: 'b',
+    namespace: 'default',
+    labels: {},
+    annotations: {},
+    spec: { host: B, trafficPolicy: { outlierDetection: { consecutive5xxErrors: 3 } } },
+    file: 'b.yaml',
+    line: 1,
+  };
+  let config: MeshConfig = NO_MESH_CONFIG.meshConfig();
+  let view: ServingView | undefined;
+  const cache = new ResourceCache((p) => {
+    view = servingView({ catalog, config }, view);
+    return { ...view, proxy: p };
+  });
+  const eds = cache.retain(grpcEndpointGenerator, proxy);
+  const cds = cache.retain(grpcClusterGenerator, proxy);
+  const clusterA = cache.get(grpcClusterGenerator, proxy, CLUSTER_A, cds.key);
+  const assignmentA = cache.get(grpcEndpointGenerator, proxy, CLUSTER_A, eds.key);
+  const keyBefore = eds.key;
+
+  const previous = config;
+  config = { ...config, destinationRules: [outlierOnB] };
+  const set = cache.apply(
+    narrowChange({ hostnames: new Set(), endpointsOnly: false, config: 'all' }, previous, config),
+  );
+  assert.equal(set.all, false, 'not a change to everything');
+  assert.notEqual(eds.key, keyBefore, 'the EDS hold moved to the view that reads the locality');
+  assert.deepEqual([...(set.moved ?? [])], [eds], 'reported: the moved hold, not the CDS one');
+  assert.equal(
+    cache.get(grpcClusterGenerator, proxy, CLUSTER_A, cds.key),
+    clusterA,
+    'A’s cluster is kept as it was, not rebuilt',
+  );
+  const moved = cache.get(grpcEndpointGenerator, proxy, CLUSTER_A, eds.key);
+  assert.notEqual(moved, assignmentA, 'built anew in the new view');
+  assert.equal(moved?.version, assignmentA?.version, 'A has no rule: its endpoints are as before');
+});
