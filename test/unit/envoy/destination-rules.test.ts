@@ -26,6 +26,7 @@ import {
   type Collected,
 } from './fixture-mesh.js';
 import { generateContext } from '../../../xds/generators/view-memo.js';
+import { destinationRule } from '../../support/mesh-fixtures.js';
 
 type Obj = Record<string, unknown>;
 const HTTP_OPTIONS = 'envoy.extensions.upstreams.http.v3.HttpProtocolOptions';
@@ -56,17 +57,7 @@ function dr(
   spec: DestinationRuleSpec,
   exportTo?: string[],
 ): DestinationRuleResource {
-  return {
-    kind: 'DestinationRule',
-    apiVersion: 'networking.istio.io/v1',
-    name,
-    namespace,
-    labels: {},
-    annotations: {},
-    spec: exportTo ? { ...spec, exportTo } : spec,
-    file: `${name}.yaml`,
-    line: 1,
-  };
+  return destinationRule(name, exportTo ? { ...spec, exportTo } : spec, namespace);
 }
 
 function meshWith(destinationRules: DestinationRuleResource[]): MeshConfig {

@@ -16,6 +16,7 @@ import { generateContext, servingView } from '../../../xds/generators/view-memo.
 import { ENDPOINT } from '../../../xds/proto/type-urls.js';
 import { proxyFromNode, type Proxy } from '../../../xds/proxy/proxy.js';
 import { ResourceCache } from '../../../xds/server/resource-cache.js';
+import { destinationRule } from '../../support/mesh-fixtures.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 
 const HOST = 'echo.keys.internal';
@@ -129,22 +130,12 @@ const spread = proxies.map((p, i) => (i % 2 === 0 ? p : { ...p, namespace: 'othe
 
 /** A rule for HOST in `default`, seen there only; `subsets` gives it subset v1. */
 function ruleConfig(subsets: boolean): MeshConfig {
-  const rule: DestinationRuleResource = {
-    kind: 'DestinationRule',
-    apiVersion: 'networking.istio.io/v1',
-    name: 'echo',
-    namespace: 'default',
-    labels: {},
-    annotations: {},
-    spec: {
-      host: HOST,
-      exportTo: ['.'],
-      trafficPolicy: { connectionPool: { http: { http2MaxRequests: 10 } } },
-      ...(subsets && { subsets: [{ name: 'v1', labels: { app: 'x' } }] }),
-    },
-    file: 'dr.yaml',
-    line: 1,
-  };
+  const rule = destinationRule('echo', {
+    host: HOST,
+    exportTo: ['.'],
+    trafficPolicy: { connectionPool: { http: { http2MaxRequests: 10 } } },
+    ...(subsets && { subsets: [{ name: 'v1', labels: { app: 'x' } }] }),
+  });
   return { ...configWith([]), destinationRules: [rule] };
 }
 

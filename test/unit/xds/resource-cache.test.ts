@@ -13,6 +13,7 @@ import { proxyFromNode } from '../../../xds/proxy/proxy.js';
 import { narrowChange } from '../../../xds/server/narrow-change.js';
 import { ResourceCache, typeKey, wildcardKey } from '../../../xds/server/resource-cache.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../../xds/proto/type-urls.js';
+import { destinationRule } from '../../support/mesh-fixtures.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 import { generateContext, memoSlot, servingView } from '../../../xds/generators/view-memo.js';
 import type { GenerateContext, ResourceGenerator, ServingView } from '../../../xds/generators/generator.js';
@@ -300,17 +301,11 @@ test('a config change narrowed to a host rebuilds what looked up its rules, and 
     [B, service(B, [servicePort('grpc', 7070)])],
   ]);
   const catalog = buildCatalog(services.values(), new Map());
-  const rule = (maxRequests: number): MeshConfig['destinationRules'][number] => ({
-    kind: 'DestinationRule',
-    apiVersion: 'networking.istio.io/v1',
-    name: 'b',
-    namespace: 'default',
-    labels: {},
-    annotations: {},
-    spec: { host: B, trafficPolicy: { connectionPool: { http: { http2MaxRequests: maxRequests } } } },
-    file: 'b.yaml',
-    line: 1,
-  });
+  const rule = (maxRequests: number) =>
+    destinationRule('b', {
+      host: B,
+      trafficPolicy: { connectionPool: { http: { http2MaxRequests: maxRequests } } },
+    });
   let config: MeshConfig = { ...NO_MESH_CONFIG.meshConfig(), destinationRules: [rule(5)] };
   let view: ServingView | undefined;
   const cache = new ResourceCache((p) => {
@@ -372,17 +367,10 @@ test('a config change that moves EDS views reports the moved holds and keeps eve
     new Map([[A, [endpoint('10.0.0.1', { grpc: 9000 })]]]),
   );
   // Outlier detection on B's rule: failover by locality, which every EDS view of the mesh then reads.
-  const outlierOnB: MeshConfig['destinationRules'][number] = {
-    kind: 'DestinationRule',
-    apiVersion: 'networking.istio.io/v1',
-    name: 'b',
-    namespace: 'default',
-    labels: {},
-    annotations: {},
-    spec: { host: B, trafficPolicy: { outlierDetection: { consecutive5xxErrors: 3 } } },
-    file: 'b.yaml',
-    line: 1,
-  };
+  const outlierOnB = destinationRule('b', {
+    host: B,
+    trafficPolicy: { outlierDetection: { consecutive5xxErrors: 3 } },
+  });
   let config: MeshConfig = NO_MESH_CONFIG.meshConfig();
   let view: ServingView | undefined;
   const cache = new ResourceCache((p) => {
