@@ -1,5 +1,31 @@
 // Builders for mesh config resources in tests, as the config directory would load them.
-import type { DestinationRuleResource, DestinationRuleSpec } from '../../mesh/types.js';
+import type {
+  ConfigKind,
+  ConfigResource,
+  DestinationRuleResource,
+  DestinationRuleSpec,
+} from '../../mesh/types.js';
+
+/** A resource of `kind` named `name` in `namespace`, read from line 1 of `file`. */
+export function configResource<K extends ConfigKind, T>(
+  kind: K,
+  name: string,
+  spec: T,
+  namespace = 'default',
+  file = `${name}.yaml`,
+): ConfigResource<T, K> {
+  return {
+    kind,
+    apiVersion: 'networking.istio.io/v1',
+    name,
+    namespace,
+    labels: {},
+    annotations: {},
+    spec,
+    file,
+    line: 1,
+  };
+}
 
 /** A DestinationRule `name` in `namespace`, read from `<name>.yaml`. */
 export function destinationRule(
@@ -7,15 +33,5 @@ export function destinationRule(
   spec: DestinationRuleSpec,
   namespace = 'default',
 ): DestinationRuleResource {
-  return {
-    kind: 'DestinationRule',
-    apiVersion: 'networking.istio.io/v1',
-    name,
-    namespace,
-    labels: {},
-    annotations: {},
-    spec,
-    file: `${name}.yaml`,
-    line: 1,
-  };
+  return configResource('DestinationRule', name, spec, namespace);
 }

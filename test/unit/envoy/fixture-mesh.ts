@@ -21,6 +21,7 @@ import { envoyResourceSet } from '../../../xds/validate/envoy-resource-set.js';
 import { decodeAny } from '../../../xds/proto/protos.js';
 import { proxyFromNode, type Proxy } from '../../../xds/proxy/proxy.js';
 import type { EncodedResource } from '../../../xds/proto/resource.js';
+import { configResource } from '../../support/mesh-fixtures.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 import { generateContext } from '../../../xds/generators/view-memo.js';
 
@@ -85,17 +86,7 @@ export function fixtureCatalog(): Catalog {
 }
 
 function resource<K extends ConfigKind, T>(kind: K, name: string, spec: T, namespace = 'default') {
-  return {
-    kind,
-    apiVersion: 'networking.istio.io/v1',
-    name,
-    namespace,
-    labels: {},
-    annotations: {},
-    spec,
-    file: 'fixture.yaml',
-    line: 1,
-  };
+  return configResource(kind, name, spec, namespace, 'fixture.yaml');
 }
 
 export const INGRESS_LABELS = { istio: 'ingressgateway' };

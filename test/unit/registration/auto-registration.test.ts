@@ -13,19 +13,10 @@ import {
 } from '../../../registration/auto-registration.js';
 import { peerAddress } from '../../../cli/auto-registration.js';
 import { eventually } from '../../support/eventually.js';
+import { configResource } from '../../support/mesh-fixtures.js';
 
 function group(name: string, spec: WorkloadGroupSpec, namespace = 'shop'): WorkloadGroupResource {
-  return {
-    kind: 'WorkloadGroup',
-    apiVersion: 'networking.istio.io/v1',
-    name,
-    namespace,
-    labels: {},
-    annotations: {},
-    spec,
-    file: 'groups.yaml',
-    line: 1,
-  };
+  return configResource('WorkloadGroup', name, spec, namespace, 'groups.yaml');
 }
 
 const ECHO = group('echo-vms', {
