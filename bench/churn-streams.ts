@@ -19,7 +19,9 @@
 // Besides the issue's rows, on (a)'s server with its 2,000 streams: server CPU per new service (a new
 // file each, NEW_SERVICES at NEW_SERVICE_RATE/s), which no stream watches, and per new DestinationRule
 // (a new file each for one service's host, as many at the same rate), which changes the cluster of the
-// two streams watching that host: a change must cost what it changes, not what the cache holds.
+// two streams watching that host, and per new AuthorizationPolicy (a new file each, selecting one
+// service's workloads), which changes no resource these streams hold: a change must cost what it
+// changes, not what the cache holds.
 // Writes its table into docs/benchmarks.md.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -334,6 +336,7 @@ export async function churnStreams(): Promise<void> {
     let one: ChurnOutcome;
     let added: ChurnOutcome;
     let rules: { readonly created: ChurnOutcome; readonly edited: ChurnOutcome };
+    let policies: { readonly created: ChurnOutcome; readonly edited: ChurnOutcome };
     let log: string;
     try {
       storm = await connect(
@@ -360,6 +363,12 @@ export async function churnStreams(): Promise<void> {
           server.writeRule(ruled(seq), base + seq + 1),
         );
       rules = { created: await ruleRound(0), edited: await ruleRound(NEW_SERVICES) };
+      // Files policy-100, ...: an AuthorizationPolicy each (a kind read wholesale), then edited.
+      const policyRound = (base: number): Promise<ChurnOutcome> =>
+        churnFiles(editsOf(server), [], NEW_SERVICES, NEW_SERVICE_RATE, ruled, 0, (seq) =>
+          server.writePolicy(ruled(seq), base + seq + 1),
+        );
+      policies = { created: await policyRound(0), edited: await policyRound(NEW_SERVICES) };
       log = logProblems(server.portolan.logs);
       await resetStreams(generators);
     } finally {
@@ -369,7 +378,7 @@ export async function churnStreams(): Promise<void> {
     const spread: SpreadRun[] = [];
     for (const n of SIZES) spread.push(await spreadAt(n, generators));
     const raw = await rawEditLoop();
-    report(storm, one, { added, rules }, log, spread, raw, loadAtStart);
+    report(storm, one, { added, rules, policies }, log, spread, raw, loadAtStart);
   } finally {
     for (const g of generators) await g.stop();
   }
@@ -385,6 +394,7 @@ function report(
   extra: {
     readonly added: ChurnOutcome;
     readonly rules: { readonly created: ChurnOutcome; readonly edited: ChurnOutcome };
+    readonly policies: { readonly created: ChurnOutcome; readonly edited: ChurnOutcome };
   },
   log: string,
   spread: readonly SpreadRun[],
@@ -428,6 +438,11 @@ function report(
   rows.push({
     measurement: `a DestinationRule for one service's host (two streams watch it) at ${NEW_SERVICE_RATE}/s with (a)'s ${STORM_STREAMS} streams connected, ${STORM_SERVICES} services: server CPU per change, ${NEW_SERVICES} new files (the first since start) / the same files edited`,
     Portolan: `${ms(extra.rules.created.cpuMsPerChange)} / ${ms(extra.rules.edited.cpuMsPerChange)}`,
+    target: "about an endpoint edit's (not in the issue's table)",
+  });
+  rows.push({
+    measurement: `an AuthorizationPolicy selecting one service's workloads (a kind read wholesale; no stream's resources change) at ${NEW_SERVICE_RATE}/s with (a)'s ${STORM_STREAMS} streams connected, ${STORM_SERVICES} services: server CPU per change, ${NEW_SERVICES} new files (the first since start) / the same files edited`,
+    Portolan: `${ms(extra.policies.created.cpuMsPerChange)} / ${ms(extra.policies.edited.cpuMsPerChange)}`,
     target: "about an endpoint edit's (not in the issue's table)",
   });
   rows.push(

@@ -40,6 +40,19 @@ spec:
   trafficPolicy: { connectionPool: { http: { http2MaxRequests: ${maxRequests} } } }
 `;
 
+/**
+ * An AuthorizationPolicy for service i's workloads (app: svc-i): calls from one caller identity,
+ * `caller`, allowed. Read wholesale (by namespace and selector): it reaches the listeners of gRPC
+ * servers, which no stream of the benchmarks asks for.
+ */
+export const policyYaml = (i: number, caller: number): string => `apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: { name: svc-${i}-callers }
+spec:
+  selector: { matchLabels: { app: svc-${i} } }
+  rules: [{ from: [{ source: { principals: [cluster.local/ns/default/sa/caller-${caller}] } }] }]
+`;
+
 /** A new flat directory DIR with svc-0.yaml … svc-(n-1).yaml at generation 0. */
 export function writeServiceDir(dir: string, services: number): void {
   mkdirSync(dir, { recursive: true });
@@ -54,6 +67,8 @@ export interface ConfigDirPortolan {
   rewrite(i: number, addresses: readonly string[]): void;
   /** Writes (or rewrites) rule-N.yaml, service i's DestinationRule (ruleYaml). */
   writeRule(i: number, maxRequests: number): void;
+  /** Writes (or rewrites) policy-N.yaml, service i's AuthorizationPolicy (policyYaml). */
+  writePolicy(i: number, caller: number): void;
   /** Stops the server and removes its directories. */
   stop(): Promise<void>;
 }
@@ -100,6 +115,7 @@ export async function startConfigDirPortolan(
       rewrite: (i, addresses) => writeFileSync(join(configDir, `svc-${i}.yaml`), serviceYaml(i, addresses)),
       writeRule: (i, maxRequests) =>
         writeFileSync(join(configDir, `rule-${i}.yaml`), ruleYaml(i, maxRequests)),
+      writePolicy: (i, caller) => writeFileSync(join(configDir, `policy-${i}.yaml`), policyYaml(i, caller)),
       stop: async () => {
         await portolan.stop();
         rmSync(dir, { recursive: true, force: true });

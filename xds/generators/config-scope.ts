@@ -1,9 +1,10 @@
 // How far a change of the mesh config reaches, as the generators read the config: the hostnames
-// whose VirtualServices or DestinationRules changed, or everything. The generators that say so
-// (ResourceGenerator.configByHost) read those two kinds only through the index's per-host lookups,
-// which the resource cache records per resource; everything else they read from the config is
-// compared here as a whole. So a DestinationRule edit rebuilds what looked up its host, not every
-// resource of every stream.
+// whose VirtualServices or DestinationRules changed and the kinds read wholesale that changed, or
+// everything. The generators that say so (ResourceGenerator.configByHost) read those two kinds only
+// through the index's per-host lookups, which the resource cache records per resource, and say which
+// kinds read wholesale they read at all (ResourceGenerator.wholeKinds). So a DestinationRule edit
+// rebuilds what looked up its host, and an AuthorizationPolicy edit the listeners, not every resource
+// of every stream.
 import type { MeshConfig } from '../../mesh/mesh-config.js';
 import { resolveHost } from '../../mesh/hosts.js';
 import { resolvedHosts } from '../../mesh/virtual-service-index.js';
@@ -13,8 +14,11 @@ import { configHasFaults } from '../traffic/route-context.js';
 
 type AnyResource = ConfigResource<unknown>;
 
-/** Config kinds read wholesale (by namespace and workload selector, not by host): any change reaches everything. */
-const WHOLE = [
+/**
+ * Config kinds read wholesale (by namespace and workload selector, not by host): a change of one
+ * reaches every resource of the generators that read it.
+ */
+export const WHOLE_KINDS = [
   'gateways',
   'sidecars',
   'peerAuthentications',
@@ -23,16 +27,26 @@ const WHOLE = [
   'workloadGroups',
 ] as const;
 
+export type WholeKind = (typeof WHOLE_KINDS)[number];
+
+/** How far a config change reaches: the hosts whose rules changed, and the kinds read wholesale that did. */
+export interface ConfigReach {
+  readonly hosts: ReadonlySet<string>;
+  readonly kinds: ReadonlySet<WholeKind>;
+}
+
 /**
- * The hostnames whose rules differ between `prev` and `next` (resolved, as lookups name them), or
- * undefined when the change may reach anything: a kind read wholesale changed, a changed rule has a
- * wildcard host, rules of the same kind changed their relative order (precedence among equals is
- * config order), or whether any route injects faults (gRPC listeners' filter chain) flipped.
+ * The hostnames whose rules differ between `prev` and `next` (resolved, as lookups name them) and
+ * the kinds read wholesale that differ, or undefined when the change may reach anything: a changed
+ * rule has a wildcard host, rules of the same kind changed their relative order (precedence among
+ * equals is config order), or whether any route injects faults (gRPC listeners' filter chain)
+ * flipped.
  */
-export function configChangeHosts(prev: MeshConfig, next: MeshConfig): ReadonlySet<string> | undefined {
+export function configChangeReach(prev: MeshConfig, next: MeshConfig): ConfigReach | undefined {
   const hosts = new Set<string>();
-  if (prev === next) return hosts;
-  for (const kind of WHOLE) if (!sameResources(prev[kind] ?? [], next[kind] ?? [])) return undefined;
+  const kinds = new Set<WholeKind>();
+  if (prev === next) return { hosts, kinds };
+  for (const kind of WHOLE_KINDS) if (!sameResources(prev[kind] ?? [], next[kind] ?? [])) kinds.add(kind);
   if (configHasFaults(prev) !== configHasFaults(next)) return undefined;
   const rules = [
     changedHosts(prev.destinationRules, next.destinationRules, (r) => [
@@ -47,7 +61,7 @@ export function configChangeHosts(prev: MeshConfig, next: MeshConfig): ReadonlyS
       hosts.add(host);
     }
   }
-  return hosts;
+  return { hosts, kinds };
 }
 
 function sameResources(a: readonly AnyResource[], b: readonly AnyResource[]): boolean {

@@ -6,6 +6,7 @@ import type { MeshIndex } from '../../mesh/mesh-index.js';
 import type { Proxy, ProxyKind } from '../proxy/proxy.js';
 import type { EncodedResource } from '../proto/resource.js';
 import type { ViewMemo } from './view-memo.js';
+import type { WholeKind } from './config-scope.js';
 
 /** What one serving generation generates from: the catalog and mesh config, and what derives from them. */
 export interface ServingView {
@@ -47,11 +48,18 @@ export interface ResourceGenerator {
   viewKeyReads?(view: ServingView): unknown;
   /**
    * The mesh config reaches these resources only through the index's VirtualService and
-   * DestinationRule lookups (recorded per host) and through what configChangeHosts compares as a
+   * DestinationRule lookups (recorded per host) and through what configChangeReach compares as a
    * whole (config-scope.ts). Then a config change rebuilds only those that looked up a host whose
-   * rules changed; without it, every one of them is rebuilt on any config change.
+   * rules changed, or that read a kind read wholesale that changed (`wholeKinds`); without it, every
+   * one of them is rebuilt on any config change.
    */
   readonly configByHost?: boolean;
+  /**
+   * With configByHost: the kinds read wholesale (config-scope.ts WHOLE_KINDS) the resource `name`
+   * depends on; a change of any other leaves it as it is. Absent: every such kind. The cache
+   * differential test holds each generator to what it says here.
+   */
+  wholeKinds?(name: string): readonly WholeKind[];
 }
 
 /** Which generator serves a type URL to a kind of proxy (xds/generators/index.ts has the table). */

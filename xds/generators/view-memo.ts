@@ -20,7 +20,7 @@ import type { Proxy } from '../proxy/proxy.js';
 // The resource cache records what each build reads, and asks how far a config change reaches; it
 // reaches the generators through this seam.
 export { recordingReads, type CatalogReads } from './catalog-reads.js';
-export { configChangeHosts } from './config-scope.js';
+export { configChangeReach, type WholeKind } from './config-scope.js';
 
 /** One kind of memoized value; the type parameter ties the slot to what it holds. */
 export interface MemoSlot<T> {

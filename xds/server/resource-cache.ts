@@ -8,9 +8,10 @@
 // spanning it. A config change narrowed to some hosts (ChangeEvent.config `hosts`: only their
 // VirtualServices and DestinationRules changed) is a service change of those hosts, where reading a
 // host includes looking up its rules, and it rebuilds too every resource of a generator that reads
-// the config otherwise (ResourceGenerator.configByHost). Either way, only resources whose bytes
-// changed are reported. A config change that may reach anything drops everything, and so does a
-// narrowed one that moves a stream to another view (the view key depends on the config).
+// the config otherwise (ResourceGenerator.configByHost), and, when kinds read wholesale changed
+// (NarrowedChange.kinds: an AuthorizationPolicy, a Sidecar), every resource of a generator that
+// reads one of them (ResourceGenerator.wholeKinds). Either way, only resources whose bytes changed
+// are reported. A config change that may reach anything drops everything.
 //
 // Only resources that exist are kept: a name that builds to nothing leaves no entry (a client naming
 // 200,000 clusters that do not exist costs the server nothing shared), and an entry whose resource
@@ -25,7 +26,8 @@
 // new view, and a stream that moved re-evaluates that type there (ChangeSet.moved). Other keys are
 // computed without the view, and no config change visits their holds.
 import { configScope, type ChangeEvent } from '../../model/change.js';
-import { recordingReads, type CatalogReads } from '../generators/view-memo.js';
+import { recordingReads, type CatalogReads, type WholeKind } from '../generators/view-memo.js';
+import type { NarrowedChange } from './narrow-change.js';
 import type { GenerateContext, ResourceGenerator, ServingView } from '../generators/generator.js';
 import { parseClusterName, parseHostPort } from '../generators/names.js';
 import type { Proxy, ProxyKind } from '../proxy/proxy.js';
@@ -327,7 +329,7 @@ export class ResourceCache {
   }
 
   /** Applies a change to the cache (the catalog behind `context` is already the new one). */
-  apply(event: ChangeEvent): ChangeSet {
+  apply(event: NarrowedChange): ChangeSet {
     for (const [generator, holds] of this.holds) {
       const [first] = holds;
       if (first) this.rekey(generator, this.context(first.proxy));
@@ -394,6 +396,11 @@ export class ResourceCache {
       const keys = new Set<string>(this.global);
       for (const key of this.readsAll) keys.add(key);
       if (config) for (const key of this.configWide) keys.add(key);
+      // A kind read wholesale reaches every resource of the generators that read it: found by a
+      // pass over the entries, a check per entry, instead of dropping every entry of every type.
+      const kinds = event.kinds;
+      if (kinds && kinds.size > 0)
+        for (const [key, entry] of this.entries) if (readsKinds(entry.generator, key, kinds)) keys.add(key);
       for (const host of event.hostnames) {
         for (const key of this.byHost.get(host) ?? []) keys.add(key);
         for (const key of this.readers.get(host) ?? []) keys.add(key);
@@ -551,6 +558,13 @@ function affects(
       (hostScoped || generator.proxyKind === 'envoy') && (reads?.readEndpointsOf(event.hostnames) ?? true)
     );
   return generator.proxyKind === 'envoy' && !hostScoped;
+}
+
+/** Whether a change of `kinds` may reach the entry `key` of a configByHost generator (configWide ones are rebuilt anyway). */
+function readsKinds(generator: ResourceGenerator, key: string, kinds: ReadonlySet<WholeKind>): boolean {
+  if (!generator.configByHost) return false;
+  if (!generator.wholeKinds) return true;
+  return generator.wholeKinds(key.slice(key.lastIndexOf('\0') + 1)).some((k) => kinds.has(k));
 }
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {

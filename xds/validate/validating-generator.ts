@@ -19,6 +19,7 @@ export function validatingGenerator(inner: ResourceGenerator, logger?: Logger): 
     typeUrl: inner.typeUrl,
     proxyKind: inner.proxyKind,
     ...(inner.configByHost && { configByHost: true }),
+    ...(inner.wholeKinds && { wholeKinds: inner.wholeKinds.bind(inner) }),
     ...(inner.viewKeyReads && { viewKeyReads: inner.viewKeyReads.bind(inner) }),
     viewKey: (proxy, view) => inner.viewKey(proxy, view),
     wildcardNames: (ctx) => inner.wildcardNames(ctx),

@@ -4,7 +4,10 @@
 // it: a config change reaches the hosts whose rules changed), with streams reading in between, what the
 // caches serve equals what a from-scratch generation for the final state produces, resource by
 // resource and response by response, for every proxy of the fixture mesh (each Envoy mode, the
-// gateway, the Sidecar-scoped proxy, and proxyless gRPC clients).
+// gateway, the Sidecar-scoped proxy, and proxyless gRPC clients, which also ask for an xDS server
+// listener). The config's changes include kinds read wholesale (Gateways, Sidecars,
+// PeerAuthentications, AuthorizationPolicies, RequestAuthentications), so a generator that reads one
+// it does not declare (ResourceGenerator.wholeKinds) serves a stale resource here.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { MeshConfig } from '../../../mesh/mesh-config.js';
@@ -24,6 +27,8 @@ import { narrowChange } from '../../../xds/server/narrow-change.js';
 import { ResourceCache, typeKey, type ChangeSet } from '../../../xds/server/resource-cache.js';
 import { ResponseCache } from '../../../xds/server/response-cache.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
+import { configResource } from '../../support/mesh-fixtures.js';
+import { GRPC_SERVER_LISTENER_TEMPLATE } from '../../../xds/generators/grpc/server-listener.js';
 import { fixtureCatalog, fixtureMeshConfig, fixtureProxies, VM_IP } from '../envoy/fixture-mesh.js';
 
 const SEQUENCES = 12;
@@ -72,7 +77,57 @@ type PoolEntry =
   | { readonly kind: 'vs'; readonly value: MeshConfig['virtualServices'][number] }
   | { readonly kind: 'dr'; readonly value: MeshConfig['destinationRules'][number] }
   | { readonly kind: 'gw'; readonly value: MeshConfig['gateways'][number] }
-  | { readonly kind: 'sidecar'; readonly value: MeshConfig['sidecars'][number] };
+  | { readonly kind: 'sidecar'; readonly value: MeshConfig['sidecars'][number] }
+  | { readonly kind: 'pa'; readonly value: MeshConfig['peerAuthentications'][number] }
+  | { readonly kind: 'ap'; readonly value: MeshConfig['authorizationPolicies'][number] }
+  | { readonly kind: 'ra'; readonly value: MeshConfig['requestAuthentications'][number] };
+
+/** Where the proxyless clients' xDS servers listen (gRFC A36): the server listener they ask for. */
+const GRPC_SERVER_LISTENER = GRPC_SERVER_LISTENER_TEMPLATE.replace('%s', '0.0.0.0:7070');
+const LEDGER_SELECTOR = { matchLabels: { app: 'ledger' } };
+
+/** Security policies for the proxyless servers (none in the Envoy fixture mesh), off at the start. */
+const securityPool: readonly PoolEntry[] = [
+  { kind: 'pa', value: configResource('PeerAuthentication', 'default', { mtls: { mode: 'STRICT' } }) },
+  {
+    kind: 'pa',
+    value: configResource(
+      'PeerAuthentication',
+      'ledger',
+      { selector: LEDGER_SELECTOR, portLevelMtls: { '7070': { mode: 'STRICT' } } },
+      'scoped',
+    ),
+  },
+  {
+    kind: 'ap',
+    value: configResource(
+      'AuthorizationPolicy',
+      'ledger-callers',
+      {
+        selector: LEDGER_SELECTOR,
+        action: 'ALLOW',
+        rules: [{ from: [{ source: { principals: ['cluster.local/ns/default/sa/web'] } }] }],
+      },
+      'scoped',
+    ),
+  },
+  { kind: 'ap', value: configResource('AuthorizationPolicy', 'deny-none', { action: 'DENY', rules: [] }) },
+  {
+    kind: 'ra',
+    value: configResource('RequestAuthentication', 'jwt', {
+      jwtRules: [{ issuer: 'https://issuer.example', jwksUri: 'https://keys.example:8443/jwks' }],
+    }),
+  },
+  {
+    kind: 'ra',
+    value: configResource(
+      'RequestAuthentication',
+      'ledger-jwt',
+      { selector: LEDGER_SELECTOR, jwtRules: [{ issuer: 'https://issuer.example', jwks: '{"keys":[]}' }] },
+      'scoped',
+    ),
+  },
+];
 
 const fixtureConfig = fixtureMeshConfig();
 const configPool: readonly PoolEntry[] = [
@@ -80,6 +135,7 @@ const configPool: readonly PoolEntry[] = [
   ...fixtureConfig.destinationRules.map((value) => ({ kind: 'dr' as const, value })),
   ...fixtureConfig.gateways.map((value) => ({ kind: 'gw' as const, value })),
   ...fixtureConfig.sidecars.map((value) => ({ kind: 'sidecar' as const, value })),
+  ...securityPool,
 ];
 
 /** An edit of a pool entry that keeps its name: other routes or another policy and one more subset. */
@@ -124,9 +180,9 @@ function meshConfig(state: readonly number[], generation: number): MeshConfig {
     destinationRules: on.flatMap((e) => (e.kind === 'dr' ? [e.value] : [])),
     gateways: on.flatMap((e) => (e.kind === 'gw' ? [e.value] : [])),
     sidecars: on.flatMap((e) => (e.kind === 'sidecar' ? [e.value] : [])),
-    peerAuthentications: [],
-    authorizationPolicies: [],
-    requestAuthentications: [],
+    peerAuthentications: on.flatMap((e) => (e.kind === 'pa' ? [e.value] : [])),
+    authorizationPolicies: on.flatMap((e) => (e.kind === 'ap' ? [e.value] : [])),
+    requestAuthentications: on.flatMap((e) => (e.kind === 'ra' ? [e.value] : [])),
   });
 }
 
@@ -139,7 +195,7 @@ function initialWorld(): World {
     for (const p of s.ports) for (const pe of catalog.endpoints(s.hostname, p.number)) seen.add(pe.endpoint);
     endpoints.set(s.hostname, [...seen]);
   }
-  const state = configPool.map(() => 1);
+  const state = configPool.map((e) => (securityPool.includes(e) ? 0 : 1));
   return {
     services,
     endpoints,
@@ -233,8 +289,8 @@ function change(world: World, rnd: () => number, log: string[]): ChangeEvent {
     log.push(`service put ${host} ${protocol}`);
     return { hostnames: new Set([host]), endpointsOnly: false };
   }
-  // Mesh config: one VirtualService, DestinationRule, Gateway or Sidecar switched off or on, or to
-  // or from its edited version; the event as the ADS server queues a config change.
+  // Mesh config: one VirtualService, DestinationRule, Gateway, Sidecar or security policy switched
+  // off or on, or to or from its edited version; the event as the ADS server queues a config change.
   const i = Math.floor(rnd() * configPool.length);
   const entry = configPool[i];
   if (!entry) throw new Error('empty pool');
@@ -258,9 +314,12 @@ interface Subscription {
 type Read = (typeUrl: string, sub: Subscription) => readonly EncodedResource[];
 type Held = Map<string, readonly EncodedResource[]>;
 
-function follow(read: Read): Held {
+/** The listener names a proxy asks for beside its wildcard: a proxyless server's own listener. */
+const listenerNames = (proxy: Proxy): string[] => (proxy.kind === 'grpc' ? [GRPC_SERVER_LISTENER] : []);
+
+function follow(read: Read, proxy: Proxy): Held {
   const clusters = read(CLUSTER, { wildcard: true, names: [] });
-  const listeners = read(LISTENER, { wildcard: true, names: [] });
+  const listeners = read(LISTENER, { wildcard: true, names: listenerNames(proxy) });
   const edsNames = new Set<string>();
   for (const c of clusters) {
     const decoded = decodeAny(c.typeUrl, c.value) as {
@@ -378,7 +437,7 @@ function runSequence(seed: number): void {
         const hit = [...c.names].filter((n) => subscribed.has(n));
         if (hit.length > 0) view.partial(proxy, c.typeUrl, hit);
       }
-      held.set(name, follow(view.read(proxy)));
+      held.set(name, follow(view.read(proxy), proxy));
     }
   };
   readSome(undefined);
@@ -394,14 +453,15 @@ function runSequence(seed: number): void {
   const replay = `seed ${seed}:\n  ${log.join('\n  ')}`;
   for (const [name, proxy] of all) {
     const ctx = context(proxy);
-    const scratch = follow(scratchRead(generators, ctx));
-    const incremental = follow(view.read(proxy));
+    const scratch = follow(scratchRead(generators, ctx), proxy);
+    const incremental = follow(view.read(proxy), proxy);
     for (const typeUrl of [CLUSTER, ENDPOINT, LISTENER, ROUTE]) {
       const expected = scratch.get(typeUrl) ?? [];
       const where = `${name} ${typeUrl.split('.').at(-1)}, ${replay}`;
       assert.deepEqual(summary(incremental.get(typeUrl) ?? []), summary(expected), where);
       // The shared response: the same version and bytes as a response built from scratch.
       const sub = { wildcard: typeUrl === CLUSTER || typeUrl === LISTENER, names: [] as string[] };
+      if (typeUrl === LISTENER) sub.names = listenerNames(proxy);
       if (!sub.wildcard) sub.names = expected.map((r) => r.name).sort();
       const response = view.response(proxy, typeUrl, sub);
       assert.equal(response.version, versionOf(expected), where);

@@ -1,6 +1,6 @@
-// How far a config change reaches (configChangeHosts) and the event a push applies (narrowChange):
-// the hosts whose VirtualServices or DestinationRules changed, or everything when the change is of a
-// kind read wholesale, has a wildcard host, reorders rules or flips fault injection.
+// How far a config change reaches (configChangeReach) and the event a push applies (narrowChange):
+// the hosts whose VirtualServices or DestinationRules changed and the kinds read wholesale that
+// changed, or everything when the change has a wildcard host, reorders rules or flips fault injection.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { EMPTY_MESH_CONFIG, type MeshConfig } from '../../../mesh/mesh-config.js';
@@ -11,7 +11,7 @@ import type {
   VirtualServiceSpec,
 } from '../../../mesh/types.js';
 import { configScope, type ChangeEvent } from '../../../model/change.js';
-import { configChangeHosts } from '../../../xds/generators/config-scope.js';
+import { configChangeReach } from '../../../xds/generators/config-scope.js';
 import { narrowChange } from '../../../xds/server/narrow-change.js';
 
 const meta = { apiVersion: 'networking.istio.io/v1', labels: {}, annotations: {}, file: 'f.yaml', line: 1 };
@@ -36,7 +36,14 @@ const ROUTES = vs('web', {
 });
 const base = config({ destinationRules: [REVIEWS, LEDGER], virtualServices: [ROUTES] });
 
-const sorted = (hosts: ReadonlySet<string> | undefined): string[] | undefined => hosts && [...hosts].sort();
+const sorted = (reach: { readonly hosts: ReadonlySet<string> } | undefined): string[] | undefined =>
+  reach && [...reach.hosts].sort();
+/** The hosts a change reaches, when it reaches no kind read wholesale. */
+const configChangeHosts = (prev: MeshConfig, next: MeshConfig): ReturnType<typeof configChangeReach> => {
+  const reach = configChangeReach(prev, next);
+  if (reach) assert.equal(reach.kinds.size, 0);
+  return reach;
+};
 
 test('an edited, added or removed rule reaches its own hosts, short names resolved in its namespace', () => {
   const edited = dr('reviews', { host: 'reviews', subsets: [{ name: 'v2', labels: { version: 'v2' } }] });
@@ -96,15 +103,46 @@ test('what cannot be narrowed to hosts reaches everything', () => {
         ],
       }),
     ],
-    [
-      'a Sidecar (read by namespace and workload, not by host)',
-      config({
-        ...base,
-        sidecars: [{ ...meta, kind: 'Sidecar', name: 'default', namespace: 'shop', spec: {} }],
-      }),
-    ],
   ];
-  for (const [what, next] of cases) assert.equal(configChangeHosts(base, next), undefined, what);
+  for (const [what, next] of cases) assert.equal(configChangeReach(base, next), undefined, what);
+});
+
+test('a change of a kind read wholesale is reported as that kind, beside the hosts whose rules changed', () => {
+  const sidecar = { ...meta, kind: 'Sidecar' as const, name: 'default', namespace: 'shop', spec: {} };
+  const policy = {
+    ...meta,
+    apiVersion: 'security.istio.io/v1',
+    kind: 'AuthorizationPolicy' as const,
+    name: 'deny-all',
+    namespace: 'shop',
+    spec: {},
+  };
+  const scoped = configChangeReach(base, config({ ...base, sidecars: [sidecar] }));
+  assert.deepEqual(scoped && [...scoped.kinds], ['sidecars']);
+  assert.deepEqual(sorted(scoped), []);
+  const both = configChangeReach(
+    base,
+    config({ ...base, destinationRules: [REVIEWS], authorizationPolicies: [policy] }),
+  );
+  assert.deepEqual(both && [...both.kinds], ['authorizationPolicies']);
+  assert.deepEqual(sorted(both), ['ledger.bank.internal']);
+  // The same policy read from another line of its file is no change.
+  const withPolicy = config({ ...base, authorizationPolicies: [policy] });
+  const moved = configChangeReach(
+    withPolicy,
+    config({ ...withPolicy, authorizationPolicies: [{ ...policy, line: 9 }] }),
+  );
+  assert.equal(moved?.kinds.size, 0);
+  // A push carries the kinds to the cache, with its hosts narrowed as for any config change.
+  const narrowed = narrowChange(
+    { hostnames: new Set(['svc.mock.internal']), endpointsOnly: true, config: 'all' },
+    base,
+    config({ ...base, sidecars: [sidecar] }),
+  );
+  assert.equal(configScope(narrowed), 'hosts');
+  assert.equal(narrowed.endpointsOnly, false);
+  assert.deepEqual([...(narrowed.kinds ?? [])], ['sidecars']);
+  assert.deepEqual([...narrowed.hostnames], ['svc.mock.internal']);
 });
 
 test('a push narrows a config change to the hosts it reaches, keeping the registries’ hosts merged into it', () => {

@@ -13,7 +13,8 @@ import { proxyFromNode } from '../../../xds/proxy/proxy.js';
 import { narrowChange } from '../../../xds/server/narrow-change.js';
 import { ResourceCache, typeKey, wildcardKey } from '../../../xds/server/resource-cache.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../../xds/proto/type-urls.js';
-import { destinationRule } from '../../support/mesh-fixtures.js';
+import { configResource, destinationRule } from '../../support/mesh-fixtures.js';
+import { GRPC_SERVER_LISTENER_TEMPLATE } from '../../../xds/generators/grpc/server-listener.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 import { generateContext, memoSlot, servingView } from '../../../xds/generators/view-memo.js';
 import type { GenerateContext, ResourceGenerator, ServingView } from '../../../xds/generators/generator.js';
@@ -399,4 +400,58 @@ test('a config change that moves EDS views reports the moved holds and keeps eve
   const moved = cache.get(grpcEndpointGenerator, proxy, CLUSTER_A, eds.key);
   assert.notEqual(moved, assignmentA, 'built anew in the new view');
   assert.equal(moved?.version, assignmentA?.version, 'A has no rule: its endpoints are as before');
+});
+
+test('an AuthorizationPolicy change rebuilds the server listeners that read it, and keeps client listeners, clusters and load assignments', () => {
+  const catalog = buildCatalog(
+    [service(A, [servicePort('grpc', 7070)])],
+    new Map([[A, [endpoint('10.0.0.1', { grpc: 9000 })]]]),
+  );
+  const server = proxyFromNode({
+    id: 'server-1',
+    user_agent_name: 'gRPC Node',
+    metadata: { NAMESPACE: 'shop', LABELS: { app: 'ledger' } },
+  });
+  const serverListener = GRPC_SERVER_LISTENER_TEMPLATE.replace('%s', '0.0.0.0:7070');
+  let config: MeshConfig = NO_MESH_CONFIG.meshConfig();
+  let view: ServingView | undefined;
+  const cache = new ResourceCache((p) => {
+    view = servingView({ catalog, config }, view);
+    return { ...view, proxy: p };
+  });
+  const generators = [grpcClusterGenerator, grpcEndpointGenerator, grpcListenerGenerator].map(counting);
+  const [cds, eds, lds] = generators.map((g) => ({ g, hold: cache.retain(g, server) }));
+  if (!cds || !eds || !lds) throw new Error('three generators');
+  const cluster = cache.get(cds.g, server, CLUSTER_A, cds.hold.key);
+  const assignment = cache.get(eds.g, server, CLUSTER_A, eds.hold.key);
+  const before = cache.get(lds.g, server, serverListener, lds.hold.key);
+  const clientListener = cache.get(lds.g, server, `${A}:7070`, lds.hold.key);
+  const builds = generators.map((g) => g.builds);
+
+  const previous = config;
+  const policy = configResource(
+    'AuthorizationPolicy',
+    'ledger-callers',
+    {
+      selector: { matchLabels: { app: 'ledger' } },
+      rules: [{ from: [{ source: { principals: ['cluster.local/ns/shop/sa/web'] } }] }],
+    },
+    'shop',
+  );
+  config = { ...config, authorizationPolicies: [policy] };
+  const set = cache.apply(
+    narrowChange({ hostnames: new Set(), endpointsOnly: false, config: 'all' }, previous, config),
+  );
+  assert.equal(set.all, false, 'not a change to everything');
+  assert.deepEqual(changed(set, LISTENER), [serverListener], 'the server listener gained its RBAC filter');
+  assert.deepEqual(changed(set, CLUSTER), []);
+  assert.deepEqual(changed(set, ENDPOINT), []);
+  assert.equal(cds.g.builds, builds[0], 'no cluster was built again');
+  assert.equal(eds.g.builds, builds[1], 'no load assignment was built again');
+  assert.equal(lds.g.builds, (builds[2] ?? 0) + 1, 'the server listener alone was built again');
+  assert.equal(cache.get(cds.g, server, CLUSTER_A, cds.hold.key), cluster);
+  assert.equal(cache.get(eds.g, server, CLUSTER_A, eds.hold.key), assignment);
+  const after = cache.get(lds.g, server, serverListener, lds.hold.key);
+  assert.notEqual(after?.version, before?.version);
+  assert.equal(cache.get(lds.g, server, `${A}:7070`, lds.hold.key)?.version, clientListener?.version);
 });

@@ -39,8 +39,9 @@ function clusters(): ResourceGenerator {
     typeUrl: CLUSTER,
     proxyKind: 'envoy',
     // Rules read through per-host lookups; the Sidecar scope, outbound policy and
-    // RequestAuthentications (JWKS clusters) are of kinds whose change reaches everything.
+    // RequestAuthentications (JWKS clusters) are of kinds read wholesale.
     configByHost: true,
+    wholeKinds: () => ['sidecars', 'requestAuthentications'],
     // Outbound clusters depend on the DestinationRules and Sidecar the proxy sees (by namespace
     // and labels; gateways are not scoped) and, for TLS, on the certificate directory; inbound ones
     // on where the app listens, and which ports they are on the sidecar's IPs; JWKS clusters on the
@@ -92,6 +93,7 @@ function endpoints(): ResourceGenerator {
     proxyKind: 'envoy',
     // The same load assignments as proxyless EDS: the config read through per-host rule lookups.
     configByHost: true,
+    wholeKinds: () => [],
     viewKey: loadAssignmentViewKey,
     viewKeyReads: loadAssignmentViewKeyReads,
     wildcardNames: () => [],

@@ -27,6 +27,8 @@ export const grpcClusterGenerator: ResourceGenerator = {
   typeUrl: CLUSTER,
   proxyKind: 'grpc',
   configByHost: true,
+  // Client TLS comes from DestinationRules and the service's identities, not PeerAuthentications.
+  wholeKinds: () => [],
   // DestinationRules (policies and subsets) are seen by namespace; clients with a known defect get
   // their own rendering (client-capabilities.ts).
   viewKey: (proxy) => {

@@ -7,6 +7,7 @@ export const grpcEndpointGenerator: ResourceGenerator = {
   typeUrl: ENDPOINT,
   proxyKind: 'grpc',
   configByHost: true,
+  wholeKinds: () => [],
   viewKey: loadAssignmentViewKey,
   viewKeyReads: loadAssignmentViewKeyReads,
   wildcardNames: () => [],

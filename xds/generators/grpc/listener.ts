@@ -4,6 +4,7 @@
 import type { Listener } from '../../generated/envoy/config/listener/v3/Listener.js';
 import type { HttpConnectionManager } from '../../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
 import type { GenerateContext, ResourceGenerator } from '../generator.js';
+import type { WholeKind } from '../config-scope.js';
 import { grpcListenerName } from '../names.js';
 import { encodeResource, toAny } from '../../proto/resource.js';
 import { faultHttpFilter } from '../../traffic/fault.js';
@@ -16,10 +17,19 @@ const HCM_TYPE =
   'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
 const ROUTER_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router';
 
+const SERVER_LISTENER_KINDS: readonly WholeKind[] = [
+  'peerAuthentications',
+  'authorizationPolicies',
+  'requestAuthentications',
+];
+
 export const grpcListenerGenerator: ResourceGenerator = {
   typeUrl: LISTENER,
   proxyKind: 'grpc',
   configByHost: true,
+  // Server listeners (A36): mTLS mode and RBAC (PeerAuthentications, AuthorizationPolicies, and the
+  // RequestAuthentications those read). Client listeners read none.
+  wholeKinds: (name) => (isGrpcServerListenerName(name) ? SERVER_LISTENER_KINDS : []),
   // Server listeners (A36) depend on the server's namespace and labels (PeerAuthentication).
   viewKey: (proxy) => JSON.stringify([proxy.namespace, grpcLabels(proxy)]),
   wildcardNames: (ctx: GenerateContext) => allHostPorts(ctx.catalog),

@@ -14,6 +14,8 @@ export const grpcRouteGenerator: ResourceGenerator = {
   typeUrl: ROUTE,
   proxyKind: 'grpc',
   configByHost: true,
+  // Sidecar scoping does not apply to gRPC clients (docs/traffic.md).
+  wholeKinds: () => [],
   // VirtualService visibility and sourceLabels matches depend on the client's namespace and labels.
   viewKey: routeViewKey,
   wildcardNames: () => [],
