@@ -128,10 +128,11 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   /** Files whose version in force defines some traffic config (kept by setFile()). */
   private readonly meshFiles = new Set<string>();
   /**
-   * Files that had content and were found empty once, and are being read again before that counts
-   * (an in-place save caught between its truncate and its write). Bounded by the files.
+   * Files that had content and were found empty, and are being read again before that counts (an
+   * in-place save caught between its truncate and its write): the watcher's writesSeen then.
+   * Bounded by the files.
    */
-  private readonly emptyOnce = new Set<string>();
+  private readonly emptyOnce = new Map<string, number>();
   /** Whether a snapshot read from the directory has been published (a restored one does not count). */
   private published = false;
   /**
@@ -270,7 +271,14 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   private async reloadFile(path: string): Promise<boolean> {
     const previous = this.files.get(path);
     const checkedAt = new Date().toISOString();
-    const read = await this.reader.read(join(this.dir, path));
+    const absolute = join(this.dir, path);
+    let read = await this.reader.read(absolute);
+    // Found empty, a file that had content is most likely an in-place save caught between its
+    // truncate and its write, which follows at once: read it once more now. Else the read again
+    // below, a quiet period later, falls in step with a writer that saves as often, and can find
+    // each of its saves half-way.
+    if (read.kind === 'text' && read.text.trim() === '' && previous?.good?.resources.length)
+      read = await this.reader.read(absolute);
     if (read.kind === 'gone') {
       this.emptyOnce.delete(path);
       if (!previous) return false;
@@ -295,14 +303,17 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     }
     const text = read.text;
     // An empty file that used to define something is far more often a save caught half-way than an
-    // intent to drop it all; deleting the file is the way to remove what it defined. Found so once,
-    // it is read again after the quiet period: the save's write, whose event comes with it, is then
-    // taken without an error in between. Still empty then, it is rejected.
+    // intent to drop it all; deleting the file is the way to remove what it defined. Found so, it is
+    // read again after the quiet period: the save's write, whose event comes with it, is then taken
+    // without an error in between. Still empty then, and not written meanwhile, it is rejected. (A
+    // file rewritten in place as often as the quiet period can be caught half-way by the read again
+    // too: each of its saves is a write seen since.)
     const emptied = text.trim() === '' && Boolean(previous?.good?.resources.length);
     if (!emptied) this.emptyOnce.delete(path); // also when the save wrote back the same text
     if (previous && previous.text === text) return false;
-    if (emptied && !this.emptyOnce.has(path)) {
-      this.emptyOnce.add(path);
+    const writes = this.watcher.writesSeen(path);
+    if (emptied && this.emptyOnce.get(path) !== writes) {
+      this.emptyOnce.set(path, writes);
       this.watcher.readAgain(path);
       return false;
     }

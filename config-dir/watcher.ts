@@ -63,6 +63,9 @@ export class DirWatcher {
   private readonly plain = new Set<string>();
   private ready = false;
   private readonly dirty = new Set<string>();
+  /** Per file seen, the number of the last event reported for it (writesSeen); bounded by the files. */
+  private readonly lastEvent = new Map<string, number>();
+  private events = 0;
   /** Files seen and not deleted since: what to reload when a whole directory disappears. */
   private readonly known = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
@@ -160,7 +163,12 @@ export class DirWatcher {
 
   /** Reads `path` (relative, `/`-separated) again, as if it had changed. */
   readAgain(path: string): void {
-    if (this.files) this.markDirty(path);
+    if (this.files) this.markDirty(path, false);
+  }
+
+  /** A number that moves on with every event reported for `path`: was it written since? */
+  writesSeen(path: string): number {
+    return this.lastEvent.get(path) ?? 0;
   }
 
   /**
@@ -187,8 +195,9 @@ export class DirWatcher {
       this.known.delete(path);
       this.plain.delete(path);
       this.watched.delete(absolute);
+      this.lastEvent.delete(path);
     }
-    this.markDirty(path);
+    this.markDirty(path, exists);
   }
 
   private dirRemoved(dir: string): void {
@@ -199,13 +208,16 @@ export class DirWatcher {
         // A directory moved out of the tree keeps its files: stop watching them.
         const absolute = resolve(this.dir, path);
         if (this.watched.delete(absolute)) this.files?.unwatch(absolute);
-        this.markDirty(path);
+        this.lastEvent.delete(path);
+        this.markDirty(path, false);
       }
     }
   }
 
-  private markDirty(path: string): void {
+  /** `reported`: an event for a file that exists (not a read asked for, nor a removal). */
+  private markDirty(path: string, reported = true): void {
     this.dirty.add(path);
+    if (reported) this.lastEvent.set(path, ++this.events);
     // Not (or no longer only) a change chokidar reported: read it again after the batch.
     this.throttles.delete(path);
     if (!this.ready || !this.files) return; // the initial scan is loaded as one batch by start()

@@ -438,6 +438,57 @@ test("a file found empty by a read between a save's truncate and its write takes
   assert.equal(registry.debugState().files.find((f) => f.path === 'vm.yaml')?.status, 'ok');
 });
 
+test('a file rewritten in place again and again, caught half-way by the read and by the read again, takes the next save with no error', async (t) => {
+  const { records, logger } = recordingLogger();
+  const tmp = await makeTempDir();
+  await tmp.write('echo.yaml', ECHO_SE);
+  await tmp.write('vm.yaml', vm('vm-1', '10.0.0.1'));
+  // Each read that finds vm.yaml empty is followed by the writer's next save: truncated again (only
+  // space: still empty) the first time, the whole text the second.
+  const saves = ['\n\n', vm('vm-1', '10.0.0.9')];
+  let emptyReads = 0;
+  let writing = false;
+  const readFs: ReadFs = {
+    open: async (path) => {
+      const handle = await open(path, 'r');
+      const size = (await handle.stat()).size;
+      return {
+        stat: () => handle.stat(),
+        read: (buffer, offset, length, position) => handle.read(buffer, offset, length, position),
+        close: async () => {
+          await handle.close();
+          const save = saves[0];
+          if (writing && size <= 2 && save !== undefined && path.endsWith('vm.yaml')) {
+            emptyReads += 1;
+            saves.shift();
+            await writeFile(path, save);
+          }
+        },
+      };
+    },
+  };
+  const registry = new ConfigDirRegistry({ dir: tmp.dir, debounceMs: 30, logger, readFs });
+  t.after(async () => {
+    await registry.stop();
+    await tmp.cleanup();
+  });
+  await registry.start();
+  writing = true;
+  await tmp.write('vm.yaml', '\n');
+  await eventually(() => addresses(registry, 'echo.example.internal')?.[0] === '10.0.0.9', {
+    timeoutMs: 5000,
+    what: 'the saved address',
+  });
+  await registry.settled();
+  assert.equal(emptyReads, 2, 'the read and the read again found the file empty');
+  assert.deepEqual(
+    records.filter((r) => (r.level as number) >= 40).map((r) => r.msg),
+    [],
+    'no warning: the file was written between the two empty reads',
+  );
+  assert.equal(registry.debugState().files.find((f) => f.path === 'vm.yaml')?.status, 'ok');
+});
+
 test('a file emptied by a save caught half-way keeps its last good version', async (t) => {
   const { registry, write } = await started(t, { 'echo.yaml': ECHO_SE, 'vm.yaml': vm('vm-1', '10.0.0.1') });
   await write('vm.yaml', '');
