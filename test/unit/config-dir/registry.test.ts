@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { test, type TestContext } from 'node:test';
 import { pino } from 'pino';
-import { ConfigDirRegistry } from '../../../config-dir/registry.js';
+import { ConfigDirRegistry, type ConfigDirOptions } from '../../../config-dir/registry.js';
 import type { ReadFs } from '../../../config-dir/read-file.js';
 import type { ChangeEvent } from '../../../model/change.js';
 import { eventually } from '../../support/eventually.js';
@@ -30,10 +30,14 @@ spec:
 const vm = (name: string, address: string) =>
   workloadEntry(name, `  address: ${address}\n  labels: {app: echo}\n`);
 
-async function started(t: TestContext, files: Record<string, string> = {}) {
+async function started(
+  t: TestContext,
+  files: Record<string, string> = {},
+  options: Pick<ConfigDirOptions, 'logger' | 'readFs'> = {},
+) {
   const tmp = await makeTempDir();
   for (const [path, text] of Object.entries(files)) await tmp.write(path, text);
-  const registry = new ConfigDirRegistry({ dir: tmp.dir, debounceMs: 30 });
+  const registry = new ConfigDirRegistry({ dir: tmp.dir, debounceMs: 30, ...options });
   t.after(async () => {
     await registry.stop();
     await tmp.cleanup();
@@ -379,75 +383,14 @@ test('a slow in-place write is picked up even if chokidar drops its second event
   );
 });
 
-test("a file found empty by a read between a save's truncate and its write takes the write, with no error in between", async (t) => {
-  const { records, logger } = recordingLogger();
-  const tmp = await makeTempDir();
-  await tmp.write('echo.yaml', ECHO_SE);
-  await tmp.write('vm.yaml', vm('vm-1', '10.0.0.1'));
-  // The save's write lands just after the read that found the file truncated (as the read closes).
-  let saveAfterRead: string | undefined;
+/**
+ * Reads through the file system, except that a read finding vm.yaml empty (space at most) is
+ * followed, as it closes, by the writer's next save from `saves`: a save's write landing just after
+ * the read that found its truncate.
+ */
+function savesAfterEmptyReads(): { readFs: ReadFs; saves: string[]; emptyReads: () => number } {
+  const saves: string[] = [];
   let emptyReads = 0;
-  const readFs: ReadFs = {
-    open: async (path) => {
-      const handle = await open(path, 'r');
-      const size = (await handle.stat()).size;
-      return {
-        stat: () => handle.stat(),
-        read: (buffer, offset, length, position) => handle.read(buffer, offset, length, position),
-        close: async () => {
-          await handle.close();
-          if (size === 0 && saveAfterRead !== undefined && path.endsWith('vm.yaml')) {
-            emptyReads += 1;
-            await writeFile(path, saveAfterRead);
-            saveAfterRead = undefined;
-          }
-        },
-      };
-    },
-  };
-  const registry = new ConfigDirRegistry({
-    dir: tmp.dir,
-    debounceMs: 30,
-    logger,
-    readFs,
-  });
-  t.after(async () => {
-    await registry.stop();
-    await tmp.cleanup();
-  });
-  await registry.start();
-  // A save that writes back the same text, caught half-way: nothing changes, and nothing is left
-  // pending that would make the next half-way save count as a second empty read.
-  saveAfterRead = vm('vm-1', '10.0.0.1');
-  await tmp.write('vm.yaml', '');
-  await eventually(() => emptyReads === 1, { timeoutMs: 5000, what: 'the first half-way read' });
-  await registry.settled();
-  saveAfterRead = vm('vm-1', '10.0.0.9');
-  await tmp.write('vm.yaml', '');
-  await eventually(() => addresses(registry, 'echo.example.internal')?.[0] === '10.0.0.9', {
-    timeoutMs: 5000,
-    what: 'the saved address',
-  });
-  await registry.settled();
-  assert.equal(emptyReads, 2, 'a read found the file truncated, each time');
-  assert.deepEqual(
-    records.filter((r) => (r.level as number) >= 40).map((r) => r.msg),
-    [],
-    'no warning for a save caught half-way',
-  );
-  assert.equal(registry.debugState().files.find((f) => f.path === 'vm.yaml')?.status, 'ok');
-});
-
-test('a file rewritten in place again and again, caught half-way by the read and by the read again, takes the next save with no error', async (t) => {
-  const { records, logger } = recordingLogger();
-  const tmp = await makeTempDir();
-  await tmp.write('echo.yaml', ECHO_SE);
-  await tmp.write('vm.yaml', vm('vm-1', '10.0.0.1'));
-  // Each read that finds vm.yaml empty is followed by the writer's next save: truncated again (only
-  // space: still empty) the first time, the whole text the second.
-  const saves = ['\n\n', vm('vm-1', '10.0.0.9')];
-  let emptyReads = 0;
-  let writing = false;
   const readFs: ReadFs = {
     open: async (path) => {
       const handle = await open(path, 'r');
@@ -458,7 +401,7 @@ test('a file rewritten in place again and again, caught half-way by the read and
         close: async () => {
           await handle.close();
           const save = saves[0];
-          if (writing && size <= 2 && save !== undefined && path.endsWith('vm.yaml')) {
+          if (size <= 2 && save !== undefined && path.endsWith('vm.yaml')) {
             emptyReads += 1;
             saves.shift();
             await writeFile(path, save);
@@ -467,25 +410,58 @@ test('a file rewritten in place again and again, caught half-way by the read and
       };
     },
   };
-  const registry = new ConfigDirRegistry({ dir: tmp.dir, debounceMs: 30, logger, readFs });
-  t.after(async () => {
-    await registry.stop();
-    await tmp.cleanup();
-  });
-  await registry.start();
-  writing = true;
-  await tmp.write('vm.yaml', '\n');
+  return { readFs, saves, emptyReads: () => emptyReads };
+}
+
+/** A registry over echo.yaml and vm.yaml (10.0.0.1) reading through `readFs`, and its warnings. */
+async function startedWithReads(t: TestContext, readFs: ReadFs) {
+  const { records, logger } = recordingLogger();
+  const files = { 'echo.yaml': ECHO_SE, 'vm.yaml': vm('vm-1', '10.0.0.1') };
+  const { registry, write } = await started(t, files, { logger, readFs });
+  const warnings = (): unknown[] => records.filter((r) => (r.level as number) >= 40).map((r) => r.msg);
+  return { registry, write, warnings };
+}
+
+test("a file found empty by a read between a save's truncate and its write takes the write, with no error in between", async (t) => {
+  const { readFs, saves, emptyReads } = savesAfterEmptyReads();
+  const { registry, write, warnings } = await startedWithReads(t, readFs);
+  // A save that writes back the same text, caught half-way: nothing changes, and nothing is left
+  // pending that would make the next half-way save count as a second empty read.
+  saves.push(vm('vm-1', '10.0.0.1'));
+  await write('vm.yaml', '');
+  await eventually(() => emptyReads() === 1, { timeoutMs: 5000, what: 'the first half-way read' });
+  await registry.settled();
+  saves.push(vm('vm-1', '10.0.0.9'));
+  await write('vm.yaml', '');
   await eventually(() => addresses(registry, 'echo.example.internal')?.[0] === '10.0.0.9', {
     timeoutMs: 5000,
     what: 'the saved address',
   });
   await registry.settled();
-  assert.equal(emptyReads, 2, 'the read and the read again found the file empty');
-  assert.deepEqual(
-    records.filter((r) => (r.level as number) >= 40).map((r) => r.msg),
-    [],
-    'no warning: the file was written between the two empty reads',
+  assert.equal(emptyReads(), 2, 'a read found the file truncated, each time');
+  assert.deepEqual(warnings(), [], 'no warning for a save caught half-way');
+  assert.equal(registry.debugState().files.find((f) => f.path === 'vm.yaml')?.status, 'ok');
+});
+
+test('a file rewritten in place again and again, caught half-way by the read and by the read again, takes the next save with no error', async (t) => {
+  const { readFs, saves, emptyReads } = savesAfterEmptyReads();
+  const { registry, write, warnings } = await startedWithReads(t, readFs);
+  // Each read that finds vm.yaml empty is followed by the writer's next save: truncated again (only
+  // space: still empty) the first three times, so the read made at once and the read again a quiet
+  // period later (and the one made at once after it) find it empty too; the whole text the fourth.
+  saves.push('\n\n', '\n', '\n\n', vm('vm-1', '10.0.0.9'));
+  await write('vm.yaml', '\n');
+  await eventually(() => addresses(registry, 'echo.example.internal')?.[0] === '10.0.0.9', {
+    timeoutMs: 5000,
+    what: 'the saved address',
+  });
+  await registry.settled();
+  assert.equal(
+    emptyReads(),
+    4,
+    'the read and the read again, each with the read made at once, found the file empty',
   );
+  assert.deepEqual(warnings(), [], 'no warning: the file was written between the empty reads');
   assert.equal(registry.debugState().files.find((f) => f.path === 'vm.yaml')?.status, 'ok');
 });
 
