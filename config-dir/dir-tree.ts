@@ -9,7 +9,7 @@
 // watcher of its own (chokidar, in watcher.ts).
 import { watch, type FSWatcher } from 'node:fs';
 import { lstat, readdir, realpath, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 
 export interface DirTreeEvents {
   /**
@@ -130,7 +130,7 @@ export class DirTree {
   /** A write in place (or an attribute change): reported for a regular file this tree knows. */
   private written(dir: string, name: string | Buffer | null): void {
     if (name !== null) {
-      const path = join(dir, name.toString());
+      const path = childPath(dir, name.toString());
       if (this.plain.has(path)) this.events.changed(path);
       return;
     }
@@ -166,6 +166,11 @@ export class DirTree {
     }
     this.events.dirGone(dir);
   }
+}
+
+/** `join(dir, name)` for an event's name (one entry, never `.` or `..`): every write asks. */
+function childPath(dir: string, name: string): string {
+  return name.includes(sep) || dir.endsWith(sep) ? join(dir, name) : `${dir}${sep}${name}`;
 }
 
 function isGone(e: unknown): boolean {

@@ -34,6 +34,9 @@ export interface DirWatcherOptions {
 
 const RECHECK_MS = 100;
 
+/** A `.` or `..` segment, an empty one, or a trailing `/`: left to path.relative. */
+const UNNORMAL = /(?:^|\/)\.{0,2}(?:\/|$)/;
+
 /**
  * chokidar's record of the 50 ms in which it drops a file's further change events: how many it
  * dropped. Private to chokidar (FSWatcher._throttled), so read defensively: without it, every
@@ -284,6 +287,12 @@ export class DirWatcher {
   }
 
   private relative(path: string): string {
+    // The tree's paths are `dir` joined with names: below it, the rest is the answer (on POSIX).
+    // Every file event asks, and path.relative resolves both paths each time.
+    if (sep === '/' && path.startsWith(this.dir) && path[this.dir.length] === '/') {
+      const rest = path.slice(this.dir.length + 1);
+      if (!UNNORMAL.test(rest)) return rest;
+    }
     return relative(this.dir, path).split(sep).join('/');
   }
 

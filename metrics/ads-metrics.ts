@@ -7,6 +7,7 @@ import type {
   AdsObserver,
   NackReceived,
   PushInfo,
+  PushKind,
   RefusalReason,
   ResponseSent,
 } from '../xds/server/observer.js';
@@ -24,6 +25,11 @@ export class AdsMetrics implements AdsObserver {
   // Label lookups cost more than the increments; resolve each type's children once. The counters
   // are kept as plain numbers per response and handed to prom-client when it reads them.
   private readonly byType = new Map<string, TypeCounts>();
+  /** Per push kind, its children, resolved once as the types' are (a push observes three). */
+  private readonly byKind = new Map<PushKind, ReturnType<AdsMetrics['kindMetrics']>>();
+
+  /** modelChanged's children by kind, resolved on first use (a series appears once counted). */
+  private readonly changeKinds = new Map<string, ReturnType<PortolanMetrics['modelChanges']['labels']>>();
 
   constructor(private readonly metrics: PortolanMetrics) {
     metrics.onCollect(() => this.flush());
@@ -61,21 +67,39 @@ export class AdsMetrics implements AdsObserver {
   }
 
   modelChanged(event: ChangeEvent): void {
-    this.metrics.modelChanges.inc({ kind: event.endpointsOnly ? 'endpoints' : 'services' });
+    const kind = event.endpointsOnly ? 'endpoints' : 'services';
+    let child = this.changeKinds.get(kind);
+    if (!child) this.changeKinds.set(kind, (child = this.metrics.modelChanges.labels({ kind })));
+    child.inc();
   }
 
   pushStarted(push: PushInfo): void {
     this.metrics.debounceSeconds.observe(push.debounceMs / 1000);
     this.metrics.changesPerPush.observe(push.changesMerged);
-    this.metrics.pushes.inc({ kind: push.kind });
+    this.forKind(push.kind).pushes.inc();
   }
 
   pushHandedOut(push: PushInfo, pushMs: number): void {
-    this.metrics.pushSeconds.observe({ kind: push.kind }, pushMs / 1000);
+    this.forKind(push.kind).pushSeconds.observe(pushMs / 1000);
   }
 
   pushConverged(push: PushInfo, convergenceMs: number): void {
-    this.metrics.convergenceSeconds.observe({ kind: push.kind }, convergenceMs / 1000);
+    this.forKind(push.kind).convergenceSeconds.observe(convergenceMs / 1000);
+  }
+
+  private forKind(kind: PushKind): ReturnType<AdsMetrics['kindMetrics']> {
+    let m = this.byKind.get(kind);
+    if (!m) this.byKind.set(kind, (m = this.kindMetrics(kind)));
+    return m;
+  }
+
+  private kindMetrics(kind: PushKind) {
+    const m = this.metrics;
+    return {
+      pushes: m.pushes.labels({ kind }),
+      pushSeconds: m.pushSeconds.labels({ kind }),
+      convergenceSeconds: m.convergenceSeconds.labels({ kind }),
+    };
   }
 
   private typeMetrics(type: string) {

@@ -6,12 +6,13 @@
 // closeness, or `distribute` weights.
 import type { ClusterLoadAssignment } from '../generated/envoy/config/endpoint/v3/ClusterLoadAssignment.js';
 import type { LocalityLbEndpoints } from '../generated/envoy/config/endpoint/v3/LocalityLbEndpoints.js';
-import { localityKey } from '../../model/endpoint.js';
+import type { HealthStatus } from '../generated/envoy/config/core/v3/HealthStatus.js';
+import { localityKey, type Health } from '../../model/endpoint.js';
 import type { GenerateContext, ServingView } from './generator.js';
 import { parseClusterName } from './names.js';
 import { memoSlot } from './view-memo.js';
 import type { Proxy } from '../proxy/proxy.js';
-import { encodeResource, type EncodedResource } from '../proto/resource.js';
+import { encodeWireForm, type EncodedResource } from '../proto/resource.js';
 import { ENDPOINT } from '../proto/type-urls.js';
 import { findSubset, subsetEndpoints } from '../traffic/subsets.js';
 import { clusterPolicy } from '../traffic/traffic-policy.js';
@@ -102,24 +103,28 @@ export function buildLoadAssignment(ctx: GenerateContext, name: string): Encoded
       cluster_name: name,
       endpoints: priorityGroups(endpoints, plan, place).map(localityEndpoints),
     };
-    return encodeResource(ENDPOINT, name, assignment);
+    return encodeWireForm(ENDPOINT, name, assignment);
   });
 }
 
+/** envoy.config.core.v3.HealthStatus's numbers: the assignment is built in wire form (encodeWireForm). */
+const HEALTH_STATUS: Readonly<Record<Health, HealthStatus>> = { HEALTHY: 1, UNHEALTHY: 2, DRAINING: 3 };
+
 function localityEndpoints(group: PriorityGroup): LocalityLbEndpoints {
+  // Sorted by address:port, each key built once (not once per comparison).
+  const sorted = group.endpoints
+    .map((pe) => ({ pe, key: `${pe.endpoint.address}:${pe.port}` }))
+    .sort((a, b) => compare(a.key, b.key));
   return {
     locality: { region: group.locality.region, zone: group.locality.zone, sub_zone: group.locality.subzone },
     load_balancing_weight: { value: group.weight },
     // Written even when 0 (protobufjs encodes a set field), so dumps show every group's priority.
     priority: group.priority,
-    lb_endpoints: group.endpoints
-      .slice()
-      .sort((a, b) => compare(`${a.endpoint.address}:${a.port}`, `${b.endpoint.address}:${b.port}`))
-      .map((pe) => ({
-        endpoint: { address: { socket_address: { address: pe.endpoint.address, port_value: pe.port } } },
-        health_status: pe.endpoint.health,
-        load_balancing_weight: { value: pe.endpoint.weight },
-      })),
+    lb_endpoints: sorted.map(({ pe }) => ({
+      endpoint: { address: { socket_address: { address: pe.endpoint.address, port_value: pe.port } } },
+      health_status: HEALTH_STATUS[pe.endpoint.health],
+      load_balancing_weight: { value: pe.endpoint.weight },
+    })),
   };
 }
 

@@ -20,6 +20,8 @@ import {
 } from '../../../xds/generators/names.js';
 import { proxyFromNode } from '../../../xds/proxy/proxy.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../../xds/proto/type-urls.js';
+import { decodeAny } from '../../../xds/proto/protos.js';
+import { encodeResource } from '../../../xds/proto/resource.js';
 import {
   decodeAs,
   lbAddresses,
@@ -254,6 +256,23 @@ describe('gRPC EDS', () => {
       lb.map((e) => e.endpoint?.address?.socket_address),
       [{ address: '10.0.0.1', port_value: 9000 }],
     );
+  });
+
+  test('the assignment, built in wire form, has the bytes encodeResource makes of the same message', () => {
+    const ctx = ctxFor(defaultServices, {
+      [TWO]: [
+        endpoint('10.0.0.2', { grpc: 9000 }, { health: 'DRAINING', weight: 3 }),
+        endpoint('10.0.0.1', { grpc: 9001 }, { locality: { region: 'r1', zone: 'z1', subzone: 's1' } }),
+        endpoint('10.0.0.3', { grpc: 9000 }, { health: 'UNHEALTHY' }),
+      ],
+    });
+    const built = grpcEndpointGenerator.build(ctx, NAME);
+    assert.ok(built);
+    // decodeAny's object form names enums; encodeResource turns it back through fromObject.
+    const { ['@type']: _type, ...message } = decodeAny(ENDPOINT, built.value);
+    const reference = encodeResource(ENDPOINT, NAME, message);
+    assert.deepEqual(built.value, reference.value);
+    assert.equal(built.version, reference.version);
   });
 
   const healthCases: Endpoint['health'][] = ['HEALTHY', 'UNHEALTHY', 'DRAINING'];
