@@ -19,7 +19,7 @@ import { readPlainRequest, SOTW_FIELDS } from './request-reader.js';
 import { typeKey, wildcardKey, type ChangeSet, type ViewHold } from './resource-cache.js';
 import type { EncodedResource } from '../proto/resource.js';
 import { ownResponse, type SharedResponse } from './response-cache.js';
-import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
+import { StreamPump, type PendingWork, type PumpTarget, type PushRound } from './stream-pump.js';
 import { StreamState } from './sotw-state.js';
 import { CLUSTER, ENDPOINT, HEALTH_INFO, LISTENER, ROUTE, shortTypeName } from '../proto/type-urls.js';
 import { decodeDiscoveryRequest, nonceFieldLength, type DiscoveryRequest } from '../proto/wire.js';
@@ -40,8 +40,12 @@ interface TypeView {
   readonly generator: ResourceGenerator | undefined;
   /** This stream's hold on its view of the generator; its key follows config changes. */
   readonly hold: ViewHold | undefined;
-  /** The subscription as a response-cache key, recomputed when the subscription changes. */
-  subKey: string;
+  /**
+   * The subscription as a response-cache key, recomputed when the subscription changes; undefined
+   * for one name or none, whose key each build makes afresh (short-lived, where a kept string
+   * per stream and type would outlive a scavenge).
+   */
+  subKey: string | undefined;
   /** typeKey(kind, type), computed once. */
   readonly typeKey: string;
   /** What the last full response held (undefined before any response). */
@@ -50,7 +54,7 @@ interface TypeView {
   sentSince: Map<string, EncodedResource> | undefined;
 }
 
-export class SotwConnection implements AdsStream {
+export class SotwConnection implements AdsStream, PumpTarget {
   readonly connectedAt = isoNow();
   peerIdentity: string | undefined;
   readonly state = new StreamState();
@@ -68,11 +72,8 @@ export class SotwConnection implements AdsStream {
     private readonly deps: StreamDeps,
     private readonly call: StreamCall,
   ) {
-    this.pump = new StreamPump(deps.limiter, {
-      build: (typeUrl, work) => this.build(typeUrl, work),
-      write: (bytes, drained) => this.call.send(bytes, drained),
-      idle: () => this.idle(),
-    });
+    // The connection is its own pump target: no adapter object and closures kept per stream.
+    this.pump = new StreamPump(deps.limiter, this);
   }
 
   get proxy(): Proxy | undefined {
@@ -231,7 +232,7 @@ export class SotwConnection implements AdsStream {
       v = {
         generator,
         hold: proxy && generator ? this.deps.cache.retain(generator, proxy) : undefined,
-        subKey: '',
+        subKey: undefined,
         typeKey: typeKey(proxy?.kind ?? 'grpc', typeUrl),
         sentFull: undefined,
         sentSince: undefined,
@@ -241,12 +242,14 @@ export class SotwConnection implements AdsStream {
     return v;
   }
 
-  private subscriptionKey(typeUrl: string): string {
+  private subscriptionKey(typeUrl: string): string | undefined {
     const sub = this.state.subscription(typeUrl);
-    return sub ? subscriptionKey(sub.wildcard, sub.names) : '';
+    if (!sub) return '';
+    return sub.wildcard || sub.names.size > 1 ? subscriptionKey(sub.wildcard, sub.names) : undefined;
   }
 
-  private build(typeUrl: string, work: PendingWork): OutgoingMessage | undefined {
+  /** PumpTarget: the response for `typeUrl` now, or undefined when there is nothing to send. */
+  build(typeUrl: string, work: PendingWork): OutgoingMessage | undefined {
     const proxy = this.proxyInfo;
     const sub = this.state.subscription(typeUrl);
     if (!proxy || !sub) return undefined;
@@ -274,7 +277,7 @@ export class SotwConnection implements AdsStream {
       this.noteMissing(typeUrl, names, response.names);
       if (response.resources.length === 0) return undefined;
     } else {
-      const key = `${view.hold?.key ?? ''}\0${view.subKey}`;
+      const key = `${view.hold?.key ?? ''}\0${view.subKey ?? subscriptionKey(false, sub.names)}`;
       response =
         this.deps.responses.lookup(tk, epoch, key) ??
         this.deps.responses.get(tk, epoch, key, typeUrl, () => this.collect(view, proxy, sub));
@@ -391,7 +394,13 @@ export class SotwConnection implements AdsStream {
     for (const r of resources) since.set(r.name, r);
   }
 
-  private idle(): void {
+  /** PumpTarget: hands `message` to the call; `drained` runs once gRPC has taken it. */
+  write(message: OutgoingMessage, drained: () => void): void {
+    this.call.send(message, drained);
+  }
+
+  /** PumpTarget: nothing is pending or in flight any more. */
+  idle(): void {
     if (!this.retained) return;
     this.retained = false;
     if (this.state.subscription(CLUSTER)) this.pump.mark(CLUSTER, { full: true });

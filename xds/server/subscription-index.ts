@@ -7,15 +7,14 @@ import type { ProxyKind } from '../proxy/proxy.js';
 
 const NONE: ReadonlyMap<string, string> = new Map();
 
-interface Indexed {
-  readonly names: ReadonlySet<string>;
-  readonly wildcard: boolean;
-}
-
 export class SubscriptionIndex<C> {
   private readonly byName = new Map<string, Map<string, Set<C>>>();
   private readonly wildcard = new Map<string, Set<C>>();
-  private readonly streams = new Map<C, Map<string, Indexed>>();
+  /**
+   * Each stream's names per type key. Whether it subscribes by wildcard is read from `wildcard`:
+   * no record per stream and type beside the names, as every stream's entries outlive a scavenge.
+   */
+  private readonly streams = new Map<C, Map<string, ReadonlySet<string>>>();
   /** Names a stream asked for that did not exist when it was last answered: tk → name → host. */
   private readonly missing = new Map<C, Map<string, Map<string, string>>>();
   /** host → streams missing a name of it (with how many such names). */
@@ -35,20 +34,20 @@ export class SubscriptionIndex<C> {
   ): void {
     const tk = typeKey(kind, typeUrl);
     let types = this.streams.get(conn);
-    if (!types) this.streams.set(conn, (types = new Map<string, Indexed>()));
+    if (!types) this.streams.set(conn, (types = new Map<string, ReadonlySet<string>>()));
     const before = types.get(tk);
-    const next: Indexed = { names: frozen && names instanceof Set ? names : new Set(names), wildcard };
+    const next: ReadonlySet<string> = frozen && names instanceof Set ? names : new Set(names);
     types.set(tk, next);
     let byName = this.byName.get(tk);
     if (!byName) this.byName.set(tk, (byName = new Map<string, Set<C>>()));
-    for (const n of before?.names ?? []) {
-      if (next.names.has(n)) continue;
+    for (const n of before ?? []) {
+      if (next.has(n)) continue;
       const set = byName.get(n);
       set?.delete(conn);
       if (set?.size === 0) byName.delete(n);
     }
-    for (const n of next.names) {
-      if (before?.names.has(n)) continue;
+    for (const n of next) {
+      if (before?.has(n)) continue;
       let set = byName.get(n);
       if (!set) byName.set(n, (set = new Set()));
       set.add(conn);
@@ -58,7 +57,7 @@ export class SubscriptionIndex<C> {
     if (wildcard) {
       if (!wild) this.wildcard.set(tk, (wild = new Set()));
       wild.add(conn);
-    } else if (before?.wildcard) wild?.delete(conn);
+    } else wild?.delete(conn);
   }
 
   /**
@@ -110,14 +109,14 @@ export class SubscriptionIndex<C> {
     const types = this.streams.get(conn);
     if (!types) return;
     this.streams.delete(conn);
-    for (const [tk, indexed] of types) {
+    for (const [tk, names] of types) {
       const byName = this.byName.get(tk);
-      for (const n of indexed.names) {
+      for (const n of names) {
         const set = byName?.get(n);
         set?.delete(conn);
         if (set?.size === 0) byName?.delete(n);
       }
-      if (indexed.wildcard) this.wildcard.get(tk)?.delete(conn);
+      this.wildcard.get(tk)?.delete(conn);
     }
   }
 
