@@ -9,8 +9,11 @@
 // later rounds of the four servers interleave, so load from other work on the machine falls on
 // all alike. Reports the storm time (median of the warm rounds) and the throughput ratio, server RSS
 // per stream (after the first storm settles, minus before it), and server CPU per response: the
-// median of the warm rounds' figures (each round's CPU ÷ its responses), with their mean beside it. Writes its table into docs/benchmarks.md. PORTOLAN_BENCH_PROFILE=<dir>: each Portolan
-// child writes a V8 CPU profile there (`node --cpu-prof`).
+// median of the warm rounds' figures (each round's CPU ÷ its responses), with their mean beside it.
+// Beside them, Portolan's full collections and scavenge pauses per round (its /metrics), which decide
+// most of the spread between one round's figure and the next. Writes its table into
+// docs/benchmarks.md. PORTOLAN_BENCH_PROFILE=<dir>: each Portolan child writes a V8 CPU profile
+// there (`node --cpu-prof`).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,12 +80,42 @@ interface Round extends StormResult {
   readonly cpu: number;
   readonly responses: number;
   readonly bytes: number;
+  /** Portolan's garbage collection over the round (from its /metrics); none for the raw server. */
+  readonly gc?: GcTotals;
+}
+
+/** Garbage-collection pauses as the server's own metrics count them. */
+interface GcTotals {
+  readonly fullCount: number;
+  readonly fullMs: number;
+  readonly scavengeMs: number;
+}
+
+/**
+ * The server's GC totals so far, from `portolan_nodejs_gc_duration_seconds` (prom-client's default
+ * metrics): a full collection ("major") in a round costs its pause and the marking threads' CPU, and
+ * is what most moves one round's CPU per response from the next.
+ */
+async function gcTotals(metricsUrl: string): Promise<GcTotals> {
+  const text = await (await fetch(metricsUrl, { signal: AbortSignal.timeout(10_000) })).text();
+  const read = (suffix: string, kind: string): number => {
+    const prefix = `portolan_nodejs_gc_duration_seconds_${suffix}{kind="${kind}"} `;
+    const line = text.split('\n').find((l) => l.startsWith(prefix));
+    return line ? Number(line.slice(prefix.length)) : 0;
+  };
+  return {
+    fullCount: read('count', 'major'),
+    fullMs: read('sum', 'major') * 1000,
+    scavengeMs: read('sum', 'minor') * 1000,
+  };
 }
 
 /** A server under test and the rounds it has been through. */
 interface Target {
   readonly pid: number;
   readonly address: string;
+  /** Portolan's /metrics, read around each round for its GC figures. */
+  readonly metrics?: string;
   readonly rounds: Round[];
   /** RSS before the first round and once the first round's storm has settled. */
   rssBefore: number;
@@ -92,16 +125,27 @@ interface Target {
 /** One connect storm against `target`, then its streams closed and the server quiet again. */
 async function stormRound(target: Target, generators: readonly Helper[], capture = false): Promise<void> {
   const batches = proxylessStreams(STORM_STREAMS, STORM_SERVICES);
+  // Read outside the CPU window: rendering the metrics is not the storm's work.
+  const gcFrom = target.metrics ? await gcTotals(target.metrics) : undefined;
   const cpuFrom = cpuSeconds(target.pid);
   const from = await receivedBy(generators);
   const storm = await connectStorm(generators, target.address, batches, STORM_TIMEOUT_MS, { capture });
   const cpu = cpuSeconds(target.pid) - cpuFrom;
   const to = await receivedBy(generators);
+  const gcTo = target.metrics ? await gcTotals(target.metrics) : undefined;
   target.rounds.push({
     ...storm,
     cpu,
     responses: to.responses - from.responses,
     bytes: to.bytes - from.bytes,
+    gc:
+      gcFrom && gcTo
+        ? {
+            fullCount: gcTo.fullCount - gcFrom.fullCount,
+            fullMs: gcTo.fullMs - gcFrom.fullMs,
+            scavengeMs: gcTo.scavengeMs - gcFrom.scavengeMs,
+          }
+        : undefined,
   });
 }
 
@@ -170,6 +214,10 @@ interface Summary {
   readonly cpuMeanUs: number;
   /** Each warm round's CPU per response, µs. */
   readonly cpuRounds: string;
+  /** Each warm round's full collections (their pauses) and scavenge pauses; '' without metrics. */
+  readonly gcRounds: string;
+  /** The median CPU per response of the warm rounds without a full collection, and how many there were. */
+  readonly withoutFull: { readonly us: number; readonly rounds: number };
   readonly responsesPerStream: number;
   readonly bytesPerRound: number;
   readonly configured: string;
@@ -197,6 +245,15 @@ function summarize(run: Target): Summary {
     cpuPerResponseUs: median(perRound),
     cpuMeanUs: (warm.reduce((n, r) => n + r.cpu, 0) / Math.max(1, responses)) * 1e6,
     cpuRounds: perRound.map((us) => us.toFixed(0)).join(', '),
+    gcRounds: warm
+      .map((r) =>
+        r.gc ? `${r.gc.fullCount} (${r.gc.fullMs.toFixed(0)} ms) / ${r.gc.scavengeMs.toFixed(0)} ms` : '',
+      )
+      .filter(Boolean)
+      .join(', '),
+    withoutFull: ((quiet) => ({ us: median(quiet), rounds: quiet.length }))(
+      perRound.filter((_, i) => warm[i]?.gc?.fullCount === 0),
+    ),
     responsesPerStream: responses / Math.max(1, warm.length * STORM_STREAMS),
     bytesPerRound: warm.reduce((n, r) => n + r.bytes, 0) / Math.max(1, warm.length),
     configured:
@@ -216,9 +273,10 @@ export async function proxylessStorm(): Promise<void> {
     const loadAtStart = loadavg()[0] ?? 0;
     const generators = startGenerators(GENERATORS);
     helpers.push(...generators);
-    const target = (pid: number, address: string): Target => ({
+    const target = (pid: number, address: string, metrics?: string): Target => ({
       pid,
       address,
+      metrics,
       rounds: [],
       rssBefore: 0,
       rssAfter: 0,
@@ -226,7 +284,7 @@ export async function proxylessStorm(): Promise<void> {
     const start = async (args: readonly string[] = []): Promise<Target> => {
       const server = await startConfigDirPortolan(STORM_SERVICES, STORM_STREAMS + 100, args);
       servers.push(server);
-      return target(server.portolan.pid, server.portolan.xdsAddress);
+      return target(server.portolan.pid, server.portolan.xdsAddress, `${server.portolan.httpBase}/metrics`);
     };
     // Portolan at its defaults; strict pacing (the guaranteed rate only, as before adaptive
     // admission), which alone keeps 2,000 new streams near 1 s; the pacing lifted altogether.
@@ -304,6 +362,13 @@ function report(
       measurement: 'server CPU per response of each warm round (µs)',
       Portolan: `${ours.cpuRounds} (strict: ${strict.cpuRounds}; unpaced: ${unpaced.cpuRounds})`,
       'raw grpc-js': raw.cpuRounds,
+      target: '',
+    },
+    {
+      measurement:
+        "Portolan's garbage collection in each warm round (its /metrics): full collections (their pauses) / scavenge pauses; the median CPU per response of the rounds without a full collection (how many)",
+      Portolan: `${ours.gcRounds}; ${ours.withoutFull.rounds > 0 ? `${f(ours.withoutFull.us, 0)} µs (${f(ours.withoutFull.us / raw.cpuPerResponseUs)} × the raw median)` : '–'} (${ours.withoutFull.rounds} of ${MEASURED_ROUNDS})`,
+      'raw grpc-js': '',
       target: '',
     },
     {

@@ -14,4 +14,16 @@
 // then scavenges after every few edits (16 scavenges in 80 edits at 5 a second, against 2 with 8
 // MiB), each scanning the large old heap's pointers into the young one. 8 MiB is half the default
 // maximum, so a busy server's young generation is what it was.
-export const NODE_FLAGS: readonly string[] = ['--no-memory-reducer', '--min-semi-space-size=8'];
+//
+// --heap-growing-percent=100: after a full collection V8 sets the next one's threshold at the live
+// heap times a factor it picks from how fast collecting was against allocating, between 1.1 and 4.
+// A control plane's live heap is mostly its catalog and is quick to mark, so V8 often picks the low
+// end, and a reconnect storm (2,000 new streams promote tens of MB through the young generation)
+// then triggered a full collection in nearly every storm: 6 of 7 against 2 of 7 with the factor held
+// at 2, and 55 against 41 µs of CPU per response (docs/benchmarks.md, 2026-11-29). The heap may
+// grow to twice its live size before the next full collection; --max-old-space-size still bounds it.
+export const NODE_FLAGS: readonly string[] = [
+  '--no-memory-reducer',
+  '--min-semi-space-size=8',
+  '--heap-growing-percent=100',
+];
