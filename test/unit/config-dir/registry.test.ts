@@ -1,6 +1,7 @@
 // The registry against a real directory and real chokidar events.
 import { trafficLimitations } from '../../../xds/traffic/limitations.js';
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { open, rm, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -33,7 +34,7 @@ const vm = (name: string, address: string) =>
 async function started(
   t: TestContext,
   files: Record<string, string> = {},
-  options: Pick<ConfigDirOptions, 'logger' | 'readFs'> = {},
+  options: Pick<ConfigDirOptions, 'logger' | 'readFs' | 'debounceMs'> = {},
 ) {
   const tmp = await makeTempDir();
   for (const [path, text] of Object.entries(files)) await tmp.write(path, text);
@@ -385,10 +386,15 @@ test('a slow in-place write is picked up even if chokidar drops its second event
 
 /**
  * Reads through the file system, except that a read finding vm.yaml empty (space at most) is
- * followed, as it closes, by the writer's next save from `saves`: a save's write landing just after
- * the read that found its truncate.
+ * followed by the writer's next save from `saves`: as the read closes (a save's write landing just
+ * after the read that found its truncate), or `laterMs` after it (a writer that lost its CPU between
+ * its truncate and its write).
  */
-function savesAfterEmptyReads(): { readFs: ReadFs; saves: string[]; emptyReads: () => number } {
+function savesAfterEmptyReads(laterMs?: number): {
+  readFs: ReadFs;
+  saves: string[];
+  emptyReads: () => number;
+} {
   const saves: string[] = [];
   let emptyReads = 0;
   const readFs: ReadFs = {
@@ -404,7 +410,9 @@ function savesAfterEmptyReads(): { readFs: ReadFs; saves: string[]; emptyReads: 
           if (size <= 2 && save !== undefined && path.endsWith('vm.yaml')) {
             emptyReads += 1;
             saves.shift();
-            await writeFile(path, save);
+            // Synchronous, so the whole save is on disk when its timer's turn ends.
+            if (laterMs !== undefined) setTimeout(() => writeFileSync(path, save), laterMs);
+            else await writeFile(path, save);
           }
         },
       };
@@ -414,10 +422,14 @@ function savesAfterEmptyReads(): { readFs: ReadFs; saves: string[]; emptyReads: 
 }
 
 /** A registry over echo.yaml and vm.yaml (10.0.0.1) reading through `readFs`, and its warnings. */
-async function startedWithReads(t: TestContext, readFs: ReadFs) {
+async function startedWithReads(t: TestContext, readFs: ReadFs, debounceMs?: number) {
   const { records, logger } = recordingLogger();
   const files = { 'echo.yaml': ECHO_SE, 'vm.yaml': vm('vm-1', '10.0.0.1') };
-  const { registry, write } = await started(t, files, { logger, readFs });
+  const { registry, write } = await started(t, files, {
+    logger,
+    readFs,
+    ...(debounceMs !== undefined && { debounceMs }),
+  });
   const warnings = (): unknown[] => records.filter((r) => (r.level as number) >= 40).map((r) => r.msg);
   return { registry, write, warnings };
 }
@@ -443,12 +455,28 @@ test("a file found empty by a read between a save's truncate and its write takes
   assert.equal(registry.debugState().files.find((f) => f.path === 'vm.yaml')?.status, 'ok');
 });
 
-test('a file rewritten in place again and again, caught half-way by the read and by the read again, takes the next save with no error', async (t) => {
+test('a save whose write lands milliseconds after the truncate a read found is taken without waiting for a quiet period', async (t) => {
+  const { readFs, saves, emptyReads } = savesAfterEmptyReads(3);
+  // A quiet period far longer than the wait below: a read again a quiet period later would miss it.
+  const { registry, write, warnings } = await startedWithReads(t, readFs, 2000);
+  saves.push(vm('vm-1', '10.0.0.9'));
+  await write('vm.yaml', '');
+  await eventually(() => emptyReads() === 1, { timeoutMs: 10_000, what: 'the half-way read' });
+  await eventually(() => addresses(registry, 'echo.example.internal')?.[0] === '10.0.0.9', {
+    timeoutMs: 1000,
+    what: 'the saved address, well within the quiet period',
+  });
+  await registry.settled();
+  assert.deepEqual(warnings(), [], 'no warning for a save caught half-way');
+  assert.equal(registry.debugState().files.find((f) => f.path === 'vm.yaml')?.status, 'ok');
+});
+
+test('a file rewritten in place again and again, caught half-way by the read and every read again, takes the next save with no error', async (t) => {
   const { readFs, saves, emptyReads } = savesAfterEmptyReads();
   const { registry, write, warnings } = await startedWithReads(t, readFs);
   // Each read that finds vm.yaml empty is followed by the writer's next save: truncated again (only
-  // space: still empty) the first three times, so the read made at once and the read again a quiet
-  // period later (and the one made at once after it) find it empty too; the whole text the fourth.
+  // space: still empty) the first three times, so the read and the reads again over the next
+  // milliseconds find it empty each time; the read a quiet period later finds the whole text.
   saves.push('\n\n', '\n', '\n\n', vm('vm-1', '10.0.0.9'));
   await write('vm.yaml', '\n');
   await eventually(() => addresses(registry, 'echo.example.internal')?.[0] === '10.0.0.9', {
@@ -456,11 +484,7 @@ test('a file rewritten in place again and again, caught half-way by the read and
     what: 'the saved address',
   });
   await registry.settled();
-  assert.equal(
-    emptyReads(),
-    4,
-    'the read and the read again, each with the read made at once, found the file empty',
-  );
+  assert.equal(emptyReads(), 4, 'the read and its three reads again found the file empty');
   assert.deepEqual(warnings(), [], 'no warning: the file was written between the empty reads');
   assert.equal(registry.debugState().files.find((f) => f.path === 'vm.yaml')?.status, 'ok');
 });
