@@ -248,12 +248,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   private async reload(paths: ReadonlySet<string>): Promise<boolean> {
     const sorted = [...paths].sort(comparePaths);
     const steps: FileChange[] = [];
-    let emptied = new Map<string, FileRead>();
-    for (const path of sorted) {
-      const read = await this.reader.read(join(this.dir, path));
-      if (this.foundEmptied(path, read)) emptied.set(path, read);
-      else this.take(path, read, steps);
-    }
+    let emptied = await this.readAll(sorted, steps);
     // A file that had content found empty is most likely an in-place save caught between its
     // truncate and its write. The write follows at once, unless the writer lost its CPU in between,
     // which on a busy machine lasts milliseconds: read such files again a few times, yielding. (The
@@ -263,13 +258,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     for (const ms of EMPTIED_REREAD_MS) {
       if (emptied.size === 0) break;
       await sleep(ms);
-      const still = new Map<string, FileRead>();
-      for (const path of emptied.keys()) {
-        const read = await this.reader.read(join(this.dir, path));
-        if (this.foundEmptied(path, read)) still.set(path, read);
-        else this.take(path, read, steps);
-      }
-      emptied = still;
+      emptied = await this.readAll(emptied.keys(), steps);
     }
     for (const [path, read] of emptied) this.take(path, read, steps);
     if (steps.length === 0) return false;
@@ -277,6 +266,17 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     const trigger = sorted.slice(0, MAX_TRIGGER_NAMES);
     if (!this.publishEdit(steps, trigger)) this.publish(trigger);
     return true;
+  }
+
+  /** Reads `paths` and takes each read (take()), except those that found a file emptied: returned. */
+  private async readAll(paths: Iterable<string>, steps: FileChange[]): Promise<Map<string, FileRead>> {
+    const emptied = new Map<string, FileRead>();
+    for (const path of paths) {
+      const read = await this.reader.read(join(this.dir, path));
+      if (this.foundEmptied(path, read)) emptied.set(path, read);
+      else this.take(path, read, steps);
+    }
+    return emptied;
   }
 
   /** Applies a read of `path`, noting it in `steps` if that changed the file. */
