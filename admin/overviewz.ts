@@ -39,6 +39,9 @@ export function readiness(discovery: AggregateDiscovery): Readiness {
   const waiting = discovery.registries.filter((r) => !r.hasSynced()).map((r) => r.name);
   if (waiting.length > 0)
     return { ready: false, detail: `not ready: waiting for registries to sync: ${waiting.join(', ')}` };
+  // Synced and serving what did load, but a part whose content is unknown is missing.
+  const unready = discovery.registries.flatMap((r) => (r.status().unready ?? []).map((u) => `${r.name}: ${u}`));
+  if (unready.length > 0) return { ready: false, detail: `not ready: ${unready.join('; ')}` };
   const stored = discovery.registries.flatMap((r) => {
     const from = r.status().restoredFrom;
     return from ? [`${r.name} (synced at ${from})`] : [];

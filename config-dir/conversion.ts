@@ -153,11 +153,13 @@ function sharedEndpoints(
   return resolution === 'DNS' ? undefined : [];
 }
 
+/** A ServiceEntry's selector without labels selects nothing, as Istio's labels.Instance.Match. */
 export function matches(
   selector: Readonly<Record<string, string>>,
   labels: Readonly<Record<string, string>>,
 ): boolean {
-  return Object.entries(selector).every(([k, v]) => labels[k] === v);
+  const wanted = Object.entries(selector);
+  return wanted.length > 0 && wanted.every(([k, v]) => labels[k] === v);
 }
 
 // Inline endpoints were checked against the resolution during validation; selected ones can only be

@@ -32,11 +32,53 @@ export const NO_POSITIONS = (): HostPosition | undefined => undefined;
 /**
  * `lenient`: unknown fields are warnings (for the store's last accepted version of a file, which
  * an earlier Portolan accepted when they were).
+ *
+ * The per-file boundary: this never throws. Whatever a parser or a validator throws on this text
+ * (a bug of ours: validators record problems, they do not throw) rejects this file alone, at the
+ * line of the resource being checked, and its last good version stays in force; the registry goes
+ * on with the other files of the batch. Everything after this step (claims, merge, conversion, the
+ * mesh config) sees only resources a validator returned without an error.
  */
-export function loadConfigFile(path: string, text: string, { lenient = false } = {}): FileLoad {
+export function loadConfigFile(
+  path: string,
+  text: string,
+  {
+    lenient = false,
+    check = validateResource,
+  }: {
+    lenient?: boolean;
+    /** Tests only: the resource check (to plant one that throws). */
+    check?: typeof validateResource;
+  } = {},
+): FileLoad {
+  const at: { line: number } = { line: 0 };
+  try {
+    return loadChecked(path, text, lenient, check, at);
+  } catch (e) {
+    return rejected(path, [{ line: at.line, message: internalError(e) }]);
+  }
+}
+
+/** `internal error: TypeError: …; please report it`: what a bug that threw looks like to the user. */
+function internalError(e: unknown): string {
+  const what = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+  return `internal error while checking this resource (${what.slice(0, 300)}); the file is rejected, please report it`;
+}
+
+function rejected(path: string, errors: readonly ConfigIssue[]): FileLoad {
+  return { path, errors, warnings: [], resources: [], hostPosition: NO_POSITIONS };
+}
+
+/** `at.line` follows the resource being checked, for the boundary's report. */
+function loadChecked(
+  path: string,
+  text: string,
+  lenient: boolean,
+  check: typeof validateResource,
+  at: { line: number },
+): FileLoad {
   const parsed = parseConfigText(text);
-  if (parsed.errors.length > 0)
-    return { path, errors: parsed.errors, warnings: [], resources: [], hostPosition: NO_POSITIONS };
+  if (parsed.errors.length > 0) return rejected(path, parsed.errors);
 
   const errors: ConfigIssue[] = [];
   const warnings: ConfigIssue[] = [];
@@ -44,15 +86,17 @@ export function loadConfigFile(path: string, text: string, { lenient = false } =
   /** Each ServiceEntry's document and path in it, to find its hosts' lines when asked. */
   const written = new Map<AnyConfigResource, { readonly doc: number; readonly at: FieldPath }>();
   for (const doc of parsed.documents) {
-    for (const at of resourcePaths(doc)) {
+    for (const where of resourcePaths(doc)) {
+      const line = doc.locate(where).line;
+      at.line = line;
       const problems = new Problems(lenient);
-      const value = valueAt(doc.value, at);
-      const resource = validateResource(value, at, { file: path, line: doc.locate(at).line }, problems);
+      const value = valueAt(doc.value, where);
+      const resource = check(value, where, { file: path, line }, problems);
       errors.push(...problems.errors.map((p) => toIssue(doc, p)));
       warnings.push(...problems.warnings.map((p) => toIssue(doc, p)));
       if (!resource) continue;
       resources.push(resource);
-      if (resource.kind === 'ServiceEntry') written.set(resource, { doc: doc.index, at });
+      if (resource.kind === 'ServiceEntry') written.set(resource, { doc: doc.index, at: where });
     }
   }
   if (errors.length > 0) return { path, errors, warnings, resources: [], hostPosition: NO_POSITIONS };
@@ -62,12 +106,18 @@ export function loadConfigFile(path: string, text: string, { lenient = false } =
     warnings,
     resources,
     // Parsed again when asked: neither the documents nor a precise parse is kept with the file.
+    // Asked later, outside the boundary above: a throw here finds no line (undefined) rather than
+    // escaping into the claims of every file.
     hostPosition: (resource, i) => {
       const w = written.get(resource);
-      const doc = w && parsePrecisely(text).documents.find((d) => d.index === w.doc);
-      if (!w || !doc) return undefined;
+      if (!w) return undefined;
       const hostPath = [...w.at, 'spec', 'hosts', i];
-      return { line: doc.locate(hostPath).line, path: formatPath(hostPath) };
+      try {
+        const doc = parsePrecisely(text).documents.find((d) => d.index === w.doc);
+        return doc && { line: doc.locate(hostPath).line, path: formatPath(hostPath) };
+      } catch {
+        return undefined;
+      }
     },
   };
 }

@@ -4,6 +4,7 @@
 import { join, relative, resolve, sep } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ConfigHistory } from '../model/config-history.js';
+import type { RegistryStatus } from '../model/registry.js';
 import { MAX_TRIGGER_NAMES, type ChangeTrigger } from '../model/change.js';
 import { Listeners } from '../model/listeners.js';
 import { LayeredMap } from '../model/layered-map.js';
@@ -155,6 +156,14 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   private selection: SelectionIndex | undefined;
   /** WorkloadEntries from outside the directory (auto-registered VMs), selected like the files' own. */
   private entrySource: WorkloadEntrySource | undefined;
+  /**
+   * Files of the initial load that could not be read (a read error, not a verdict on content), with
+   * why, until a read gets through or the file goes: while any is listed the registry is not ready
+   * (status().unready, /ready), since what such a file would serve is unknown.
+   */
+  private readonly unreadAtStart = new Map<string, string>();
+  /** The initial load is over (start() returned): later read errors are ordinary. */
+  private started = false;
 
   constructor(private readonly options: ConfigDirOptions) {
     super();
@@ -181,9 +190,20 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
 
   async start(): Promise<void> {
     await this.watcher.start();
+    this.started = true;
     // An empty directory loads nothing, yet the first publish is what marks the registry synced (and
     // replaces a restored snapshot).
     if (!this.published) this.publish();
+  }
+
+  /** With `unready`: the files of the initial load that could not be read (not ready until they are). */
+  override status(): RegistryStatus {
+    const base = super.status();
+    if (this.unreadAtStart.size === 0) return base;
+    const unready = [...this.unreadAtStart]
+      .sort(([a], [b]) => comparePaths(a, b))
+      .map(([path, why]) => `${path} could not be read at start (${why})`);
+    return { ...base, unready };
   }
 
   stop(): Promise<void> {
@@ -319,6 +339,8 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   private applyRead(path: string, read: FileRead): boolean {
     const previous = this.files.get(path);
     const checkedAt = new Date().toISOString();
+    if (read.kind !== 'error') this.unreadAtStart.delete(path);
+    else if (!this.started) this.unreadAtStart.set(path, read.message);
     if (read.kind === 'gone') {
       this.emptyOnce.delete(path);
       if (!previous) return false;

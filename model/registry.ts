@@ -19,6 +19,12 @@ export interface RegistryStatus {
    * service whose query kept failing at start, past --consul-sync-timeout). Absent when none.
    */
   readonly incomplete?: readonly string[];
+  /**
+   * Parts of the source the registry is not ready without, each with the reason: /ready answers 503
+   * while any is listed, though what did load is served (the config directory: a file of the initial
+   * load that could not be read). Absent when none.
+   */
+  readonly unready?: readonly string[];
 }
 
 export interface Registry {

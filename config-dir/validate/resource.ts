@@ -1,13 +1,9 @@
 // One document → one typed resource: the Kubernetes-style envelope (apiVersion, kind, metadata),
-// then the spec by kind. Kinds and apiVersions we do not serve are ignored with a warning.
+// then the spec by kind. Kinds and apiVersions we do not serve are ignored with a warning, near
+// misses of ours are errors (api-kind.ts).
 import type { FieldPath } from '../parse.js';
-import {
-  SECURITY_API_VERSIONS,
-  SECURITY_KINDS,
-  SUPPORTED_API_VERSIONS,
-  type AnyConfigResource,
-  type ConfigKind,
-} from '../../mesh/types.js';
+import type { AnyConfigResource, ConfigKind } from '../../mesh/types.js';
+import { classifyKind } from './api-kind.js';
 import { authorizationPolicySpec } from './authorization-policy.js';
 import { stringMap } from './common.js';
 import { destinationRuleSpec } from './destination-rule.js';
@@ -33,13 +29,6 @@ const SPECS: Record<ConfigKind, Check<unknown>> = {
   AuthorizationPolicy: authorizationPolicySpec,
   RequestAuthentication: requestAuthenticationSpec,
 };
-
-/** The API groups a kind is read from. */
-function apiVersionsOf(kind: string): readonly string[] {
-  return (SECURITY_KINDS as readonly string[]).includes(kind)
-    ? SECURITY_API_VERSIONS
-    : SUPPORTED_API_VERSIONS;
-}
 
 // Kubernetes ObjectMeta fields (`kubectl get -o yaml` adds most); accepted silently so exported
 // manifests load as they are.
@@ -100,15 +89,13 @@ export function validateResource(
   const apiVersion = requiredField(value, 'apiVersion', path, str({ nonEmpty: true }), problems);
   const kind = requiredField(value, 'kind', path, str({ nonEmpty: true }), problems);
   if (apiVersion === undefined || kind === undefined) return undefined;
-  if (!apiVersionsOf(kind).includes(apiVersion)) {
-    problems.warn([...path, 'apiVersion'], `${apiVersion} ${kind} is not supported, ignored`);
+  const verdict = classifyKind(apiVersion, kind);
+  if (!('kind' in verdict)) {
+    if (verdict.severity === 'error') problems.error([...path, verdict.field], verdict.message);
+    else problems.warn([...path, verdict.field], verdict.message);
     return undefined;
   }
-  if (!Object.hasOwn(SPECS, kind)) {
-    problems.warn([...path, 'kind'], `kind ${kind} is not supported, ignored`);
-    return undefined;
-  }
-  const configKind = kind as ConfigKind;
+  const configKind = verdict.kind;
   for (const key of Object.keys(value)) {
     if (!ENVELOPE.includes(key)) problems.unknown([...path, key], unknownField(key, ENVELOPE));
   }

@@ -18,6 +18,14 @@ const port = obj(
   { required: ['number', 'name'] },
 );
 
+// Istio accepts a selector without labels (`workloadSelector: {}`); it selects no workload
+// (labels.Instance.Match is false for an empty selector), which refineServiceEntry warns about.
+const selectorFields = obj({ labels: stringMap });
+const workloadSelector: Check<{ labels: Record<string, string> }> = (value, path, problems) => {
+  const selector = selectorFields(value, path, problems);
+  return selector && { labels: selector.labels ?? {} };
+};
+
 export const serviceEntrySpec: Check<ServiceEntrySpec> = obj(
   {
     hosts: arrayOf(hostOrWildcard, { nonEmpty: true }),
@@ -27,7 +35,7 @@ export const serviceEntrySpec: Check<ServiceEntrySpec> = obj(
     location: oneOf(['MESH_EXTERNAL', 'MESH_INTERNAL']),
     resolution: oneOf(['NONE', 'STATIC', 'DNS', 'DNS_ROUND_ROBIN']),
     endpoints: arrayOf(workloadEntrySpec),
-    workloadSelector: obj({ labels: stringMap }, { required: ['labels'] }),
+    workloadSelector,
     exportTo: arrayOf(str()),
     subjectAltNames: arrayOf(str()),
   },
@@ -52,8 +60,10 @@ function refineServiceEntry(spec: Partial<ServiceEntrySpec>, path: FieldPath, pr
     problems.error([...path, 'workloadSelector'], 'only one of endpoints and workloadSelector may be set');
   }
   if (spec.workloadSelector && Object.keys(spec.workloadSelector.labels).length === 0) {
-    // An empty selector would select every WorkloadEntry in the namespace; far more likely a mistake.
-    problems.error([...path, 'workloadSelector', 'labels'], 'must not be empty');
+    problems.warn(
+      [...path, 'workloadSelector'],
+      'a selector without labels selects no WorkloadEntry (as in Istio): the service has no endpoints',
+    );
   }
   if (spec.endpoints) checkEndpoints(spec.endpoints, spec, path, problems);
   if (resolution === 'STATIC' && !spec.endpoints?.length && !spec.workloadSelector) {

@@ -34,6 +34,7 @@ import {
   arrayOf,
   atMostOne,
   bool,
+  isRecord,
   int,
   mapOf,
   obj,
@@ -50,7 +51,9 @@ const REDIRECT_CODES: readonly number[] = [301, 302, 303, 307, 308];
 const regex: Check<string> = str({
   test: (s) => {
     const reason = re2Error(s);
-    return reason === undefined ? undefined : `not a valid RE2 regex (${reason})`;
+    // Quoted as written (JSON would double every backslash), and cut short if long.
+    const shown = s.length > 120 ? `${s.slice(0, 120)}…` : s;
+    return reason === undefined ? undefined : `not a valid RE2 regex \`${shown}\`: ${reason}`;
   },
 });
 
@@ -230,7 +233,7 @@ const corsPolicy = obj(
   { notImplemented: ['allowOrigin', 'unmatchedPreflights'] },
 );
 
-const httpRoute: Check<HTTPRoute> = obj(
+const httpRouteFields: Check<HTTPRoute> = obj(
   {
     name: str(),
     match: arrayOf(httpMatch),
@@ -251,7 +254,9 @@ const httpRoute: Check<HTTPRoute> = obj(
     notImplemented: ['delegate', 'mirrorPercent'],
     refine: (r, path, problems) => {
       const actions = (['route', 'redirect', 'directResponse'] as const).filter((k) => r[k] !== undefined);
-      if (actions.length === 0) problems.error(path, 'one of route, redirect, directResponse is required');
+      // Not after an error in the route (a broken `route`, a `delegate`): that would mislead.
+      if (actions.length === 0 && !hasErrorsUnder(problems, path))
+        problems.error(path, 'one of route, redirect, directResponse is required');
       atMostOne(r, ['route', 'redirect', 'directResponse'], path, problems);
       if (r.rewrite && r.redirect) problems.error([...path, 'rewrite'], 'cannot be combined with redirect');
       atMostOne(r, ['mirror', 'mirrors'], path, problems);
@@ -259,6 +264,22 @@ const httpRoute: Check<HTTPRoute> = obj(
     },
   },
 );
+
+/**
+ * A route that delegates to another VirtualService cannot be served here (Istio's delegate
+ * VirtualServices are not implemented), and taking the rest of the route would drop its traffic:
+ * an error that says so, and no other complaint about the missing route.
+ */
+const httpRoute: Check<HTTPRoute> = (value, path, problems) => {
+  if (!isRecord(value) || value.delegate === undefined || value.delegate === null)
+    return httpRouteFields(value, path, problems);
+  problems.error(
+    [...path, 'delegate'],
+    '`delegate` is not supported: Portolan has no delegate VirtualServices; write the routes here',
+  );
+  const { delegate: _delegate, ...rest } = value;
+  return httpRouteFields(rest, path, problems);
+};
 
 const l4Match = {
   destinationSubnets: arrayOf(ipOrCidr),

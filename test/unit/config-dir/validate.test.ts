@@ -135,7 +135,7 @@ test('WorkloadEntry: address required, labels must be strings, health annotation
   ]);
 });
 
-test('unknown kinds and apiVersions are warnings; the rest of the file still loads', () => {
+test('other API groups and Istio kinds Portolan does not serve are warnings; the rest of the file still loads', () => {
   const text = [
     'apiVersion: v1',
     'kind: ConfigMap',
@@ -145,9 +145,9 @@ test('unknown kinds and apiVersions are warnings; the rest of the file still loa
     'kind: EnvoyFilter',
     'metadata: {name: gw}',
     '---',
-    'apiVersion: networking.istio.io/v2',
-    'kind: ServiceEntry',
-    'metadata: {name: future}',
+    'apiVersion: gateway.networking.k8s.io/v1',
+    'kind: Gateway',
+    'metadata: {name: k8s}',
     '---',
     'apiVersion: networking.istio.io/v1alpha3',
     'kind: WorkloadEntry',
@@ -164,9 +164,9 @@ test('unknown kinds and apiVersions are warnings; the rest of the file still loa
   assert.deepEqual(
     load.warnings.map((w) => formatIssue('mixed.yaml', w)),
     [
-      'mixed.yaml:1 apiVersion: v1 ConfigMap is not supported, ignored',
-      'mixed.yaml:6 kind: kind EnvoyFilter is not supported, ignored',
-      'mixed.yaml:9 apiVersion: networking.istio.io/v2 ServiceEntry is not supported, ignored',
+      'mixed.yaml:2 kind: ConfigMap (v1) is not a kind Portolan serves; ignored',
+      'mixed.yaml:6 kind: EnvoyFilter (networking.istio.io/v1) is not a kind Portolan serves; ignored',
+      'mixed.yaml:10 kind: Gateway (gateway.networking.k8s.io/v1) is not a kind Portolan serves; ignored',
     ],
   );
 });

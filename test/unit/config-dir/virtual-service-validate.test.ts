@@ -33,10 +33,10 @@ test('regexes must be RE2: lookaround, backreferences and possessive quantifiers
     '      route: [{destination: {host: echo}}]', // 13
   ]);
   assert.deepEqual(errors, [
-    'vs.yaml:8 spec.http[0].match[0].uri.regex: not a valid RE2 regex (invalid perl operator: (?=)',
-    'vs.yaml:9 spec.http[0].match[1].headers.x-user.regex: not a valid RE2 regex (invalid escape sequence: \\1)',
-    'vs.yaml:10 spec.http[0].match[2].queryParams.q.regex: not a valid RE2 regex (bad repetition operator: ++)',
-    'vs.yaml:11 spec.http[0].match[3].uri.regex: not a valid RE2 regex (missing ]: [a-)',
+    'vs.yaml:8 spec.http[0].match[0].uri.regex: not a valid RE2 regex `/a(?=b)`: invalid perl operator at `(?=`',
+    'vs.yaml:9 spec.http[0].match[1].headers.x-user.regex: not a valid RE2 regex `(a)\\1`: invalid escape sequence at `\\1`',
+    'vs.yaml:10 spec.http[0].match[2].queryParams.q.regex: not a valid RE2 regex `a++`: bad repetition operator at `++`',
+    'vs.yaml:11 spec.http[0].match[3].uri.regex: not a valid RE2 regex `[a-`: missing ]',
   ]);
 });
 
