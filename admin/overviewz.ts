@@ -40,7 +40,9 @@ export function readiness(discovery: AggregateDiscovery): Readiness {
   if (waiting.length > 0)
     return { ready: false, detail: `not ready: waiting for registries to sync: ${waiting.join(', ')}` };
   // Synced and serving what did load, but a part whose content is unknown is missing.
-  const unready = discovery.registries.flatMap((r) => (r.status().unready ?? []).map((u) => `${r.name}: ${u}`));
+  const unready = discovery.registries.flatMap((r) =>
+    (r.status().unready ?? []).map((u) => `${r.name}: ${u}`),
+  );
   if (unready.length > 0) return { ready: false, detail: `not ready: ${unready.join('; ')}` };
   const stored = discovery.registries.flatMap((r) => {
     const from = r.status().restoredFrom;

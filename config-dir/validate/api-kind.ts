@@ -11,7 +11,11 @@ import { closest, editDistance } from './schema.js';
 
 export type KindVerdict =
   | { readonly kind: ConfigKind }
-  | { readonly field: 'apiVersion' | 'kind'; readonly severity: 'error' | 'warning'; readonly message: string };
+  | {
+      readonly field: 'apiVersion' | 'kind';
+      readonly severity: 'error' | 'warning';
+      readonly message: string;
+    };
 
 const NETWORKING = groupOf(SUPPORTED_API_VERSIONS[0]);
 const SECURITY = groupOf(SECURITY_API_VERSIONS[0]);
@@ -99,6 +103,13 @@ function nearGroup(group: string): string | undefined {
 }
 
 function ignored(apiVersion: string, kind: string): KindVerdict {
+  // A kind of ours in another group: the Kubernetes Gateway API's Gateway, say.
+  if (Object.hasOwn(HOME, kind))
+    return {
+      field: 'apiVersion',
+      severity: 'warning',
+      message: `${kind} of ${apiVersion} is not the Istio ${kind} (${HOME[kind as ConfigKind]}) Portolan serves; ignored`,
+    };
   return {
     field: 'kind',
     severity: 'warning',

@@ -65,15 +65,17 @@ test('bad PeerAuthentications are errors with file, line and field path', () => 
   ]);
 });
 
-test('a PeerAuthentication under networking.istio.io is not read as one', () => {
+test('a PeerAuthentication under networking.istio.io is an error naming its group (dropped, it would open mTLS)', () => {
   const load = loadConfigFile(
     'pa.yaml',
     'apiVersion: networking.istio.io/v1\nkind: PeerAuthentication\nmetadata: {name: x}\nspec: {}\n',
   );
   assert.deepEqual(load.resources, []);
   assert.deepEqual(
-    load.warnings.map((w) => formatIssue('pa.yaml', w)),
-    ['pa.yaml:1 apiVersion: networking.istio.io/v1 PeerAuthentication is not supported, ignored'],
+    load.errors.map((w) => formatIssue('pa.yaml', w)),
+    [
+      'pa.yaml:1 apiVersion: PeerAuthentication is not in networking.istio.io (did you mean "security.istio.io/v1"?)',
+    ],
   );
 });
 

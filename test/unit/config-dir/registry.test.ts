@@ -242,7 +242,7 @@ test('unknown kinds are warnings in the file status; hidden files are ignored', 
   assert.equal(file?.status, 'ok');
   assert.deepEqual(
     file?.warnings.map((w) => [w.line, w.message]),
-    [[1, 'v1 ConfigMap is not supported, ignored']],
+    [[2, 'ConfigMap (v1) is not a kind Portolan serves; ignored']],
   );
   assert.deepEqual(file?.resources, ['ServiceEntry/default/echo']);
 });

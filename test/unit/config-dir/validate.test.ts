@@ -166,7 +166,7 @@ test('other API groups and Istio kinds Portolan does not serve are warnings; the
     [
       'mixed.yaml:2 kind: ConfigMap (v1) is not a kind Portolan serves; ignored',
       'mixed.yaml:6 kind: EnvoyFilter (networking.istio.io/v1) is not a kind Portolan serves; ignored',
-      'mixed.yaml:10 kind: Gateway (gateway.networking.k8s.io/v1) is not a kind Portolan serves; ignored',
+      'mixed.yaml:9 apiVersion: Gateway of gateway.networking.k8s.io/v1 is not the Istio Gateway (networking.istio.io) Portolan serves; ignored',
     ],
   );
 });
