@@ -145,41 +145,44 @@ test('a content error at start is an ordinary rejection: the registry is ready',
 test('a near miss of a kind or API group is an error with a suggestion; other groups are ignored with a warning', () => {
   const issues = (text: string) => {
     const load = loadConfigFile('x.yaml', text);
-    return [...load.errors, ...load.warnings].map((e) => formatIssue('x.yaml', e));
+    return [
+      ...load.errors.map((e) => `error ${formatIssue('x.yaml', e)}`),
+      ...load.warnings.map((w) => `warning ${formatIssue('x.yaml', w)}`),
+    ];
   };
   assert.deepEqual(issues(vm('a', '10.0.0.1', 'WorkloadEntri')), [
-    'x.yaml:2 kind: unknown kind "WorkloadEntri" (did you mean "WorkloadEntry"?)',
+    'error x.yaml:2 kind: unknown kind "WorkloadEntri" (did you mean "WorkloadEntry"?)',
   ]);
   assert.deepEqual(issues(vm('a', '10.0.0.1', 'workloadentry')), [
-    'x.yaml:2 kind: unknown kind "workloadentry" (did you mean "WorkloadEntry"?)',
+    'error x.yaml:2 kind: unknown kind "workloadentry" (did you mean "WorkloadEntry"?)',
   ]);
   assert.deepEqual(issues(vm('a', '10.0.0.1', 'WorkloadEntry', 'networking.istio.oi/v1')), [
-    'x.yaml:1 apiVersion: unknown API group "networking.istio.oi" (did you mean "networking.istio.io/v1"?)',
+    'error x.yaml:1 apiVersion: unknown API group "networking.istio.oi" (did you mean "networking.istio.io/v1"?)',
   ]);
   assert.deepEqual(issues(vm('a', '10.0.0.1', 'WorkloadEntry', 'Networking.istio.io/v1beta1')), [
-    'x.yaml:1 apiVersion: unknown API group "Networking.istio.io" (did you mean "networking.istio.io/v1beta1"?)',
+    'error x.yaml:1 apiVersion: unknown API group "Networking.istio.io" (did you mean "networking.istio.io/v1beta1"?)',
   ]);
   assert.deepEqual(issues(vm('a', '10.0.0.1', 'WorkloadEntry', 'networking.istio.io/v1beta')), [
-    'x.yaml:1 apiVersion: WorkloadEntry is read from networking.istio.io v1, v1beta1, v1alpha3, not v1beta (did you mean "networking.istio.io/v1beta1"?)',
+    'error x.yaml:1 apiVersion: WorkloadEntry is read from networking.istio.io v1, v1beta1, v1alpha3, not v1beta (did you mean "networking.istio.io/v1beta1"?)',
   ]);
   assert.deepEqual(issues(vm('a', '10.0.0.1', 'WorkloadEntry', 'security.istio.io/v1')), [
-    'x.yaml:1 apiVersion: WorkloadEntry is not in security.istio.io (did you mean "networking.istio.io/v1"?)',
+    'error x.yaml:1 apiVersion: WorkloadEntry is not in security.istio.io (did you mean "networking.istio.io/v1"?)',
   ]);
   assert.deepEqual(issues(vm('a', '10.0.0.1', 'WorkloadEntry', 'networking.istio.io')), [
-    'x.yaml:1 apiVersion: needs a version: networking.istio.io/v1, networking.istio.io/v1beta1, networking.istio.io/v1alpha3',
+    'error x.yaml:1 apiVersion: needs a version: networking.istio.io/v1, networking.istio.io/v1beta1, networking.istio.io/v1alpha3',
   ]);
   // Someone else's resources, in a directory shared with other tools.
   assert.deepEqual(issues('apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n'), [
-    'x.yaml:2 kind: Deployment (apps/v1) is not a kind Portolan serves; ignored',
+    'warning x.yaml:2 kind: Deployment (apps/v1) is not a kind Portolan serves; ignored',
   ]);
   assert.deepEqual(issues('apiVersion: v1\nkind: Service\nmetadata: {name: s}\n'), [
-    'x.yaml:2 kind: Service (v1) is not a kind Portolan serves; ignored',
+    'warning x.yaml:2 kind: Service (v1) is not a kind Portolan serves; ignored',
   ]);
   assert.deepEqual(issues('apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: i}\n'), [
-    'x.yaml:2 kind: Ingress (networking.k8s.io/v1) is not a kind Portolan serves; ignored',
+    'warning x.yaml:2 kind: Ingress (networking.k8s.io/v1) is not a kind Portolan serves; ignored',
   ]);
   assert.deepEqual(issues('apiVersion: telemetry.istio.io/v1\nkind: Telemetry\nmetadata: {name: t}\n'), [
-    'x.yaml:2 kind: Telemetry (telemetry.istio.io/v1) is not a kind Portolan serves; ignored',
+    'warning x.yaml:2 kind: Telemetry (telemetry.istio.io/v1) is not a kind Portolan serves; ignored',
   ]);
 });
 
