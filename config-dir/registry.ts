@@ -164,6 +164,8 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   private readonly unreadAtStart = new Map<string, string>();
   /** The initial load is over (start() returned): later read errors are ordinary. */
   private started = false;
+  /** Why the initial load stopped part way (a reload that threw): not ready until a restart. */
+  private startFailure: string | undefined;
 
   constructor(private readonly options: ConfigDirOptions) {
     super();
@@ -185,6 +187,16 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
         this.logger.error({ err: error, dir: this.dir }, 'config directory watch error');
         this.state.fail(error);
       },
+      // The last resort, past every file's own boundary: a step across files (the merge, the
+      // conversion) threw. At start the rest of the directory went unread: not ready, for good.
+      onReloadError: (error, initial) => {
+        this.logger.error(
+          { err: error, dir: this.dir },
+          'config directory reload failed (a bug; please report it)',
+        );
+        if (initial) this.startFailure = error.message;
+        this.state.fail(error);
+      },
     });
   }
 
@@ -199,10 +211,12 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   /** With `unready`: the files of the initial load that could not be read (not ready until they are). */
   override status(): RegistryStatus {
     const base = super.status();
-    if (this.unreadAtStart.size === 0) return base;
+    if (this.unreadAtStart.size === 0 && this.startFailure === undefined) return base;
     const unready = [...this.unreadAtStart]
       .sort(([a], [b]) => comparePaths(a, b))
       .map(([path, why]) => `${path} could not be read at start (${why})`);
+    if (this.startFailure !== undefined)
+      unready.push(`the initial load failed part way (${this.startFailure}); restart once fixed`);
     return { ...base, unready };
   }
 

@@ -30,6 +30,11 @@ export interface DirWatcherOptions {
    */
   readonly reload: (paths: ReadonlySet<string>) => Promise<boolean>;
   readonly onError: (error: Error) => void;
+  /**
+   * `reload` threw (a bug: each file's load has its own boundary, load-file.ts); `initial`: in the
+   * first batch, which start() awaits. The batch's remaining files were not read.
+   */
+  readonly onReloadError: (error: Error, initial: boolean) => void;
 }
 
 const RECHECK_MS = 100;
@@ -138,7 +143,7 @@ export class DirWatcher {
       await new Promise<void>((resolveReady) => files.once('ready', () => resolveReady()));
     for (const { path, plain } of initial) this.fileSeen(path, true, plain);
     this.ready = true;
-    await this.enqueue(this.dirty);
+    await this.enqueue(this.dirty, true);
   }
 
   async stop(): Promise<void> {
@@ -254,8 +259,8 @@ export class DirWatcher {
     }, RECHECK_MS);
   }
 
-  /** Reloads (and empties) `source` after any batch already running. */
-  private enqueue(source: Set<string>): Promise<void> {
+  /** Reloads (and empties) `source` after any batch already running; `initial`: start()'s batch. */
+  private enqueue(source: Set<string>, initial = false): Promise<void> {
     this.running = this.running.then(async () => {
       if (source.size === 0) return;
       const batch = new Set(source);
@@ -265,7 +270,7 @@ export class DirWatcher {
         const changed = await this.options.reload(batch);
         if (changed && this.files) this.recheckLater(batch);
       } catch (e) {
-        this.options.onError(e instanceof Error ? e : new Error(String(e)));
+        this.options.onReloadError(e instanceof Error ? e : new Error(String(e)), initial);
       } finally {
         this.busy = false;
       }

@@ -33,6 +33,7 @@ async function watching(t: TestContext, dir: string, cleanup: () => Promise<void
       return changed;
     },
     onError: (e) => errors.push(e),
+    onReloadError: (e) => errors.push(e),
   });
   // Stopped before its directory is removed, so no event of the removal outlives the test.
   t.after(async () => {

@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
+import { pino } from 'pino';
 import { readiness } from '../../../admin/overviewz.js';
 import { AggregateDiscovery } from '../../../aggregate/aggregate-discovery.js';
 import { formatIssue, loadConfigFile } from '../../../config-dir/load-file.js';
@@ -232,4 +233,37 @@ spec:
     loadConfigFile('vs.yaml', text).errors.map((e) => formatIssue('vs.yaml', e)),
     ['vs.yaml:7 spec.http[0].match[0].uri.regex: not a valid RE2 regex `/api/v1/(\\d+`: missing )'],
   );
+});
+
+test('past every file’s boundary: a reload that throws at start keeps the registry not ready', async (t) => {
+  // The last resort, reached here through the logger (a step across files, not a file's content):
+  // its first `config file loaded` line throws, inside the initial batch's publish.
+  let thrown = false;
+  const logs: string[] = [];
+  const logger = pino(
+    { level: 'info' },
+    {
+      write(line: string) {
+        if (!thrown && line.includes('config file loaded')) {
+          thrown = true;
+          throw new Error('planted logger failure');
+        }
+        logs.push(line);
+      },
+    },
+  );
+  const tmp = await makeTempDir();
+  await tmp.write('echo.yaml', GOOD_SE);
+  const registry = new ConfigDirRegistry({ dir: tmp.dir, debounceMs: 20, logger });
+  t.after(async () => {
+    await registry.stop();
+    await tmp.cleanup();
+  });
+  await registry.start();
+  assert.equal(thrown, true);
+  assert.deepEqual(registry.status().unready, [
+    'the initial load failed part way (planted logger failure); restart once fixed',
+  ]);
+  assert.equal(readiness(new AggregateDiscovery([registry])).ready, false);
+  assert.ok(logs.some((l) => l.includes('config directory reload failed')));
 });
