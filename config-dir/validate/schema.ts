@@ -151,6 +151,12 @@ export function mapOf<T>(item: Check<T>, options: { nonEmpty?: boolean } = {}): 
     }
     const out: Record<string, T> = {};
     for (const [key, v] of Object.entries(value)) {
+      // Assigned, `__proto__` would set the map's prototype: the entry (a header match, a label)
+      // would vanish without a word, and a match without it matches more.
+      if (key === '__proto__') {
+        problems.error([...path, key], 'is not usable as a key here');
+        continue;
+      }
       const checked = item(v, [...path, key], problems);
       if (checked !== undefined) out[key] = checked;
     }

@@ -325,7 +325,12 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
     weight: 2,
     arbitrary: fc
       .record({
-        key: fc.oneof(fc.constantFrom(...FIELD_NAMES), fc.string({ maxLength: 12 })),
+        key: fc.oneof(
+          fc.constantFrom(...FIELD_NAMES),
+          fc.string({ maxLength: 12 }),
+          // Keys that mean something to a JavaScript object.
+          fc.constantFrom('__proto__', 'constructor', 'toString', 'hasOwnProperty'),
+        ),
         value: oddValue,
       })
       .map(({ key, value }): Mutation => ({ op: 'add-key', key, value })),

@@ -267,3 +267,22 @@ test('past every file’s boundary: a reload that throws at start keeps the regi
   assert.equal(readiness(new AggregateDiscovery([registry])).ready, false);
   assert.ok(logs.some((l) => l.includes('config directory reload failed')));
 });
+
+test('a map key __proto__ is an error, not a header match or label that silently vanishes', () => {
+  const text = `apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: root, labels: {__proto__: x}}
+spec:
+  hosts: [echo]
+  http:
+    - match: [{headers: {__proto__: {exact: admin}}}]
+      route: [{destination: {host: echo}}]
+`;
+  assert.deepEqual(
+    loadConfigFile('vs.yaml', text).errors.map((e) => formatIssue('vs.yaml', e)),
+    [
+      'vs.yaml:3 metadata.labels.__proto__: is not usable as a key here',
+      'vs.yaml:7 spec.http[0].match[0].headers.__proto__: is not usable as a key here',
+    ],
+  );
+});
