@@ -23,7 +23,26 @@ import {
   serviceAccount,
 } from './security-values.js';
 
-export const workloadSelector = obj({ matchLabels: stringMap }, { required: ['matchLabels'] });
+const selectorLabels = obj({ matchLabels: stringMap }, { message: 'security.WorkloadSelector' });
+
+/**
+ * A security policy's `selector`, as Istio reads it: labels without `*` and with a key; without
+ * labels (`selector: {}`) it selects the whole namespace, as no selector does (Istio warns).
+ */
+export const workloadSelector: Check<{ matchLabels: Record<string, string> }> = (value, path, problems) => {
+  const checked = selectorLabels(value, path, problems);
+  if (checked === undefined) return undefined;
+  const labels = checked.matchLabels ?? {};
+  for (const [k, v] of Object.entries(labels)) {
+    if (k === '' || k.includes('*') || v.includes('*'))
+      problems.error([...path, 'matchLabels', k], `${JSON.stringify(`${k}=${v}`)}: a selector label has a key and no wildcard`);
+  }
+  if (Object.keys(labels).length === 0) {
+    problems.warn(path, 'no labels: the policy applies to every workload of the namespace');
+    return undefined;
+  }
+  return { matchLabels: labels };
+};
 
 const ACTIONS: readonly AuthorizationAction[] = ['ALLOW', 'DENY', 'AUDIT', 'CUSTOM'];
 
@@ -60,6 +79,7 @@ function nonEmpty<T>(check: Check<T>, what: string): Check<T> {
 
 const source = nonEmpty(
   obj(SOURCE_SHAPE, {
+    message: 'Source',
     refine: (s, path, problems) => {
       // Istio: service accounts name the identity already; mixing them with principals or namespaces is refused.
       const sa = s.serviceAccounts ?? s.notServiceAccounts;
@@ -74,7 +94,8 @@ const source = nonEmpty(
 );
 
 const operation = nonEmpty(
-  obj({
+  obj(
+    {
     hosts: values(hostPattern),
     notHosts: values(hostPattern),
     ports: values(portString),
@@ -83,7 +104,9 @@ const operation = nonEmpty(
     notMethods: values(methodPattern),
     paths: values(pathPattern),
     notPaths: values(pathPattern),
-  }),
+    },
+    { message: 'Operation' },
+  ),
   'operation',
 );
 
@@ -145,6 +168,7 @@ const condition: Check<AuthorizationCondition> = (value, path, problems) => {
     { key: str({ nonEmpty: true }), values: values(valueCheck), notValues: values(valueCheck) },
     {
       required: ['key'],
+      message: 'Condition',
       refine: (c, p, pr) => {
         if (
           c.values === undefined &&
@@ -158,43 +182,39 @@ const condition: Check<AuthorizationCondition> = (value, path, problems) => {
   return checked;
 };
 
+function hasError(problems: Problems, prefix: FieldPath): boolean {
+  return problems.errors.some((e) => startsWith(e.path, prefix));
+}
+
 function startsWith(path: FieldPath, prefix: FieldPath): boolean {
   return prefix.every((s, i) => path[i] === s);
 }
 
-const rule = obj({
-  from: arrayOf(obj({ source }, { required: ['source'] })),
-  to: arrayOf(obj({ operation }, { required: ['operation'] })),
-  when: arrayOf(condition),
-});
-
-/** Fields Istio has that name things VMs do not have: refused, with what to use instead. */
-const REFUSED: Readonly<Record<string, string>> = {
-  targetRef:
-    'selects Kubernetes Gateway API gateways and waypoints, which Portolan does not serve: use selector.matchLabels with the workload labels',
-  targetRefs:
-    'selects Kubernetes Gateway API gateways and waypoints, which Portolan does not serve: use selector.matchLabels with the workload labels',
-  provider: 'is for action CUSTOM, which Portolan does not support',
-};
-
-const refused =
-  (field: string): Check<unknown> =>
-  (_value, path, problems) => {
-    problems.error(path, `${field} ${REFUSED[field] ?? 'is not supported'}`);
-    return undefined;
-  };
+const rule = obj(
+  {
+    // Istio: "`from` must not be empty" (and `to`); an empty list is not "no condition".
+    from: arrayOf(obj({ source }, { required: ['source'], message: 'Rule.From' }), { nonEmpty: true }),
+    to: arrayOf(obj({ operation }, { required: ['operation'], message: 'Rule.To' }), { nonEmpty: true }),
+    when: arrayOf(condition),
+  },
+  { message: 'Rule' },
+);
 
 export const authorizationPolicySpec: Check<AuthorizationPolicySpec> = obj(
   {
     selector: workloadSelector,
     action: oneOf(ACTIONS),
     rules: arrayOf(rule),
-    targetRef: refused('targetRef'),
-    targetRefs: refused('targetRefs'),
-    provider: refused('provider'),
   },
   {
+    message: 'AuthorizationPolicy',
     refine: (spec, path, problems: Problems) => {
+      // Istio: a DENY without rules never triggers; `rules: [{}]` denies every request.
+      if (spec.action === 'DENY' && spec.rules === undefined && !hasError(problems, [...path, 'rules']))
+        problems.error(
+          [...path, 'rules'],
+          'is required with action DENY: a DENY policy without rules never applies (add an empty rule `{}` to deny every request)',
+        );
       if (spec.action === 'CUSTOM')
         problems.error(
           [...path, 'action'],

@@ -15,7 +15,7 @@ import { workloadEntrySpec } from './workload-entry.js';
 
 const port = obj(
   { number: portNumber, protocol, name: str({ nonEmpty: true }), targetPort: portNumber },
-  { required: ['number', 'name'] },
+  { required: ['number', 'name'], message: 'ServicePort' },
 );
 
 export const serviceEntrySpec: Check<ServiceEntrySpec> = obj(
@@ -27,13 +27,18 @@ export const serviceEntrySpec: Check<ServiceEntrySpec> = obj(
     location: oneOf(['MESH_EXTERNAL', 'MESH_INTERNAL']),
     resolution: oneOf(['NONE', 'STATIC', 'DNS', 'DNS_ROUND_ROBIN']),
     endpoints: arrayOf(workloadEntrySpec),
-    workloadSelector: obj({ labels: stringMap }, { required: ['labels'] }),
+    // Istio accepts `workloadSelector: {}` (every WorkloadEntry of the namespace): refused here, below.
+    workloadSelector: obj(
+      { labels: stringMap },
+      { required: ['labels'], message: 'ServiceEntry.WorkloadSelector' },
+    ),
     exportTo: arrayOf(str()),
     subjectAltNames: arrayOf(str()),
   },
   // An arrow, not the bare function: a typed function here would pin the shape's inference to `Shape`.
   {
     required: ['hosts', 'ports'],
+    message: 'ServiceEntry',
     refine: (spec, path, problems) => refineServiceEntry(spec, path, problems),
   },
 );
@@ -51,7 +56,9 @@ function refineServiceEntry(spec: Partial<ServiceEntrySpec>, path: FieldPath, pr
   if (spec.endpoints !== undefined && spec.workloadSelector !== undefined) {
     problems.error([...path, 'workloadSelector'], 'only one of endpoints and workloadSelector may be set');
   }
-  if (spec.workloadSelector && Object.keys(spec.workloadSelector.labels).length === 0) {
+  // `labels` is undefined when it failed its own check (or is missing from `workloadSelector: {}`).
+  const selectorLabels = spec.workloadSelector?.labels as Record<string, string> | undefined;
+  if (selectorLabels !== undefined && Object.keys(selectorLabels).length === 0) {
     // An empty selector would select every WorkloadEntry in the namespace; far more likely a mistake.
     problems.error([...path, 'workloadSelector', 'labels'], 'must not be empty');
   }

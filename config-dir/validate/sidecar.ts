@@ -28,25 +28,25 @@ const egressListener = obj(
     hosts: arrayOf(egressHost, { nonEmpty: true }),
     port: obj(
       { number: portNumber, protocol, name: str() },
-      { required: ['number'], notImplemented: ['targetPort'] },
+      { required: ['number'], message: 'SidecarPort' },
     ),
     bind: str(),
     captureMode: oneOf(['DEFAULT', 'IPTABLES', 'NONE']),
   },
-  { required: ['hosts'] },
+  { required: ['hosts'], message: 'IstioEgressListener' },
 );
 
 export const sidecarSpec: Check<SidecarSpec> = obj(
   {
-    workloadSelector: obj({ labels: stringMap }, { required: ['labels'] }),
+    workloadSelector: obj({ labels: stringMap }, { required: ['labels'], message: 'Sidecar.WorkloadSelector' }),
     egress: arrayOf(egressListener),
     outboundTrafficPolicy: obj(
       { mode: oneOf(['ALLOW_ANY', 'REGISTRY_ONLY']) },
-      { required: ['mode'], notImplemented: ['egressProxy'] },
+      { required: ['mode'], message: 'OutboundTrafficPolicy' },
     ),
   },
   {
-    notImplemented: ['ingress', 'inboundConnectionPool'],
+    message: 'Sidecar',
     refine: (sidecar, path, problems) => {
       // Istio's rules: one catch-all (portless) egress entry at most, and ports not repeated.
       const ports = new Set<number>();

@@ -37,18 +37,21 @@ const entryFields = {
 export const workloadEntrySpec: Check<WorkloadEntrySpec> = obj(
   { address, ...entryFields },
   // Istio allows an empty address for endpoints behind a network gateway; we have no gateways, so it is required.
-  { required: ['address'] },
+  { required: ['address'], message: 'WorkloadEntry' },
 );
 
 /** A WorkloadGroup's template: a WorkloadEntry whose address comes from the VM that registers. */
-export const workloadTemplate: Check<WorkloadTemplate> = obj({
-  address: (value, path, problems) => {
-    if (value !== '')
-      problems.error(path, 'must be empty: each VM registers with its own address (agent --instance-ip)');
-    return undefined;
+export const workloadTemplate: Check<WorkloadTemplate> = obj(
+  {
+    address: (value, path, problems) => {
+      if (value !== '')
+        problems.error(path, 'must be empty: each VM registers with its own address (agent --instance-ip)');
+      return undefined;
+    },
+    ...entryFields,
   },
-  ...entryFields,
-});
+  { message: 'WorkloadEntry' },
+);
 
 /** The health an operator set on a WorkloadEntry (case-insensitive); undefined for a value we do not know. */
 export function healthOf(annotations: Readonly<Record<string, string>>): Health | undefined {
