@@ -55,8 +55,15 @@ const server = obj(
   {
     port: obj(
       { number: portNumber, protocol, name: str({ nonEmpty: true }), targetPort: portNumber },
-      // Istio requires the name (and keeps names unique across the servers, below).
-      { required: ['number', 'protocol', 'name'], message: 'Port' },
+      {
+        required: ['number', 'protocol'],
+        message: 'Port',
+        // Istio refuses a server port without a name; Portolan, which never needed it, warns.
+        refine: (port, path, problems) => {
+          if (port.name === undefined && !problems.errors.some((e) => e.path.at(-1) === 'name'))
+            problems.warn([...path, 'name'], 'not set: Istio requires a port name (and refuses the Gateway)');
+        },
+      },
     ),
     hosts: arrayOf(serverHost, { nonEmpty: true }),
     tls: serverTls,
