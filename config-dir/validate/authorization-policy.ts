@@ -35,7 +35,10 @@ export const workloadSelector: Check<{ matchLabels: Record<string, string> }> = 
   const labels = checked.matchLabels ?? {};
   for (const [k, v] of Object.entries(labels)) {
     if (k === '' || k.includes('*') || v.includes('*'))
-      problems.error([...path, 'matchLabels', k], `${JSON.stringify(`${k}=${v}`)}: a selector label has a key and no wildcard`);
+      problems.error(
+        [...path, 'matchLabels', k],
+        `${JSON.stringify(`${k}=${v}`)}: a selector label has a key and no wildcard`,
+      );
   }
   if (Object.keys(labels).length === 0) {
     problems.warn(path, 'no labels: the policy applies to every workload of the namespace');
@@ -96,14 +99,14 @@ const source = nonEmpty(
 const operation = nonEmpty(
   obj(
     {
-    hosts: values(hostPattern),
-    notHosts: values(hostPattern),
-    ports: values(portString),
-    notPorts: values(portString),
-    methods: values(methodPattern),
-    notMethods: values(methodPattern),
-    paths: values(pathPattern),
-    notPaths: values(pathPattern),
+      hosts: values(hostPattern),
+      notHosts: values(hostPattern),
+      ports: values(portString),
+      notPorts: values(portString),
+      methods: values(methodPattern),
+      notMethods: values(methodPattern),
+      paths: values(pathPattern),
+      notPaths: values(pathPattern),
     },
     { message: 'Operation' },
   ),

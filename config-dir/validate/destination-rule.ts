@@ -2,7 +2,18 @@
 import type { DestinationRuleSpec, TrafficPolicy } from '../../mesh/types.js';
 import { duration, hostOrWildcard, parseDuration, portSelector, stringMap } from './common.js';
 import { localityLbSetting } from './locality-lb-setting.js';
-import { arrayOf, atMostOne, bool, int, NOT_IMPLEMENTED, num, obj, oneOf, str, type Check } from './schema.js';
+import {
+  arrayOf,
+  atMostOne,
+  bool,
+  int,
+  NOT_IMPLEMENTED,
+  num,
+  obj,
+  oneOf,
+  str,
+  type Check,
+} from './schema.js';
 
 const INT32 = 2_147_483_647;
 const UINT32 = 4_294_967_295;
@@ -81,41 +92,50 @@ const loadBalancer = obj(
 
 const connectionPool = obj(
   {
-  tcp: obj({
-    maxConnections: count,
-    connectTimeout: positiveDuration,
-    tcpKeepalive: obj(
-      { probes: int(0, UINT32), time: wholeSeconds, interval: wholeSeconds },
-      { message: 'TCPSettings.TcpKeepalive' },
+    tcp: obj(
+      {
+        maxConnections: count,
+        connectTimeout: positiveDuration,
+        tcpKeepalive: obj(
+          { probes: int(0, UINT32), time: wholeSeconds, interval: wholeSeconds },
+          { message: 'TCPSettings.TcpKeepalive' },
+        ),
+        maxConnectionDuration: duration,
+        idleTimeout: duration,
+      },
+      { message: 'ConnectionPoolSettings.TCPSettings' },
     ),
-    maxConnectionDuration: duration,
-    idleTimeout: duration,
-  }, { message: 'ConnectionPoolSettings.TCPSettings' }),
-  http: obj({
-    http1MaxPendingRequests: count,
-    http2MaxRequests: count,
-    maxRequestsPerConnection: count,
-    maxRetries: count,
-    idleTimeout: duration,
-    h2UpgradePolicy: oneOf(['DEFAULT', 'DO_NOT_UPGRADE', 'UPGRADE']),
-    useClientProtocol: bool,
-    maxConcurrentStreams: count,
-  }, { message: 'ConnectionPoolSettings.HTTPSettings' }),
+    http: obj(
+      {
+        http1MaxPendingRequests: count,
+        http2MaxRequests: count,
+        maxRequestsPerConnection: count,
+        maxRetries: count,
+        idleTimeout: duration,
+        h2UpgradePolicy: oneOf(['DEFAULT', 'DO_NOT_UPGRADE', 'UPGRADE']),
+        useClientProtocol: bool,
+        maxConcurrentStreams: count,
+      },
+      { message: 'ConnectionPoolSettings.HTTPSettings' },
+    ),
   },
   { message: 'ConnectionPoolSettings' },
 );
 
-const outlierDetection = obj({
-  consecutiveErrors: count,
-  consecutive5xxErrors: int(0, UINT32),
-  consecutiveGatewayErrors: int(0, UINT32),
-  consecutiveLocalOriginFailures: int(0, UINT32),
-  splitExternalLocalOriginErrors: bool,
-  interval: positiveDuration,
-  baseEjectionTime: positiveDuration,
-  maxEjectionPercent: int(0, 100),
-  minHealthPercent: int(0, 100),
-}, { message: 'OutlierDetection' });
+const outlierDetection = obj(
+  {
+    consecutiveErrors: count,
+    consecutive5xxErrors: int(0, UINT32),
+    consecutiveGatewayErrors: int(0, UINT32),
+    consecutiveLocalOriginFailures: int(0, UINT32),
+    splitExternalLocalOriginErrors: bool,
+    interval: positiveDuration,
+    baseEjectionTime: positiveDuration,
+    maxEjectionPercent: int(0, 100),
+    minHealthPercent: int(0, 100),
+  },
+  { message: 'OutlierDetection' },
+);
 
 const tls = obj(
   {

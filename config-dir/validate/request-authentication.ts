@@ -55,7 +55,9 @@ const jwtRule = obj(
     audiences: arrayOf(str({ nonEmpty: true })),
     jwks: inlineJwks,
     jwksUri,
-    fromHeaders: arrayOf(obj({ name: headerName, prefix: str() }, { required: ['name'], message: 'JWTHeader' })),
+    fromHeaders: arrayOf(
+      obj({ name: headerName, prefix: str() }, { required: ['name'], message: 'JWTHeader' }),
+    ),
     fromParams: arrayOf(str({ nonEmpty: true })),
     fromCookies: arrayOf(str({ nonEmpty: true })),
     outputPayloadToHeader: headerName,
@@ -72,7 +74,11 @@ const jwtRule = obj(
     message: 'JWTRule',
     refine: (rule, path, problems) => {
       // Istio: "issuer or jwksUri must be non-empty" (a token from any issuer whose key verifies).
-      if (rule.issuer === undefined && rule.jwksUri === undefined && !problems.errors.some((e) => e.path.at(-1) === 'issuer' || e.path.at(-1) === 'jwksUri'))
+      if (
+        rule.issuer === undefined &&
+        rule.jwksUri === undefined &&
+        !problems.errors.some((e) => e.path.at(-1) === 'issuer' || e.path.at(-1) === 'jwksUri')
+      )
         problems.error([...path, 'issuer'], 'is required unless jwksUri is set');
       if (rule.jwksUri?.startsWith('http:'))
         problems.warn(
@@ -93,11 +99,9 @@ const jwtRule = obj(
 );
 
 /** A rule without `issuer` accepts tokens of any issuer (Envoy's provider with no issuer). */
-const jwtRuleWithIssuer: Check<RequestAuthenticationSpec['jwtRules'] extends readonly (infer R)[] | undefined ? R : never> = (
-  value,
-  path,
-  problems,
-) => {
+const jwtRuleWithIssuer: Check<
+  RequestAuthenticationSpec['jwtRules'] extends readonly (infer R)[] | undefined ? R : never
+> = (value, path, problems) => {
   const rule = jwtRule(value, path, problems);
   return rule && { ...rule, issuer: rule.issuer ?? '' };
 };

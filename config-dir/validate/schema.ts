@@ -212,7 +212,10 @@ export function obj<S extends Shape, R extends keyof S & string = never>(
       if (field?.status === 'unsupported')
         problems.error([...path, key], `${NOT_SUPPORTED}: ${field.reason ?? 'not translated'}`);
       else if (field !== undefined || ignored.has(key))
-        problems.warn([...path, key], field?.reason ? `${NOT_IMPLEMENTED} (${field.reason})` : NOT_IMPLEMENTED);
+        problems.warn(
+          [...path, key],
+          field?.reason ? `${NOT_IMPLEMENTED} (${field.reason})` : NOT_IMPLEMENTED,
+        );
       else problems.unknown([...path, key], unknownField(key, known));
     }
     const out: Record<string, unknown> = {};
@@ -237,7 +240,11 @@ export function obj<S extends Shape, R extends keyof S & string = never>(
  * loads (every test importing the validators fails): a shape field the API does not define, or a
  * field the table says is translated that the shape does not check.
  */
-function checkAgainstApi(message: string, shapeKeys: readonly string[], api: Readonly<Record<string, FieldSpec>>): void {
+function checkAgainstApi(
+  message: string,
+  shapeKeys: readonly string[],
+  api: Readonly<Record<string, FieldSpec>>,
+): void {
   const extra = shapeKeys.filter((k) => !Object.hasOwn(api, k));
   const missing = Object.entries(api)
     .filter(([k, f]) => f.status === 'translated' && !shapeKeys.includes(k))

@@ -57,7 +57,7 @@ function refineServiceEntry(spec: Partial<ServiceEntrySpec>, path: FieldPath, pr
     problems.error([...path, 'workloadSelector'], 'only one of endpoints and workloadSelector may be set');
   }
   // `labels` is undefined when it failed its own check (or is missing from `workloadSelector: {}`).
-  const selectorLabels = spec.workloadSelector?.labels as Record<string, string> | undefined;
+  const selectorLabels: Readonly<Record<string, string>> | undefined = spec.workloadSelector?.labels;
   if (selectorLabels !== undefined && Object.keys(selectorLabels).length === 0) {
     // An empty selector would select every WorkloadEntry in the namespace; far more likely a mistake.
     problems.error([...path, 'workloadSelector', 'labels'], 'must not be empty');

@@ -38,7 +38,10 @@ const egressListener = obj(
 
 export const sidecarSpec: Check<SidecarSpec> = obj(
   {
-    workloadSelector: obj({ labels: stringMap }, { required: ['labels'], message: 'Sidecar.WorkloadSelector' }),
+    workloadSelector: obj(
+      { labels: stringMap },
+      { required: ['labels'], message: 'Sidecar.WorkloadSelector' },
+    ),
     egress: arrayOf(egressListener),
     outboundTrafficPolicy: obj(
       { mode: oneOf(['ALLOW_ANY', 'REGISTRY_ONLY']) },

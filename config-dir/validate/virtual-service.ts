@@ -110,7 +110,10 @@ const httpRouteDestination = obj(
   { destination, weight, headers },
   { required: ['destination'], message: 'HTTPRouteDestination' },
 );
-const routeDestination = obj({ destination, weight }, { required: ['destination'], message: 'RouteDestination' });
+const routeDestination = obj(
+  { destination, weight },
+  { required: ['destination'], message: 'RouteDestination' },
+);
 
 const redirect = obj(
   {
@@ -125,7 +128,10 @@ const redirect = obj(
       return undefined;
     },
   },
-  { message: 'HTTPRedirect', refine: (r, path, problems) => atMostOne(r, ['port', 'derivePort'], path, problems) },
+  {
+    message: 'HTTPRedirect',
+    refine: (r, path, problems) => atMostOne(r, ['port', 'derivePort'], path, problems),
+  },
 );
 
 const directResponse = obj(
@@ -133,7 +139,10 @@ const directResponse = obj(
     status: int(200, 599),
     body: obj(
       { string: str(), bytes: str() },
-      { message: 'HTTPBody', refine: (b, path, problems) => atMostOne(b, ['string', 'bytes'], path, problems) },
+      {
+        message: 'HTTPBody',
+        refine: (b, path, problems) => atMostOne(b, ['string', 'bytes'], path, problems),
+      },
     ),
   },
   { required: ['status'], message: 'HTTPDirectResponse' },
@@ -148,7 +157,10 @@ const rewrite = obj(
       { required: ['match', 'rewrite'], message: 'RegexRewrite' },
     ),
   },
-  { message: 'HTTPRewrite', refine: (r, path, problems) => atMostOne(r, ['uri', 'uriRegexRewrite'], path, problems) },
+  {
+    message: 'HTTPRewrite',
+    refine: (r, path, problems) => atMostOne(r, ['uri', 'uriRegexRewrite'], path, problems),
+  },
 );
 
 /** Istio's retryOn conditions (Envoy's x-envoy-retry-on and x-envoy-retry-grpc-on values). */
@@ -269,7 +281,12 @@ const httpRoute: Check<HTTPRoute> = obj(
     refine: (r, path, problems) => {
       const actions = (['route', 'redirect', 'directResponse'] as const).filter((k) => r[k] !== undefined);
       // A delegating route is refused as such (not supported): "needs a route" would mislead.
-      const delegates = problems.errors.some((e) => e.path.length === path.length + 1 && e.path.at(-1) === 'delegate' && path.every((p, i) => e.path[i] === p));
+      const delegates = problems.errors.some(
+        (e) =>
+          e.path.length === path.length + 1 &&
+          e.path.at(-1) === 'delegate' &&
+          path.every((p, i) => e.path[i] === p),
+      );
       if (actions.length === 0 && !delegates)
         problems.error(path, 'one of route, redirect, directResponse is required');
       atMostOne(r, ['route', 'redirect', 'directResponse'], path, problems);

@@ -13,9 +13,11 @@ const address = str({
   nonEmpty: true,
   test: (s) => {
     const kind = addressKind(s);
-    if (kind === undefined) return `must be an IP address, a DNS name or unix:///path, got ${JSON.stringify(s)}`;
+    if (kind === undefined)
+      return `must be an IP address, a DNS name or unix:///path, got ${JSON.stringify(s)}`;
     // Istio: "UDS may not be a dir".
-    if (kind === 'unix' && s.endsWith('/')) return `a Unix socket path may not end in /, got ${JSON.stringify(s)}`;
+    if (kind === 'unix' && s.endsWith('/'))
+      return `a Unix socket path may not end in /, got ${JSON.stringify(s)}`;
     return undefined;
   },
 });
@@ -25,7 +27,10 @@ const portNames: Check<Record<string, number>> = (value, path, problems) => {
   const ports = mapOf(portNumber)(value, path, problems);
   for (const name of Object.keys(ports ?? {}))
     if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name))
-      problems.error([...path, name], `a port name must be a lower-case DNS label, got ${JSON.stringify(name)}`);
+      problems.error(
+        [...path, name],
+        `a port name must be a lower-case DNS label, got ${JSON.stringify(name)}`,
+      );
   return ports;
 };
 

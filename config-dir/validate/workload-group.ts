@@ -9,7 +9,8 @@ import { checkHealthAnnotation, workloadTemplate } from './workload-entry.js';
 /** Istio's probe header names: a token of letters, digits and `-` (Kubernetes' rule). */
 const probeHeaderName = str({
   nonEmpty: true,
-  test: (s) => (/^[-A-Za-z0-9]+$/.test(s) ? undefined : `must be an HTTP header name, got ${JSON.stringify(s)}`),
+  test: (s) =>
+    /^[-A-Za-z0-9]+$/.test(s) ? undefined : `must be an HTTP header name, got ${JSON.stringify(s)}`,
 });
 
 const PROBE_KINDS = ['httpGet', 'tcpSocket', 'grpc', 'exec'] as const;
@@ -63,7 +64,10 @@ const probe: Check<ReadinessProbe> = obj(
   },
 );
 
-const groupMetadata = obj({ labels: stringMap, annotations: stringMap }, { message: 'WorkloadGroup.ObjectMeta' });
+const groupMetadata = obj(
+  { labels: stringMap, annotations: stringMap },
+  { message: 'WorkloadGroup.ObjectMeta' },
+);
 
 export const workloadGroupSpec: Check<WorkloadGroupSpec> = obj(
   {

@@ -31,7 +31,8 @@ function identities(file: CorpusFile): string[] {
   const out: string[] = [];
   for (const doc of parseAllDocuments(file.text)) {
     const v = doc.toJS() as { kind?: string; metadata?: { name?: string; namespace?: string } } | null;
-    if (v?.kind && v.metadata?.name) out.push(`${v.kind}/${v.metadata.namespace ?? 'default'}/${v.metadata.name}`);
+    if (v?.kind && v.metadata?.name)
+      out.push(`${v.kind}/${v.metadata.namespace ?? 'default'}/${v.metadata.name}`);
   }
   return out;
 }
@@ -57,7 +58,9 @@ const node = (id: string, labels: Record<string, string>): object => ({
     fields: {
       NAMESPACE: { stringValue: 'default' },
       LABELS: {
-        structValue: { fields: Object.fromEntries(Object.entries(labels).map(([k, v]) => [k, { stringValue: v }])) },
+        structValue: {
+          fields: Object.fromEntries(Object.entries(labels).map(([k, v]) => [k, { stringValue: v }])),
+        },
       },
     },
   },
@@ -79,7 +82,14 @@ async function envoyConfig(address: string, proxy: object): Promise<Map<string, 
     client.send({ node: proxy, type_url: CLUSTER, resource_names: [] });
     const cds = await client.next();
     const eds = cds.resources
-      .map((r) => decodeAny(r.type_url, r.value) as { name?: string; type?: string; eds_cluster_config?: { service_name?: string } })
+      .map(
+        (r) =>
+          decodeAny(r.type_url, r.value) as {
+            name?: string;
+            type?: string;
+            eds_cluster_config?: { service_name?: string };
+          },
+      )
       .filter((c) => c.type === 'EDS')
       .map((c) => c.eds_cluster_config?.service_name || c.name || '');
     client.ack(cds);
@@ -91,7 +101,15 @@ async function envoyConfig(address: string, proxy: object): Promise<Map<string, 
     client.send({ type_url: LISTENER, resource_names: [] });
     const lds = await client.next();
     held.set(LISTENER, encoded(lds));
-    const routes = [...new Set([...JSON.stringify(lds.resources.map((r) => decodeAny(r.type_url, r.value))).matchAll(/"route_config_name":"([^"]+)"/g)].map((m) => m[1] ?? ''))];
+    const routes = [
+      ...new Set(
+        [
+          ...JSON.stringify(lds.resources.map((r) => decodeAny(r.type_url, r.value))).matchAll(
+            /"route_config_name":"([^"]+)"/g,
+          ),
+        ].map((m) => m[1] ?? ''),
+      ),
+    ];
     if (routes.length > 0) {
       client.send({ type_url: ROUTE, resource_names: routes });
       held.set(ROUTE, encoded(await client.next()));
@@ -115,7 +133,11 @@ function checkEnvoy(held: Map<string, EncodedResource[]>, where: string): void {
   assert.deepEqual(problems, [], `${where}: consistency`);
   for (const [type, resources] of held)
     for (const r of resources)
-      assert.deepEqual(validateEncoded(type.slice(type.lastIndexOf('/') + 1), r.value), [], `${where}: ${type} ${r.name}`);
+      assert.deepEqual(
+        validateEncoded(type.slice(type.lastIndexOf('/') + 1), r.value),
+        [],
+        `${where}: ${type} ${r.name}`,
+      );
 }
 
 test('the Istio corpus loads through portolan serve with the expected verdicts, and what Envoy is sent is valid', async (t) => {
@@ -123,7 +145,14 @@ test('the Istio corpus loads through portolan serve with the expected verdicts, 
   const config = join(dir, 'config');
   mkdirSync(config);
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const portolan = await startPortolanProcess(['--registries', 'config', '--config-dir', config, '--data-dir', join(dir, 'data')]);
+  const portolan = await startPortolanProcess([
+    '--registries',
+    'config',
+    '--config-dir',
+    config,
+    '--data-dir',
+    join(dir, 'data'),
+  ]);
   t.after(() => portolan.stop());
   const configz = async (): Promise<FileState[]> => {
     const res = await fetch(`${portolan.httpBase}/debug/configz`);
@@ -157,11 +186,21 @@ test('the Istio corpus loads through portolan serve with the expected verdicts, 
     for (const file of round) {
       const state = files.find((f) => f.path === file.path);
       const { verdict, message } = file.expected;
-      assert.equal(state?.status, verdict === 'rejected' ? 'error' : 'ok', `${file.path}: ${JSON.stringify(state?.errors)}`);
+      assert.equal(
+        state?.status,
+        verdict === 'rejected' ? 'error' : 'ok',
+        `${file.path}: ${JSON.stringify(state?.errors)}`,
+      );
       if (verdict === 'rejected' && message)
-        assert.ok(state?.errors.some((e) => e.message.includes(message)), `${file.path}: ${JSON.stringify(state?.errors)}`);
+        assert.ok(
+          state?.errors.some((e) => e.message.includes(message)),
+          `${file.path}: ${JSON.stringify(state?.errors)}`,
+        );
       if (verdict === 'warning' && message)
-        assert.ok(state?.warnings.some((w) => w.message.includes(message)), `${file.path}: ${JSON.stringify(state?.warnings)}`);
+        assert.ok(
+          state?.warnings.some((w) => w.message.includes(message)),
+          `${file.path}: ${JSON.stringify(state?.warnings)}`,
+        );
       if (verdict === 'accepted') assert.deepEqual(state?.errors, [], file.path);
     }
     const sidecar = await envoyConfig(portolan.xdsAddress, SIDECAR);
@@ -187,7 +226,10 @@ function assertBookinfoGateway(held: Map<string, EncodedResource[]>): void {
     (r) =>
       decodeAny(r.typeUrl, r.value) as {
         name: string;
-        virtual_hosts: { domains: string[]; routes: { match: { prefix?: string; path?: string }; route?: { cluster?: string } }[] }[];
+        virtual_hosts: {
+          domains: string[];
+          routes: { match: { prefix?: string; path?: string }; route?: { cluster?: string } }[];
+        }[];
       },
   );
   const http = routes.find((r) => r.name === 'http.8080') ?? assert.fail('route http.8080');

@@ -32,7 +32,10 @@ export interface CorpusFile {
 
 export function corpus(): CorpusFile[] {
   const root = corpusDir();
-  const expected = JSON.parse(readFileSync(join(root, 'expected.json'), 'utf8')) as Record<string, Expectation>;
+  const expected = JSON.parse(readFileSync(join(root, 'expected.json'), 'utf8')) as Record<
+    string,
+    Expectation
+  >;
   const walk = (dir: string): string[] =>
     readdirSync(dir)
       .sort()

@@ -182,7 +182,10 @@ test('principal patterns: the whole form, a prefix of it or a suffix of it; othe
   assert.equal(principals(['cluster.local/sa/shop/*']).length, 1);
   assert.equal(principals(['*/ns/shop/xx/orders']).length, 1);
   assert.equal(principals(['Cluster.Local/ns/shop/sa/orders']).length, 1);
-  assert.match(principals(['spiffe://cluster.local/ns/shop/sa/orders'])[0]?.message ?? '', /without spiffe:\/\//);
+  assert.match(
+    principals(['spiffe://cluster.local/ns/shop/sa/orders'])[0]?.message ?? '',
+    /without spiffe:\/\//,
+  );
   assert.equal(principals(['shop/orders']).length, 1);
 });
 

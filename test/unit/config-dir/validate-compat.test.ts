@@ -13,12 +13,19 @@ test('every corpus file gets its expected verdict, and each difference from Isti
   for (const { path, text, expected } of files) {
     const load = loadConfigFile(path, text);
     const verdict = load.errors.length > 0 ? 'rejected' : load.warnings.length > 0 ? 'warning' : 'accepted';
-    const messages = (verdict === 'rejected' ? load.errors : load.warnings).map((i) => `${i.path}: ${i.message}`);
-    if (verdict !== expected.verdict) wrong.push(`${path}: ${verdict} (${messages[0] ?? ''}), expected ${expected.verdict}`);
+    const messages = (verdict === 'rejected' ? load.errors : load.warnings).map(
+      (i) => `${i.path}: ${i.message}`,
+    );
+    if (verdict !== expected.verdict)
+      wrong.push(`${path}: ${verdict} (${messages[0] ?? ''}), expected ${expected.verdict}`);
     else if (expected.message && !messages.some((m) => m.includes(expected.message ?? '')))
-      wrong.push(`${path}: no message with ${JSON.stringify(expected.message)} in ${JSON.stringify(messages)}`);
+      wrong.push(
+        `${path}: no message with ${JSON.stringify(expected.message)} in ${JSON.stringify(messages)}`,
+      );
     if (!agreesWithIstio(expected) && !expected.difference)
-      wrong.push(`${path}: ${expected.verdict} where Istio says ${expected.istio}, with no difference written`);
+      wrong.push(
+        `${path}: ${expected.verdict} where Istio says ${expected.istio}, with no difference written`,
+      );
   }
   assert.deepEqual(wrong, []);
 });

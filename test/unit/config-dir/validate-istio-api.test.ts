@@ -30,7 +30,10 @@ test('security messages ignore nothing: each of their fields is translated or re
 
 test('AuthorizationPolicy source.trustDomains: an Istio field, refused as not supported (not "unknown")', () => {
   const v = verdict(
-    security('AuthorizationPolicy', '  rules: [{from: [{source: {trustDomains: [td], notTrustDomains: [x]}}]}]'),
+    security(
+      'AuthorizationPolicy',
+      '  rules: [{from: [{source: {trustDomains: [td], notTrustDomains: [x]}}]}]',
+    ),
   );
   assert.equal(v.errors.length, 2);
   for (const e of v.errors) assert.match(e, /an Istio field Portolan does not support/);
@@ -51,8 +54,12 @@ test('Istio fields a networking validator does not render are warnings naming th
   ]);
   // Their values are still checked where Istio's schema checks them.
   assert.match(
-    verdict(networking('DestinationRule', '  host: a.example.com\n  trafficPolicy: {loadBalancer: {warmup: {minimumPercent: 5}}}'))
-      .errors.join('\n'),
+    verdict(
+      networking(
+        'DestinationRule',
+        '  host: a.example.com\n  trafficPolicy: {loadBalancer: {warmup: {minimumPercent: 5}}}',
+      ),
+    ).errors.join('\n'),
     /warmup\.duration: is required/,
   );
 });
@@ -84,27 +91,41 @@ test('Gateway: duplicate server port names are rejected, as Istio rejects them',
 });
 
 test('RequestAuthentication: jwksUri without issuer loads (any issuer, as Istio); http:// jwksUri warns', () => {
-  const v = verdict(security('RequestAuthentication', '  jwtRules: [{jwksUri: "http://keys.example.com/jwks"}]'));
+  const v = verdict(
+    security('RequestAuthentication', '  jwtRules: [{jwksUri: "http://keys.example.com/jwks"}]'),
+  );
   assert.deepEqual(v.errors, []);
   assert.equal(v.warnings.length, 1);
   assert.match(v.warnings[0] ?? '', /jwtRules\[0\]\.jwksUri: http:\/\/ fetches the JWKS without TLS/);
-  const load = loadConfigFile('f.yaml', security('RequestAuthentication', '  jwtRules: [{jwksUri: "https://k.example.com/j"}]'));
+  const load = loadConfigFile(
+    'f.yaml',
+    security('RequestAuthentication', '  jwtRules: [{jwksUri: "https://k.example.com/j"}]'),
+  );
   assert.deepEqual(load.warnings, []);
   const spec = load.resources[0]?.spec as { jwtRules?: { issuer: string }[] } | undefined;
   assert.equal(spec?.jwtRules?.[0]?.issuer, '');
-  assert.match(verdict(security('RequestAuthentication', '  jwtRules: [{audiences: [a]}]')).errors.join(), /issuer: is required unless jwksUri is set/);
+  assert.match(
+    verdict(security('RequestAuthentication', '  jwtRules: [{audiences: [a]}]')).errors.join(),
+    /issuer: is required unless jwksUri is set/,
+  );
 });
 
 test('WorkloadGroup: a template without serviceAccount loads with a warning naming the risk', () => {
   const v = verdict(networking('WorkloadGroup', '  template: {labels: {app: a}}'));
   assert.deepEqual(v.errors, []);
   assert.equal(v.warnings.length, 1);
-  assert.match(v.warnings[0] ?? '', /template\.serviceAccount: not set: a VM registering under any service account/);
+  assert.match(
+    v.warnings[0] ?? '',
+    /template\.serviceAccount: not set: a VM registering under any service account/,
+  );
   assert.deepEqual(verdict(networking('WorkloadGroup', '  template: {serviceAccount: a}')).warnings, []);
 });
 
 test('security selectors: no labels is the whole namespace (a warning), a wildcard label is refused', () => {
-  const empty = loadConfigFile('f.yaml', security('PeerAuthentication', '  selector: {}\n  mtls: {mode: STRICT}'));
+  const empty = loadConfigFile(
+    'f.yaml',
+    security('PeerAuthentication', '  selector: {}\n  mtls: {mode: STRICT}'),
+  );
   assert.deepEqual(empty.errors, []);
   assert.match(empty.warnings[0]?.message ?? '', /every workload of the namespace/);
   assert.equal((empty.resources[0]?.spec as { selector?: unknown }).selector, undefined);
@@ -112,10 +133,18 @@ test('security selectors: no labels is the whole namespace (a warning), a wildca
     verdict(security('AuthorizationPolicy', '  selector: {matchLabels: {app: "*"}}')).errors.join(),
     /no wildcard/,
   );
-  assert.match(verdict(security('PeerAuthentication', '  portLevelMtls: {}')).errors.join(), /must not be empty/);
+  assert.match(
+    verdict(security('PeerAuthentication', '  portLevelMtls: {}')).errors.join(),
+    /must not be empty/,
+  );
 });
 
 test('ServiceEntry workloadSelector: {} is an error on that file, not an exception', () => {
-  const v = verdict(networking('ServiceEntry', '  hosts: [a.example.com]\n  ports: [{number: 80, name: http}]\n  workloadSelector: {}'));
+  const v = verdict(
+    networking(
+      'ServiceEntry',
+      '  hosts: [a.example.com]\n  ports: [{number: 80, name: http}]\n  workloadSelector: {}',
+    ),
+  );
   assert.deepEqual(v.errors, ['f.yaml:7 spec.workloadSelector.labels: is required']);
 });

@@ -131,7 +131,9 @@ test('WorkloadGroup: a probe needs a handler; tcpSocket, grpc and exec need thei
   );
   // An empty template is a valid group: entries with nothing but their address.
   assert.deepEqual(
-    errorsOf('apiVersion: networking.istio.io/v1\nkind: WorkloadGroup\nmetadata: {name: g}\nspec: {template: {}}\n'),
+    errorsOf(
+      'apiVersion: networking.istio.io/v1\nkind: WorkloadGroup\nmetadata: {name: g}\nspec: {template: {}}\n',
+    ),
     [],
   );
 });
