@@ -15,6 +15,8 @@ const egressHost = str({
       return `must be namespace/host (e.g. "./*", "*/*", "istio-system/*"), got ${JSON.stringify(s)}`;
     const ns = s.slice(0, slash);
     const host = s.slice(slash + 1);
+    if (ns.length > 1 && ns.startsWith('~') && NAMESPACE.test(ns.slice(1)))
+      return `excluding a namespace (${JSON.stringify(ns)}) is not supported: list the namespaces to include`;
     if (ns !== '.' && ns !== '*' && ns !== '~' && !NAMESPACE.test(ns))
       return `namespace part must be ".", "*", "~" or a namespace name, got ${JSON.stringify(ns)}`;
     return isHostOrWildcard(host)

@@ -44,7 +44,8 @@ export function corpus(): CorpusFile[] {
         if (statSync(p).isDirectory()) return walk(p);
         return /\.ya?ml$/.test(name) ? [p] : [];
       });
-  return walk(join(root, 'istio')).map((file) => {
+  // istio/: files of github.com/istio/istio; istio-api/: the examples of the Istio API reference.
+  return [...walk(join(root, 'istio')), ...walk(join(root, 'istio-api'))].map((file) => {
     const path = relative(root, file).split('\\').join('/');
     const e = expected[path];
     if (!e) throw new Error(`test/compat/expected.json has no verdict for ${path}`);
