@@ -127,6 +127,9 @@ const CONDITION_KEYS: Readonly<Record<string, Check<string>>> = {
   'connection.sni': hostPattern,
 };
 
+/** `when` keys Istio defines that Portolan does not translate: refused as such, not as unknown. */
+const ISTIO_KEYS_NOT_TRANSLATED: readonly string[] = ['source.serviceAccount', 'source.trustDomain'];
+
 /** `request.headers[NAME]`, `request.auth.claims[NAME]` or `request.auth.claims[a][b]` (nested). */
 function bracketKey(key: string): { kind: 'header' | 'claim'; names: string[] } | undefined {
   for (const [prefix, kind] of [
@@ -151,6 +154,10 @@ export function conditionKey(key: string): { check: Check<string> } | { reason: 
   if (bracketed) return { check: str({ nonEmpty: true }) };
   if (key.startsWith('request.headers') || key.startsWith('request.auth.claims'))
     return { reason: `${key}: write request.headers[NAME] or request.auth.claims[NAME] (nested: [a][b])` };
+  if (ISTIO_KEYS_NOT_TRANSLATED.includes(key))
+    return {
+      reason: `${key}: an Istio key Portolan does not support (not translated; use source.principal)`,
+    };
   if (key.startsWith('experimental.envoy.filters.'))
     return { reason: 'experimental.envoy.filters.* reads Envoy-internal metadata: not supported' };
   return {

@@ -37,6 +37,14 @@ test('AuthorizationPolicy source.trustDomains: an Istio field, refused as not su
   );
   assert.equal(v.errors.length, 2);
   for (const e of v.errors) assert.match(e, /an Istio field Portolan does not support/);
+  const keys = verdict(
+    security(
+      'AuthorizationPolicy',
+      '  rules: [{when: [{key: source.trustDomain, values: [td]}, {key: source.serviceAccount, values: [a]}]}]',
+    ),
+  );
+  assert.equal(keys.errors.length, 2);
+  for (const e of keys.errors) assert.match(e, /an Istio key Portolan does not support/);
 });
 
 test('Istio fields a networking validator does not render are warnings naming them', () => {
