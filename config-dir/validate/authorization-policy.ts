@@ -23,7 +23,29 @@ import {
   serviceAccount,
 } from './security-values.js';
 
-export const workloadSelector = obj({ matchLabels: stringMap }, { required: ['matchLabels'] });
+const selectorLabels = obj({ matchLabels: stringMap }, { message: 'security.WorkloadSelector' });
+
+/**
+ * A security policy's `selector`, as Istio reads it: labels without `*` and with a key; without
+ * labels (`selector: {}`) it selects the whole namespace, as no selector does (Istio warns).
+ */
+export const workloadSelector: Check<{ matchLabels: Record<string, string> }> = (value, path, problems) => {
+  const checked = selectorLabels(value, path, problems);
+  if (checked === undefined) return undefined;
+  const labels = checked.matchLabels ?? {};
+  for (const [k, v] of Object.entries(labels)) {
+    if (k === '' || k.includes('*') || v.includes('*'))
+      problems.error(
+        [...path, 'matchLabels', k],
+        `${JSON.stringify(`${k}=${v}`)}: a selector label has a key and no wildcard`,
+      );
+  }
+  if (Object.keys(labels).length === 0) {
+    problems.warn(path, 'no labels: the policy applies to every workload of the namespace');
+    return undefined;
+  }
+  return { matchLabels: labels };
+};
 
 const ACTIONS: readonly AuthorizationAction[] = ['ALLOW', 'DENY', 'AUDIT', 'CUSTOM'];
 
@@ -60,6 +82,7 @@ function nonEmpty<T>(check: Check<T>, what: string): Check<T> {
 
 const source = nonEmpty(
   obj(SOURCE_SHAPE, {
+    message: 'Source',
     refine: (s, path, problems) => {
       // Istio: service accounts name the identity already; mixing them with principals or namespaces is refused.
       const sa = s.serviceAccounts ?? s.notServiceAccounts;
@@ -74,16 +97,19 @@ const source = nonEmpty(
 );
 
 const operation = nonEmpty(
-  obj({
-    hosts: values(hostPattern),
-    notHosts: values(hostPattern),
-    ports: values(portString),
-    notPorts: values(portString),
-    methods: values(methodPattern),
-    notMethods: values(methodPattern),
-    paths: values(pathPattern),
-    notPaths: values(pathPattern),
-  }),
+  obj(
+    {
+      hosts: values(hostPattern),
+      notHosts: values(hostPattern),
+      ports: values(portString),
+      notPorts: values(portString),
+      methods: values(methodPattern),
+      notMethods: values(methodPattern),
+      paths: values(pathPattern),
+      notPaths: values(pathPattern),
+    },
+    { message: 'Operation' },
+  ),
   'operation',
 );
 
@@ -100,6 +126,9 @@ const CONDITION_KEYS: Readonly<Record<string, Check<string>>> = {
   'request.auth.presenter': str({ nonEmpty: true }),
   'connection.sni': hostPattern,
 };
+
+/** `when` keys Istio defines that Portolan does not translate: refused as such, not as unknown. */
+const ISTIO_KEYS_NOT_TRANSLATED: readonly string[] = ['source.serviceAccount', 'source.trustDomain'];
 
 /** `request.headers[NAME]`, `request.auth.claims[NAME]` or `request.auth.claims[a][b]` (nested). */
 function bracketKey(key: string): { kind: 'header' | 'claim'; names: string[] } | undefined {
@@ -125,6 +154,10 @@ export function conditionKey(key: string): { check: Check<string> } | { reason: 
   if (bracketed) return { check: str({ nonEmpty: true }) };
   if (key.startsWith('request.headers') || key.startsWith('request.auth.claims'))
     return { reason: `${key}: write request.headers[NAME] or request.auth.claims[NAME] (nested: [a][b])` };
+  if (ISTIO_KEYS_NOT_TRANSLATED.includes(key))
+    return {
+      reason: `${key}: an Istio key Portolan does not support (not translated; use source.principal)`,
+    };
   if (key.startsWith('experimental.envoy.filters.'))
     return { reason: 'experimental.envoy.filters.* reads Envoy-internal metadata: not supported' };
   return {
@@ -145,6 +178,7 @@ const condition: Check<AuthorizationCondition> = (value, path, problems) => {
     { key: str({ nonEmpty: true }), values: values(valueCheck), notValues: values(valueCheck) },
     {
       required: ['key'],
+      message: 'Condition',
       refine: (c, p, pr) => {
         if (
           c.values === undefined &&
@@ -158,43 +192,39 @@ const condition: Check<AuthorizationCondition> = (value, path, problems) => {
   return checked;
 };
 
+function hasError(problems: Problems, prefix: FieldPath): boolean {
+  return problems.errors.some((e) => startsWith(e.path, prefix));
+}
+
 function startsWith(path: FieldPath, prefix: FieldPath): boolean {
   return prefix.every((s, i) => path[i] === s);
 }
 
-const rule = obj({
-  from: arrayOf(obj({ source }, { required: ['source'] })),
-  to: arrayOf(obj({ operation }, { required: ['operation'] })),
-  when: arrayOf(condition),
-});
-
-/** Fields Istio has that name things VMs do not have: refused, with what to use instead. */
-const REFUSED: Readonly<Record<string, string>> = {
-  targetRef:
-    'selects Kubernetes Gateway API gateways and waypoints, which Portolan does not serve: use selector.matchLabels with the workload labels',
-  targetRefs:
-    'selects Kubernetes Gateway API gateways and waypoints, which Portolan does not serve: use selector.matchLabels with the workload labels',
-  provider: 'is for action CUSTOM, which Portolan does not support',
-};
-
-const refused =
-  (field: string): Check<unknown> =>
-  (_value, path, problems) => {
-    problems.error(path, `${field} ${REFUSED[field] ?? 'is not supported'}`);
-    return undefined;
-  };
+const rule = obj(
+  {
+    // Istio: "`from` must not be empty" (and `to`); an empty list is not "no condition".
+    from: arrayOf(obj({ source }, { required: ['source'], message: 'Rule.From' }), { nonEmpty: true }),
+    to: arrayOf(obj({ operation }, { required: ['operation'], message: 'Rule.To' }), { nonEmpty: true }),
+    when: arrayOf(condition),
+  },
+  { message: 'Rule' },
+);
 
 export const authorizationPolicySpec: Check<AuthorizationPolicySpec> = obj(
   {
     selector: workloadSelector,
     action: oneOf(ACTIONS),
     rules: arrayOf(rule),
-    targetRef: refused('targetRef'),
-    targetRefs: refused('targetRefs'),
-    provider: refused('provider'),
   },
   {
+    message: 'AuthorizationPolicy',
     refine: (spec, path, problems: Problems) => {
+      // Istio: a DENY without rules never triggers; `rules: [{}]` denies every request.
+      if (spec.action === 'DENY' && spec.rules === undefined && !hasError(problems, [...path, 'rules']))
+        problems.error(
+          [...path, 'rules'],
+          'is required with action DENY: a DENY policy without rules never applies (add an empty rule `{}` to deny every request)',
+        );
       if (spec.action === 'CUSTOM')
         problems.error(
           [...path, 'action'],

@@ -82,9 +82,9 @@ export const stringMap: Check<Record<string, string>> = mapOf((value, path, prob
   return value;
 });
 
-export const portSelector = obj({ number: portNumber }, { required: ['number'] });
+export const portSelector = obj({ number: portNumber }, { required: ['number'], message: 'PortSelector' });
 
-export const percent = obj({ value: num(0, 100) }, { required: ['value'] });
+export const percent = obj({ value: num(0, 100) }, { required: ['value'], message: 'Percent' });
 
 /** Istio's protocol names, case-insensitive. An empty protocol is TCP (Istio would sniff; we do not). */
 export const protocol: Check<Protocol> = (value, path, problems) => {

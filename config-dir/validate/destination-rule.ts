@@ -2,7 +2,18 @@
 import type { DestinationRuleSpec, TrafficPolicy } from '../../mesh/types.js';
 import { duration, hostOrWildcard, parseDuration, portSelector, stringMap } from './common.js';
 import { localityLbSetting } from './locality-lb-setting.js';
-import { arrayOf, atMostOne, bool, int, obj, oneOf, str, type Check } from './schema.js';
+import {
+  arrayOf,
+  atMostOne,
+  bool,
+  int,
+  NOT_IMPLEMENTED,
+  num,
+  obj,
+  oneOf,
+  str,
+  type Check,
+} from './schema.js';
 
 const INT32 = 2_147_483_647;
 const UINT32 = 4_294_967_295;
@@ -25,19 +36,37 @@ function durationAtLeast(minMs: number, what: string): Check<string> {
 const positiveDuration = durationAtLeast(1, '1ms');
 const wholeSeconds = durationAtLeast(1000, '1s (TCP keepalive counts in seconds)');
 
+/**
+ * Slow start (`warmup`) is not rendered, but its values are checked as Istio's schema checks them
+ * (a duration is required, minimumPercent 0..100, aggression at least 1): Istio rejects a bad one.
+ */
+const warmup = obj(
+  { duration, minimumPercent: num(0, 100), aggression: num(1, Number.MAX_VALUE) },
+  { required: ['duration'] },
+);
+
+/** An Istio field Portolan ignores (a warning naming it) whose value is still checked. */
+function ignoredButChecked<T>(check: Check<T>): Check<T> {
+  return (value, path, problems) => {
+    check(value, path, problems);
+    problems.warn(path, NOT_IMPLEMENTED);
+    return undefined;
+  };
+}
+
 const consistentHash = obj(
   {
     httpHeaderName: str({ nonEmpty: true }),
     httpCookie: obj(
       { name: str({ nonEmpty: true }), path: str(), ttl: duration },
-      { required: ['name'], notImplemented: ['attributes'] },
+      { required: ['name'], message: 'ConsistentHashLB.HTTPCookie' },
     ),
     useSourceIp: bool,
     httpQueryParameterName: str({ nonEmpty: true }),
     minimumRingSize: int(0, MAX_RING_SIZE),
   },
   {
-    notImplemented: ['ringHash', 'maglev'],
+    message: 'LoadBalancerSettings.ConsistentHashLB',
     refine: (h, path, problems) => {
       const keys = ['httpHeaderName', 'httpCookie', 'useSourceIp', 'httpQueryParameterName'] as const;
       if (keys.every((k) => h[k] === undefined))
@@ -53,44 +82,60 @@ const loadBalancer = obj(
     consistentHash,
     localityLbSetting,
     warmupDurationSecs: duration,
+    warmup: ignoredButChecked(warmup),
   },
   {
-    notImplemented: ['warmup'],
+    message: 'LoadBalancerSettings',
     refine: (lb, path, problems) => atMostOne(lb, ['simple', 'consistentHash'], path, problems),
   },
 );
 
-const connectionPool = obj({
-  tcp: obj({
-    maxConnections: count,
-    connectTimeout: positiveDuration,
-    tcpKeepalive: obj({ probes: int(0, UINT32), time: wholeSeconds, interval: wholeSeconds }),
-    maxConnectionDuration: duration,
-    idleTimeout: duration,
-  }),
-  http: obj({
-    http1MaxPendingRequests: count,
-    http2MaxRequests: count,
-    maxRequestsPerConnection: count,
-    maxRetries: count,
-    idleTimeout: duration,
-    h2UpgradePolicy: oneOf(['DEFAULT', 'DO_NOT_UPGRADE', 'UPGRADE']),
-    useClientProtocol: bool,
-    maxConcurrentStreams: count,
-  }),
-});
+const connectionPool = obj(
+  {
+    tcp: obj(
+      {
+        maxConnections: count,
+        connectTimeout: positiveDuration,
+        tcpKeepalive: obj(
+          { probes: int(0, UINT32), time: wholeSeconds, interval: wholeSeconds },
+          { message: 'TCPSettings.TcpKeepalive' },
+        ),
+        maxConnectionDuration: duration,
+        idleTimeout: duration,
+      },
+      { message: 'ConnectionPoolSettings.TCPSettings' },
+    ),
+    http: obj(
+      {
+        http1MaxPendingRequests: count,
+        http2MaxRequests: count,
+        maxRequestsPerConnection: count,
+        maxRetries: count,
+        idleTimeout: duration,
+        h2UpgradePolicy: oneOf(['DEFAULT', 'DO_NOT_UPGRADE', 'UPGRADE']),
+        useClientProtocol: bool,
+        maxConcurrentStreams: count,
+      },
+      { message: 'ConnectionPoolSettings.HTTPSettings' },
+    ),
+  },
+  { message: 'ConnectionPoolSettings' },
+);
 
-const outlierDetection = obj({
-  consecutiveErrors: count,
-  consecutive5xxErrors: int(0, UINT32),
-  consecutiveGatewayErrors: int(0, UINT32),
-  consecutiveLocalOriginFailures: int(0, UINT32),
-  splitExternalLocalOriginErrors: bool,
-  interval: positiveDuration,
-  baseEjectionTime: positiveDuration,
-  maxEjectionPercent: int(0, 100),
-  minHealthPercent: int(0, 100),
-});
+const outlierDetection = obj(
+  {
+    consecutiveErrors: count,
+    consecutive5xxErrors: int(0, UINT32),
+    consecutiveGatewayErrors: int(0, UINT32),
+    consecutiveLocalOriginFailures: int(0, UINT32),
+    splitExternalLocalOriginErrors: bool,
+    interval: positiveDuration,
+    baseEjectionTime: positiveDuration,
+    maxEjectionPercent: int(0, 100),
+    minHealthPercent: int(0, 100),
+  },
+  { message: 'OutlierDetection' },
+);
 
 const tls = obj(
   {
@@ -105,7 +150,7 @@ const tls = obj(
   },
   {
     required: ['mode'],
-    notImplemented: ['caCrl'],
+    message: 'ClientTLSSettings',
     refine: (t, path, problems) => {
       if (t.mode === 'MUTUAL' && !t.credentialName) {
         if (!t.clientCertificate)
@@ -122,13 +167,13 @@ const tls = obj(
 
 const portTrafficPolicy = obj(
   { port: portSelector, loadBalancer, connectionPool, outlierDetection, tls },
-  { required: ['port'] },
+  { required: ['port'], message: 'TrafficPolicy.PortTrafficPolicy' },
 );
 
 const trafficPolicy: Check<TrafficPolicy> = obj(
   { loadBalancer, connectionPool, outlierDetection, tls, portLevelSettings: arrayOf(portTrafficPolicy) },
   {
-    notImplemented: ['tunnel', 'proxyProtocol', 'retryBudget'],
+    message: 'TrafficPolicy',
     refine: (policy, path, problems) => {
       const seen = new Set<number>();
       policy.portLevelSettings?.forEach((setting, i) => {
@@ -153,6 +198,7 @@ const subset = obj(
   { name: subsetName, labels: stringMap, trafficPolicy },
   {
     required: ['name'],
+    message: 'Subset',
     refine: (s, path, problems) => {
       // A subset without labels would be every endpoint: almost certainly a mistake, as in Istio's docs.
       if (s.labels !== undefined && Object.keys(s.labels).length === 0)
@@ -172,10 +218,14 @@ export const destinationRuleSpec: Check<DestinationRuleSpec> = obj(
     trafficPolicy,
     subsets: arrayOf(subset),
     exportTo: arrayOf(str()),
-    workloadSelector: obj({ matchLabels: stringMap }, { required: ['matchLabels'] }),
+    workloadSelector: obj(
+      { matchLabels: stringMap },
+      { required: ['matchLabels'], message: 'DestinationRule.WorkloadSelector' },
+    ),
   },
   {
     required: ['host'],
+    message: 'DestinationRule',
     refine: (dr, path, problems) => {
       const seen = new Set<string>();
       dr.subsets?.forEach((s, i) => {

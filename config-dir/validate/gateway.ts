@@ -33,13 +33,7 @@ const serverTls = obj(
     cipherSuites: arrayOf(str({ nonEmpty: true })),
   },
   {
-    notImplemented: [
-      'caCrl',
-      'credentialNames',
-      'tlsCertificates',
-      'verifyCertificateSpki',
-      'verifyCertificateHash',
-    ],
+    message: 'ServerTLSSettings',
     refine: (tls, path, problems) => {
       if (tls.credentialName !== undefined)
         problems.error(
@@ -60,8 +54,16 @@ const serverTls = obj(
 const server = obj(
   {
     port: obj(
-      { number: portNumber, protocol, name: str(), targetPort: portNumber },
-      { required: ['number', 'protocol'] },
+      { number: portNumber, protocol, name: str({ nonEmpty: true }), targetPort: portNumber },
+      {
+        required: ['number', 'protocol'],
+        message: 'Port',
+        // Istio refuses a server port without a name; Portolan, which never needed it, warns.
+        refine: (port, path, problems) => {
+          if (port.name === undefined && !problems.errors.some((e) => e.path.at(-1) === 'name'))
+            problems.warn([...path, 'name'], 'not set: Istio requires a port name (and refuses the Gateway)');
+        },
+      },
     ),
     hosts: arrayOf(serverHost, { nonEmpty: true }),
     tls: serverTls,
@@ -71,6 +73,7 @@ const server = obj(
   },
   {
     required: ['port', 'hosts'],
+    message: 'Server',
     refine: (s, path, problems) => {
       const p = s.port?.protocol;
       if ((p === 'HTTPS' || p === 'TLS') && s.tls === undefined)
@@ -83,7 +86,21 @@ export const gatewaySpec: Check<GatewaySpec> = obj(
   { selector: stringMap, servers: arrayOf(server, { nonEmpty: true }) },
   {
     required: ['servers'],
+    message: 'Gateway',
     refine: (g, path, problems) => {
+      // Istio: "port names in servers must be unique".
+      const names = new Map<string, number>();
+      g.servers?.forEach((s, i) => {
+        const name = s.port?.name;
+        if (name === undefined) return;
+        const first = names.get(name);
+        if (first !== undefined)
+          problems.error(
+            [...path, 'servers', i, 'port', 'name'],
+            `duplicate port name ${JSON.stringify(name)}: servers[${first}] has it (port names in servers must be unique)`,
+          );
+        else names.set(name, i);
+      });
       // Two servers on one port with the same protocol need distinct hosts (Envoy would reject the chains).
       const seen = new Map<string, number>();
       g.servers?.forEach((s, i) => {

@@ -19,6 +19,7 @@ const distribute = obj(
   { from: locality, to: mapOf(int(1, 100), { nonEmpty: true }) },
   {
     required: ['from', 'to'],
+    message: 'LocalityLoadBalancerSetting.Distribute',
     refine: (d, path, problems) => {
       if (!d.to) return;
       const keys = Object.keys(d.to);
@@ -42,6 +43,7 @@ const failover = obj(
   { from: region, to: region },
   {
     required: ['from', 'to'],
+    message: 'LocalityLoadBalancerSetting.Failover',
     refine: (f, path, problems) => {
       if (f.from !== undefined && f.from === f.to)
         problems.error(path, `from and to must be different regions, both are ${JSON.stringify(f.from)}`);
@@ -62,6 +64,7 @@ export const localityLbSetting: Check<LocalityLbSetting> = obj(
     enabled: bool,
   },
   {
+    message: 'LocalityLoadBalancerSetting',
     refine: (s, path, problems) => {
       bounded(s.distribute, MAX_ENTRIES, [...path, 'distribute'], problems);
       bounded(s.failover, MAX_ENTRIES, [...path, 'failover'], problems);

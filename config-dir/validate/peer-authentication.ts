@@ -1,20 +1,22 @@
 // PeerAuthentication (security.istio.io): which inbound traffic a workload accepts — mutual TLS only
 // (STRICT), both (PERMISSIVE), or plaintext (DISABLE); UNSET inherits from the wider policy.
 import type { MtlsMode, PeerAuthenticationSpec } from '../../mesh/types.js';
-import { stringMap } from './common.js';
+import { workloadSelector } from './authorization-policy.js';
 import { mapOf, obj, oneOf, type Check } from './schema.js';
 
 const MODES: readonly MtlsMode[] = ['UNSET', 'DISABLE', 'PERMISSIVE', 'STRICT'];
 
-const mtls = obj({ mode: oneOf(MODES) });
+const mtls = obj({ mode: oneOf(MODES) }, { message: 'PeerAuthentication.MutualTLS' });
 
 export const peerAuthenticationSpec: Check<PeerAuthenticationSpec> = obj(
   {
-    selector: obj({ matchLabels: stringMap }, { required: ['matchLabels'] }),
+    selector: workloadSelector,
     mtls,
-    portLevelMtls: mapOf(mtls),
+    // Istio's schema: at least one port when the field is present.
+    portLevelMtls: mapOf(mtls, { nonEmpty: true }),
   },
   {
+    message: 'PeerAuthentication',
     refine: (pa, path, problems) => {
       const ports = Object.keys(pa.portLevelMtls ?? {});
       for (const port of ports) {

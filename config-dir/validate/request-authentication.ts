@@ -55,19 +55,36 @@ const jwtRule = obj(
     audiences: arrayOf(str({ nonEmpty: true })),
     jwks: inlineJwks,
     jwksUri,
-    fromHeaders: arrayOf(obj({ name: headerName, prefix: str() }, { required: ['name'] })),
+    fromHeaders: arrayOf(
+      obj({ name: headerName, prefix: str() }, { required: ['name'], message: 'JWTHeader' }),
+    ),
     fromParams: arrayOf(str({ nonEmpty: true })),
     fromCookies: arrayOf(str({ nonEmpty: true })),
     outputPayloadToHeader: headerName,
     outputClaimToHeaders: arrayOf(
-      obj({ header: headerName, claim: str({ nonEmpty: true }) }, { required: ['header', 'claim'] }),
+      obj(
+        { header: headerName, claim: str({ nonEmpty: true }) },
+        { required: ['header', 'claim'], message: 'ClaimToHeader' },
+      ),
     ),
     forwardOriginalToken: bool,
     timeout: duration,
   },
   {
-    required: ['issuer'],
+    message: 'JWTRule',
     refine: (rule, path, problems) => {
+      // Istio: "issuer or jwksUri must be non-empty" (a token from any issuer whose key verifies).
+      if (
+        rule.issuer === undefined &&
+        rule.jwksUri === undefined &&
+        !problems.errors.some((e) => e.path.at(-1) === 'issuer' || e.path.at(-1) === 'jwksUri')
+      )
+        problems.error([...path, 'issuer'], 'is required unless jwksUri is set');
+      if (rule.jwksUri?.startsWith('http:'))
+        problems.warn(
+          [...path, 'jwksUri'],
+          'http:// fetches the JWKS without TLS: anyone on the path to it can substitute keys and forge tokens; use https://',
+        );
       if (rule.jwks !== undefined && rule.jwksUri !== undefined)
         problems.error(path, 'only one of jwks, jwksUri may be set');
       // Istio would discover the keys from the issuer's OpenID configuration, fetched by istiod.
@@ -81,19 +98,15 @@ const jwtRule = obj(
   },
 );
 
-export const requestAuthenticationSpec: Check<RequestAuthenticationSpec> = obj({
-  selector: workloadSelector,
-  jwtRules: arrayOf(jwtRule),
-  targetRef: refusedTarget('targetRef'),
-  targetRefs: refusedTarget('targetRefs'),
-});
+/** A rule without `issuer` accepts tokens of any issuer (Envoy's provider with no issuer). */
+const jwtRuleWithIssuer: Check<
+  RequestAuthenticationSpec['jwtRules'] extends readonly (infer R)[] | undefined ? R : never
+> = (value, path, problems) => {
+  const rule = jwtRule(value, path, problems);
+  return rule && { ...rule, issuer: rule.issuer ?? '' };
+};
 
-function refusedTarget(field: string): Check<unknown> {
-  return (_value, path, problems) => {
-    problems.error(
-      path,
-      `${field} selects Kubernetes Gateway API gateways and waypoints, which Portolan does not serve: use selector.matchLabels with the workload labels`,
-    );
-    return undefined;
-  };
-}
+export const requestAuthenticationSpec: Check<RequestAuthenticationSpec> = obj(
+  { selector: workloadSelector, jwtRules: arrayOf(jwtRuleWithIssuer) },
+  { message: 'RequestAuthentication' },
+);

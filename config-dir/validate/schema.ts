@@ -5,6 +5,7 @@
 // it returns undefined when nothing usable could be made of the value. A value returned while errors
 // were recorded may be partial: callers decide by `problems.errors.length`, never by the value alone.
 import type { FieldPath } from '../parse.js';
+import { ISTIO_API, NOT_IMPLEMENTED, NOT_SUPPORTED, type FieldSpec, type IstioMessage } from './istio-api.js';
 
 export interface Problem {
   readonly path: FieldPath;
@@ -173,6 +174,12 @@ export type ObjectOf<S extends Shape, R extends keyof S> = { [K in R]: Checked<S
 export interface ObjectOptions<S extends Shape, R extends keyof S> {
   required?: readonly R[];
   /**
+   * The Istio API message this object is (istio-api.ts). Its table decides the known fields: a field
+   * the shape lacks is a warning (ignored) or an error (unsupported) as the table says, and a
+   * field the table calls translated must be in the shape.
+   */
+  message?: IstioMessage;
+  /**
    * Fields Istio defines here that Portolan does not implement: accepted with a warning, so that a
    * manifest written for Istio still loads, and says what it does not get.
    */
@@ -181,7 +188,7 @@ export interface ObjectOptions<S extends Shape, R extends keyof S> {
   refine?: (value: Partial<ObjectOf<S, R>>, path: FieldPath, problems: Problems) => void;
 }
 
-export const NOT_IMPLEMENTED = 'an Istio field Portolan does not implement; ignored';
+export { NOT_IMPLEMENTED, NOT_SUPPORTED };
 
 /**
  * An object with known fields. A field Istio does not define either is an error, with the closest
@@ -196,7 +203,10 @@ export function obj<S extends Shape, R extends keyof S & string = never>(
 ): Check<ObjectOf<S, R>> {
   const required = new Set<string>(options.required ?? []);
   const ignored = new Set<string>(options.notImplemented ?? []);
-  const known = [...Object.keys(shape), ...ignored];
+  const api: Readonly<Record<string, FieldSpec>> | undefined =
+    options.message === undefined ? undefined : ISTIO_API[options.message].fields;
+  if (api && options.message) checkAgainstApi(options.message, Object.keys(shape), api);
+  const known = api ? Object.keys(api) : [...Object.keys(shape), ...ignored];
   return (value, path, problems) => {
     if (!isRecord(value)) {
       problems.error(path, 'must be an object');
@@ -204,7 +214,14 @@ export function obj<S extends Shape, R extends keyof S & string = never>(
     }
     for (const key of Object.keys(value)) {
       if (Object.hasOwn(shape, key)) continue;
-      if (ignored.has(key)) problems.warn([...path, key], NOT_IMPLEMENTED);
+      const field = api && Object.hasOwn(api, key) ? api[key] : undefined;
+      if (field?.status === 'unsupported')
+        problems.error([...path, key], `${NOT_SUPPORTED}: ${field.reason ?? 'not translated'}`);
+      else if (field !== undefined || ignored.has(key))
+        problems.warn(
+          [...path, key],
+          field?.reason ? `${NOT_IMPLEMENTED} (${field.reason})` : NOT_IMPLEMENTED,
+        );
       else problems.unknown([...path, key], unknownField(key, known));
     }
     const out: Record<string, unknown> = {};
@@ -222,6 +239,26 @@ export function obj<S extends Shape, R extends keyof S & string = never>(
     // Partial when errors were recorded; see the convention at the top of this file.
     return result as ObjectOf<S, R>;
   };
+}
+
+/**
+ * A validator and the Istio API table disagreeing is a programming error, reported when the module
+ * loads (every test importing the validators fails): a shape field the API does not define, or a
+ * field the table says is translated that the shape does not check.
+ */
+function checkAgainstApi(
+  message: string,
+  shapeKeys: readonly string[],
+  api: Readonly<Record<string, FieldSpec>>,
+): void {
+  const extra = shapeKeys.filter((k) => !Object.hasOwn(api, k));
+  const missing = Object.entries(api)
+    .filter(([k, f]) => f.status === 'translated' && !shapeKeys.includes(k))
+    .map(([k]) => k);
+  if (extra.length > 0 || missing.length > 0)
+    throw new Error(
+      `validator for Istio ${message} disagrees with istio-api.ts: not in the API [${extra.join(', ')}], translated but unchecked [${missing.join(', ')}]`,
+    );
 }
 
 /** `unknown field (did you mean "workloadSelector"?)`, or the known fields when none is close. */

@@ -76,8 +76,19 @@ function principalFits(literal: string, kind: PatternKind): string | undefined {
   return ok ? undefined : `${bad} ${shown}`;
 }
 
-/** A peer principal pattern (`principals`, `source.principal`). */
-export const principal = patternValue('principal', principalFits);
+/**
+ * A peer principal pattern (`principals`, `source.principal`). Istio takes any non-empty string
+ * here; one that no identity of the form TRUST_DOMAIN/ns/NAMESPACE/sa/SERVICE_ACCOUNT can match is
+ * a warning (it never matches: an ALLOW rule allows nothing by it, a DENY rule denies nothing).
+ */
+export const principal: Check<string> = (value, path, problems) => {
+  const checked = patternValue('principal')(value, path, problems);
+  if (checked === undefined) return undefined;
+  const p = patternOf(checked);
+  const complaint = p && p.kind !== 'any' ? principalFits(p.literal, p.kind) : undefined;
+  if (complaint !== undefined) problems.warn(path, `never matches: ${complaint}`);
+  return checked;
+};
 
 /** A namespace pattern (`namespaces`, `source.namespace`). */
 export const namespacePattern = patternValue('namespace', (literal) =>

@@ -15,12 +15,12 @@ import { workloadEntrySpec } from './workload-entry.js';
 
 const port = obj(
   { number: portNumber, protocol, name: str({ nonEmpty: true }), targetPort: portNumber },
-  { required: ['number', 'name'] },
+  { required: ['number', 'name'], message: 'ServicePort' },
 );
 
 // Istio accepts a selector without labels (`workloadSelector: {}`); it selects no workload
 // (labels.Instance.Match is false for an empty selector), which refineServiceEntry warns about.
-const selectorFields = obj({ labels: stringMap });
+const selectorFields = obj({ labels: stringMap }, { message: 'ServiceEntry.WorkloadSelector' });
 const workloadSelector: Check<{ labels: Record<string, string> }> = (value, path, problems) => {
   const selector = selectorFields(value, path, problems);
   return selector && { labels: selector.labels ?? {} };
@@ -42,6 +42,7 @@ export const serviceEntrySpec: Check<ServiceEntrySpec> = obj(
   // An arrow, not the bare function: a typed function here would pin the shape's inference to `Shape`.
   {
     required: ['hosts', 'ports'],
+    message: 'ServiceEntry',
     refine: (spec, path, problems) => refineServiceEntry(spec, path, problems),
   },
 );

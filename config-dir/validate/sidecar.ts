@@ -15,6 +15,8 @@ const egressHost = str({
       return `must be namespace/host (e.g. "./*", "*/*", "istio-system/*"), got ${JSON.stringify(s)}`;
     const ns = s.slice(0, slash);
     const host = s.slice(slash + 1);
+    if (ns.length > 1 && ns.startsWith('~') && NAMESPACE.test(ns.slice(1)))
+      return `excluding a namespace (${JSON.stringify(ns)}) is not supported: list the namespaces to include`;
     if (ns !== '.' && ns !== '*' && ns !== '~' && !NAMESPACE.test(ns))
       return `namespace part must be ".", "*", "~" or a namespace name, got ${JSON.stringify(ns)}`;
     return isHostOrWildcard(host)
@@ -28,25 +30,28 @@ const egressListener = obj(
     hosts: arrayOf(egressHost, { nonEmpty: true }),
     port: obj(
       { number: portNumber, protocol, name: str() },
-      { required: ['number'], notImplemented: ['targetPort'] },
+      { required: ['number'], message: 'SidecarPort' },
     ),
     bind: str(),
     captureMode: oneOf(['DEFAULT', 'IPTABLES', 'NONE']),
   },
-  { required: ['hosts'] },
+  { required: ['hosts'], message: 'IstioEgressListener' },
 );
 
 export const sidecarSpec: Check<SidecarSpec> = obj(
   {
-    workloadSelector: obj({ labels: stringMap }, { required: ['labels'] }),
+    workloadSelector: obj(
+      { labels: stringMap },
+      { required: ['labels'], message: 'Sidecar.WorkloadSelector' },
+    ),
     egress: arrayOf(egressListener),
     outboundTrafficPolicy: obj(
       { mode: oneOf(['ALLOW_ANY', 'REGISTRY_ONLY']) },
-      { required: ['mode'], notImplemented: ['egressProxy'] },
+      { required: ['mode'], message: 'OutboundTrafficPolicy' },
     ),
   },
   {
-    notImplemented: ['ingress', 'inboundConnectionPool'],
+    message: 'Sidecar',
     refine: (sidecar, path, problems) => {
       // Istio's rules: one catch-all (portless) egress entry at most, and ports not repeated.
       const ports = new Set<number>();

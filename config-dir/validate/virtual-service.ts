@@ -1,7 +1,8 @@
 // VirtualService validation: hosts, destinations, weights (several must sum to 100), durations,
 // one-of fields, regexes (RE2 syntax, as Envoy and gRPC compile them), retry conditions, fault
-// statuses, and matches that can never be reached (after a catch-all, or identical to an earlier
-// one). Any of these is an error: the file is rejected and its last good version stays in force.
+// statuses. Any of these is an error: the file is rejected and its last good version stays in force.
+// Matches that can never be reached (after a catch-all, or identical to an earlier one) are
+// warnings, as Istio's validation warns (bookinfo's fault-injection-details-v1.yaml has one).
 // A route naming a subset no DestinationRule defines is a cross-resource warning only
 // (`unknownSubsetWarnings`): the rule may be in another file, or arrive later (Istio: an analyzer
 // warning, IST0101), and until then the subset's cluster has no endpoints.
@@ -61,6 +62,7 @@ const regex: Check<string> = str({
 const stringMatch: Check<StringMatch> = obj(
   { exact: str(), prefix: str(), regex },
   {
+    message: 'StringMatch',
     refine: (m, path, problems) => {
       const set = MATCH_KINDS.filter((k) => m[k] !== undefined);
       if (set.length !== 1 && !hasErrorsUnder(problems, path))
@@ -72,13 +74,19 @@ const stringMatch: Check<StringMatch> = obj(
 /** In header and query maps an empty match means "present", so at most one kind. */
 const presenceMatch: Check<StringMatch> = obj(
   { exact: str(), prefix: str(), regex },
-  { refine: (m, path, problems) => atMostOne(m, MATCH_KINDS, path, problems) },
+  { message: 'StringMatch', refine: (m, path, problems) => atMostOne(m, MATCH_KINDS, path, problems) },
 );
 
-const destination = obj({ host: hostname, subset: str(), port: portSelector }, { required: ['host'] });
+const destination = obj(
+  { host: hostname, subset: str(), port: portSelector },
+  { required: ['host'], message: 'Destination' },
+);
 
-const headerOperations = obj({ set: stringMap, add: stringMap, remove: arrayOf(str()) });
-const headers = obj({ request: headerOperations, response: headerOperations });
+const headerOperations = obj(
+  { set: stringMap, add: stringMap, remove: arrayOf(str()) },
+  { message: 'HeaderOperations' },
+);
+const headers = obj({ request: headerOperations, response: headerOperations }, { message: 'Headers' });
 
 const httpMatch = obj(
   {
@@ -96,13 +104,19 @@ const httpMatch = obj(
     withoutHeaders: mapOf(presenceMatch),
     sourceNamespace: str(),
   },
-  { notImplemented: ['statPrefix'] },
+  { message: 'HTTPMatchRequest' },
 );
 
 const weight = int(0, 100);
 
-const httpRouteDestination = obj({ destination, weight, headers }, { required: ['destination'] });
-const routeDestination = obj({ destination, weight }, { required: ['destination'] });
+const httpRouteDestination = obj(
+  { destination, weight, headers },
+  { required: ['destination'], message: 'HTTPRouteDestination' },
+);
+const routeDestination = obj(
+  { destination, weight },
+  { required: ['destination'], message: 'RouteDestination' },
+);
 
 const redirect = obj(
   {
@@ -117,7 +131,10 @@ const redirect = obj(
       return undefined;
     },
   },
-  { refine: (r, path, problems) => atMostOne(r, ['port', 'derivePort'], path, problems) },
+  {
+    message: 'HTTPRedirect',
+    refine: (r, path, problems) => atMostOne(r, ['port', 'derivePort'], path, problems),
+  },
 );
 
 const directResponse = obj(
@@ -125,19 +142,28 @@ const directResponse = obj(
     status: int(200, 599),
     body: obj(
       { string: str(), bytes: str() },
-      { refine: (b, path, problems) => atMostOne(b, ['string', 'bytes'], path, problems) },
+      {
+        message: 'HTTPBody',
+        refine: (b, path, problems) => atMostOne(b, ['string', 'bytes'], path, problems),
+      },
     ),
   },
-  { required: ['status'] },
+  { required: ['status'], message: 'HTTPDirectResponse' },
 );
 
 const rewrite = obj(
   {
     uri: str(),
     authority: str(),
-    uriRegexRewrite: obj({ match: regex, rewrite: str() }, { required: ['match', 'rewrite'] }),
+    uriRegexRewrite: obj(
+      { match: regex, rewrite: str() },
+      { required: ['match', 'rewrite'], message: 'RegexRewrite' },
+    ),
   },
-  { refine: (r, path, problems) => atMostOne(r, ['uri', 'uriRegexRewrite'], path, problems) },
+  {
+    message: 'HTTPRewrite',
+    refine: (r, path, problems) => atMostOne(r, ['uri', 'uriRegexRewrite'], path, problems),
+  },
 );
 
 /** Istio's retryOn conditions (Envoy's x-envoy-retry-on and x-envoy-retry-grpc-on values). */
@@ -185,7 +211,7 @@ const positiveDuration: Check<string> = (value, path, problems) => {
 
 const retries = obj(
   { attempts: int(0, 2_147_483_647), perTryTimeout: positiveDuration, retryOn, retryRemoteLocalities: bool },
-  { notImplemented: ['retryIgnorePreviousHosts', 'backoff'] },
+  { message: 'HTTPRetry' },
 );
 
 const grpcStatus: Check<string> = str({
@@ -199,12 +225,12 @@ const fault = obj(
   {
     delay: obj(
       { fixedDelay: positiveDuration, percentage: percent },
-      { required: ['fixedDelay'], notImplemented: ['exponentialDelay', 'percent'] },
+      { required: ['fixedDelay'], message: 'HTTPFaultInjection.Delay' },
     ),
     abort: obj(
       { httpStatus: int(200, 599), grpcStatus, percentage: percent },
       {
-        notImplemented: ['http2Error'],
+        message: 'HTTPFaultInjection.Abort',
         refine: (a, path, problems) => {
           if (a.httpStatus === undefined && a.grpcStatus === undefined && !hasErrorsUnder(problems, path))
             problems.error(path, 'one of httpStatus, grpcStatus is required');
@@ -214,6 +240,7 @@ const fault = obj(
     ),
   },
   {
+    message: 'HTTPFaultInjection',
     refine: (f, path, problems) => {
       if (f.delay === undefined && f.abort === undefined)
         problems.error(path, 'one of delay, abort is required');
@@ -230,10 +257,10 @@ const corsPolicy = obj(
     maxAge: duration,
     allowCredentials: bool,
   },
-  { notImplemented: ['allowOrigin', 'unmatchedPreflights'] },
+  { message: 'CorsPolicy' },
 );
 
-const httpRouteFields: Check<HTTPRoute> = obj(
+const httpRoute: Check<HTTPRoute> = obj(
   {
     name: str(),
     match: arrayOf(httpMatch),
@@ -245,13 +272,16 @@ const httpRouteFields: Check<HTTPRoute> = obj(
     retries,
     fault,
     mirror: destination,
+    mirrorPercent: int(0, 100),
     mirrorPercentage: percent,
-    mirrors: arrayOf(obj({ destination, percentage: percent }, { required: ['destination'] })),
+    mirrors: arrayOf(
+      obj({ destination, percentage: percent }, { required: ['destination'], message: 'HTTPMirrorPolicy' }),
+    ),
     corsPolicy,
     headers,
   },
   {
-    notImplemented: ['delegate', 'mirrorPercent'],
+    message: 'HTTPRoute',
     refine: (r, path, problems) => {
       const actions = (['route', 'redirect', 'directResponse'] as const).filter((k) => r[k] !== undefined);
       // Not after an error in the route (a broken `route`, a `delegate`): that would mislead.
@@ -265,22 +295,6 @@ const httpRouteFields: Check<HTTPRoute> = obj(
   },
 );
 
-/**
- * A route that delegates to another VirtualService cannot be served here (Istio's delegate
- * VirtualServices are not implemented), and taking the rest of the route would drop its traffic:
- * an error that says so, and no other complaint about the missing route.
- */
-const httpRoute: Check<HTTPRoute> = (value, path, problems) => {
-  if (!isRecord(value) || value.delegate === undefined || value.delegate === null)
-    return httpRouteFields(value, path, problems);
-  problems.error(
-    [...path, 'delegate'],
-    '`delegate` is not supported: Portolan has no delegate VirtualServices; write the routes here',
-  );
-  const { delegate: _delegate, ...rest } = value;
-  return httpRouteFields(rest, path, problems);
-};
-
 const l4Match = {
   destinationSubnets: arrayOf(ipOrCidr),
   port: portNumber,
@@ -291,11 +305,12 @@ const l4Match = {
 
 const tcpRoute = obj(
   {
-    match: arrayOf(obj(l4Match, { notImplemented: ['sourceSubnet'] })),
+    match: arrayOf(obj(l4Match, { message: 'L4MatchAttributes' })),
     route: arrayOf(routeDestination, { nonEmpty: true }),
   },
   {
     required: ['route'],
+    message: 'TCPRoute',
     refine: (r, path, problems) => checkWeights(r.route ?? [], [...path, 'route'], problems),
   },
 );
@@ -303,7 +318,10 @@ const tcpRoute = obj(
 const tlsRoute = obj(
   {
     match: arrayOf(
-      obj({ sniHosts: arrayOf(hostOrWildcard, { nonEmpty: true }), ...l4Match }, { required: ['sniHosts'] }),
+      obj(
+        { sniHosts: arrayOf(hostOrWildcard, { nonEmpty: true }), ...l4Match },
+        { required: ['sniHosts'], message: 'TLSMatchAttributes' },
+      ),
       {
         nonEmpty: true,
       },
@@ -312,6 +330,7 @@ const tlsRoute = obj(
   },
   {
     required: ['match', 'route'],
+    message: 'TLSRoute',
     refine: (r, path, problems) => checkWeights(r.route ?? [], [...path, 'route'], problems),
   },
 );
@@ -327,6 +346,7 @@ export const virtualServiceSpec: Check<VirtualServiceSpec> = obj(
   },
   {
     required: ['hosts'],
+    message: 'VirtualService',
     refine: (vs, path, problems) => {
       const routes = (vs.http?.length ?? 0) + (vs.tls?.length ?? 0) + (vs.tcp?.length ?? 0);
       if (routes === 0) problems.error(path, 'at least one http, tls or tcp route is required');
@@ -359,7 +379,7 @@ function checkWeights(
 // ---- unreachable matches ------------------------------------------------------------------------
 //
 // Routes are tried in order and the first match wins, so a route can be dead code. Two cases are
-// errors, decided on the config alone:
+// warnings (Istio's too), decided on the config alone:
 // - a route after a catch-all route: a catch-all has no `match`, or a match entry with no condition
 //   at all (a uri prefix "/" counts as none). Conditions on the proxy (port, sourceLabels,
 //   sourceNamespace, gateways) count: such a route catches all only for some proxies, so what
@@ -381,7 +401,7 @@ function checkReachable<M extends object>(
   const seen = new Map<string, string>();
   routes.forEach((route, i) => {
     if (catchAll !== undefined) {
-      problems.error(
+      problems.warn(
         [...path, i],
         `can never match: ${path.at(-1) as string}[${catchAll}] before it matches every request`,
       );
@@ -392,7 +412,7 @@ function checkReachable<M extends object>(
       const key = canonical(m);
       const first = seen.get(key);
       if (first !== undefined)
-        problems.error(
+        problems.warn(
           [...path, i, 'match', j],
           `identical to ${first}, which comes first: it can never match`,
         );

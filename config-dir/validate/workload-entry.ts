@@ -11,11 +11,28 @@ export const HEALTH_VALUES: readonly Health[] = ['HEALTHY', 'DRAINING', 'UNHEALT
 
 const address = str({
   nonEmpty: true,
-  test: (s) =>
-    addressKind(s) === undefined
-      ? `must be an IP address, a DNS name or unix:///path, got ${JSON.stringify(s)}`
-      : undefined,
+  test: (s) => {
+    const kind = addressKind(s);
+    if (kind === undefined)
+      return `must be an IP address, a DNS name or unix:///path, got ${JSON.stringify(s)}`;
+    // Istio: "UDS may not be a dir".
+    if (kind === 'unix' && s.endsWith('/'))
+      return `a Unix socket path may not end in /, got ${JSON.stringify(s)}`;
+    return undefined;
+  },
 });
+
+/** Istio's port names (keys of `ports`): DNS-1123 labels. */
+const portNames: Check<Record<string, number>> = (value, path, problems) => {
+  const ports = mapOf(portNumber)(value, path, problems);
+  for (const name of Object.keys(ports ?? {}))
+    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name))
+      problems.error(
+        [...path, name],
+        `a port name must be a lower-case DNS label, got ${JSON.stringify(name)}`,
+      );
+  return ports;
+};
 
 const locality = str({
   test: (s) =>
@@ -25,7 +42,7 @@ const locality = str({
 });
 
 const entryFields = {
-  ports: mapOf(portNumber),
+  ports: portNames,
   labels: stringMap,
   network: str(),
   locality,
@@ -37,18 +54,21 @@ const entryFields = {
 export const workloadEntrySpec: Check<WorkloadEntrySpec> = obj(
   { address, ...entryFields },
   // Istio allows an empty address for endpoints behind a network gateway; we have no gateways, so it is required.
-  { required: ['address'] },
+  { required: ['address'], message: 'WorkloadEntry' },
 );
 
 /** A WorkloadGroup's template: a WorkloadEntry whose address comes from the VM that registers. */
-export const workloadTemplate: Check<WorkloadTemplate> = obj({
-  address: (value, path, problems) => {
-    if (value !== '')
-      problems.error(path, 'must be empty: each VM registers with its own address (agent --instance-ip)');
-    return undefined;
+export const workloadTemplate: Check<WorkloadTemplate> = obj(
+  {
+    address: (value, path, problems) => {
+      if (value !== '')
+        problems.error(path, 'must be empty: each VM registers with its own address (agent --instance-ip)');
+      return undefined;
+    },
+    ...entryFields,
   },
-  ...entryFields,
-});
+  { message: 'WorkloadEntry' },
+);
 
 /** The health an operator set on a WorkloadEntry (case-insensitive); undefined for a value we do not know. */
 export function healthOf(annotations: Readonly<Record<string, string>>): Health | undefined {

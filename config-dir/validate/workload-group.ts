@@ -6,6 +6,13 @@ import { isDnsName, portNumber, stringMap } from './common.js';
 import { arrayOf, atMostOne, int, obj, oneOf, str, type Check } from './schema.js';
 import { checkHealthAnnotation, workloadTemplate } from './workload-entry.js';
 
+/** Istio's probe header names: a token of letters, digits and `-` (Kubernetes' rule). */
+const probeHeaderName = str({
+  nonEmpty: true,
+  test: (s) =>
+    /^[-A-Za-z0-9]+$/.test(s) ? undefined : `must be an HTTP header name, got ${JSON.stringify(s)}`,
+});
+
 const PROBE_KINDS = ['httpGet', 'tcpSocket', 'grpc', 'exec'] as const;
 
 const host = str({
@@ -25,9 +32,11 @@ const httpGet = obj(
     port: portNumber,
     host,
     scheme: oneOf(['HTTP', 'HTTPS']),
-    httpHeaders: arrayOf(obj({ name: str({ nonEmpty: true }), value: str() }, { required: ['name'] })),
+    httpHeaders: arrayOf(
+      obj({ name: probeHeaderName, value: str() }, { required: ['name'], message: 'HTTPHeader' }),
+    ),
   },
-  { required: ['port'] },
+  { required: ['port'], message: 'HTTPGetAction' },
 );
 
 const probe: Check<ReadinessProbe> = obj(
@@ -38,11 +47,15 @@ const probe: Check<ReadinessProbe> = obj(
     successThreshold: threshold,
     failureThreshold: threshold,
     httpGet,
-    tcpSocket: obj({ host, port: portNumber }, { required: ['port'] }),
-    grpc: obj({ port: portNumber, service: str() }, { required: ['port'] }),
-    exec: obj({ command: arrayOf(str({ nonEmpty: true }), { nonEmpty: true }) }, { required: ['command'] }),
+    tcpSocket: obj({ host, port: portNumber }, { required: ['port'], message: 'TCPSocketAction' }),
+    grpc: obj({ port: portNumber, service: str() }, { required: ['port'], message: 'GrpcAction' }),
+    exec: obj(
+      { command: arrayOf(str({ nonEmpty: true }), { nonEmpty: true }) },
+      { required: ['command'], message: 'ExecAction' },
+    ),
   },
   {
+    message: 'ReadinessProbe',
     refine: (value, path, problems) => {
       atMostOne(value, PROBE_KINDS, path, problems);
       if (PROBE_KINDS.every((k) => value[k] === undefined))
@@ -51,7 +64,10 @@ const probe: Check<ReadinessProbe> = obj(
   },
 );
 
-const groupMetadata = obj({ labels: stringMap, annotations: stringMap });
+const groupMetadata = obj(
+  { labels: stringMap, annotations: stringMap },
+  { message: 'WorkloadGroup.ObjectMeta' },
+);
 
 export const workloadGroupSpec: Check<WorkloadGroupSpec> = obj(
   {
@@ -63,5 +79,16 @@ export const workloadGroupSpec: Check<WorkloadGroupSpec> = obj(
     template: workloadTemplate,
     probe,
   },
-  {},
+  {
+    // Istio: "template is required".
+    required: ['template'],
+    message: 'WorkloadGroup',
+    refine: (group, path, problems) => {
+      if (group.template && group.template.serviceAccount === undefined)
+        problems.warn(
+          [...path, 'template', 'serviceAccount'],
+          'not set: a VM registering under any service account of the namespace joins this group, and its identity becomes an accepted server identity of the service; set the one service account the VMs run as',
+        );
+    },
+  },
 );

@@ -214,7 +214,7 @@ spec:
   assert.deepEqual(
     [...load.errors, ...load.warnings].map((e) => formatIssue('vs.yaml', e)),
     [
-      'vs.yaml:8 spec.http[0].delegate: `delegate` is not supported: Portolan has no delegate VirtualServices; write the routes here',
+      'vs.yaml:8 spec.http[0].delegate: an Istio field Portolan does not support: VirtualService delegation (a route handing over to another VirtualService) is not supported: write the routes in one VirtualService',
     ],
   );
 });

@@ -22,6 +22,15 @@ function errorsOf(lines: string[]): string[] {
   );
 }
 
+/** Errors and warnings, for the checks where Istio warns (unreachable matches). */
+function verdictOf(lines: string[]): { errors: string[]; warnings: string[] } {
+  const load = loadConfigFile('vs.yaml', [...HEADER, ...lines, ''].join('\n'));
+  return {
+    errors: load.errors.map((e) => formatIssue('vs.yaml', e)),
+    warnings: load.warnings.map((e) => formatIssue('vs.yaml', e)),
+  };
+}
+
 test('regexes must be RE2: lookaround, backreferences and possessive quantifiers are refused, with RE2’s reason', () => {
   const errors = errorsOf([
     '    - match:', // 7
@@ -40,8 +49,8 @@ test('regexes must be RE2: lookaround, backreferences and possessive quantifiers
   ]);
 });
 
-test('a route after a catch-all route can never match, and is an error', () => {
-  const errors = errorsOf([
+test('a route after a catch-all route can never match: a warning, as Istio warns, and the file loads', () => {
+  const verdict = verdictOf([
     '    - match: [{uri: {prefix: /api}}]', // 7
     '      route: [{destination: {host: echo}}]', // 8
     '    - match: [{uri: {prefix: /}}]', // 9
@@ -49,9 +58,10 @@ test('a route after a catch-all route can never match, and is an error', () => {
     '    - match: [{uri: {prefix: /late}}]', // 11
     '      route: [{destination: {host: echo}}]', // 12
   ]);
-  assert.deepEqual(errors, [
-    'vs.yaml:11 spec.http[2]: can never match: http[1] before it matches every request',
-  ]);
+  assert.deepEqual(verdict, {
+    errors: [],
+    warnings: ['vs.yaml:11 spec.http[2]: can never match: http[1] before it matches every request'],
+  });
 });
 
 test('a catch-all that depends on the proxy (sourceLabels, port) leaves the routes after it reachable', () => {
@@ -65,8 +75,8 @@ test('a catch-all that depends on the proxy (sourceLabels, port) leaves the rout
   assert.deepEqual(errors, []);
 });
 
-test('a match identical to an earlier one (names aside, keys in any order) is an error', () => {
-  const errors = errorsOf([
+test('a match identical to an earlier one (names aside, keys in any order) is a warning, as in Istio', () => {
+  const verdict = verdictOf([
     '    - match:', // 7
     '        - {name: a, uri: {prefix: /x}, headers: {h: {exact: "1"}}}', // 8
     '      route: [{destination: {host: echo}}]', // 9
@@ -75,9 +85,12 @@ test('a match identical to an earlier one (names aside, keys in any order) is an
     '        - {uri: {prefix: /x}}', // 12
     '      route: [{destination: {host: echo}}]', // 13
   ]);
-  assert.deepEqual(errors, [
-    'vs.yaml:11 spec.http[1].match[0]: identical to http[0].match[0], which comes first: it can never match',
-  ]);
+  assert.deepEqual(verdict, {
+    errors: [],
+    warnings: [
+      'vs.yaml:11 spec.http[1].match[0]: identical to http[0].match[0], which comes first: it can never match',
+    ],
+  });
 });
 
 test('retryOn conditions, gRPC statuses, redirect codes and positive durations are checked', () => {

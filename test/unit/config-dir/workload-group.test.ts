@@ -110,7 +110,7 @@ test('WorkloadGroup: every problem is reported with file, line and field path', 
 
 test('WorkloadGroup: a probe needs a handler; tcpSocket, grpc and exec need their fields', () => {
   const group = (probe: string): string =>
-    `apiVersion: networking.istio.io/v1\nkind: WorkloadGroup\nmetadata: {name: g}\nspec:\n  probe: ${probe}\n`;
+    `apiVersion: networking.istio.io/v1\nkind: WorkloadGroup\nmetadata: {name: g}\nspec:\n  probe: ${probe}\n  template: {serviceAccount: sa}\n`;
   assert.deepEqual(errorsOf(group('{periodSeconds: 5}')), [
     'groups.yaml:5 spec.probe: needs one of httpGet, tcpSocket, grpc, exec',
   ]);
@@ -124,9 +124,16 @@ test('WorkloadGroup: a probe needs a handler; tcpSocket, grpc and exec need thei
   assert.deepEqual(errorsOf(group('{exec: {command: []}}')), [
     'groups.yaml:5 spec.probe.exec.command: must not be empty',
   ]);
-  // No template and no probe is a valid group: entries with nothing but their address.
+  // Istio: "template is required" (before, `spec: {}` loaded as a group of bare addresses).
   assert.deepEqual(
     errorsOf('apiVersion: networking.istio.io/v1\nkind: WorkloadGroup\nmetadata: {name: g}\nspec: {}\n'),
+    ['groups.yaml:4 spec.template: is required'],
+  );
+  // An empty template is a valid group: entries with nothing but their address.
+  assert.deepEqual(
+    errorsOf(
+      'apiVersion: networking.istio.io/v1\nkind: WorkloadGroup\nmetadata: {name: g}\nspec: {template: {}}\n',
+    ),
     [],
   );
 });

@@ -93,8 +93,7 @@ test('deny-all (no rules) refuses everything; `rules: [{}]` allows everything', 
   );
   assert.deepEqual(denyEverything.filters, ['portolan.authz.deny', 'portolan.authz.allow']);
   assert.equal(denyEverything.allows(call(CHARGE, id('orders'))), false);
-  // A DENY policy without rules matches nothing: no effect.
-  assert.equal(rbacOf(policy('noop', '{action: DENY}')).allows(call(CHARGE)), true);
+  // A DENY policy without rules is rejected at load, as Istio rejects it (validate-istio-api.test.ts).
 });
 
 test('ALLOW by principal: that identity only; others and plaintext callers are refused', () => {
