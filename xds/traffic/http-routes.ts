@@ -140,10 +140,14 @@ function routeAction(
   if (envoy) {
     // Istio disables Envoy's 15 s default: no timeout unless the VirtualService sets one.
     action.timeout = durationOf(r.timeout ?? '0s');
+    // Istio: `mirrorPercentage` over the deprecated `mirrorPercent`, 100 % when neither is set, and
+    // an explicit 0 % mirrors nothing (the policy is left out rather than sent at 0).
+    const mirrorPercentage =
+      r.mirrorPercentage ?? (r.mirrorPercent !== undefined ? { value: r.mirrorPercent } : undefined);
     const mirrors = [
-      ...(r.mirror ? [{ destination: r.mirror, percentage: r.mirrorPercentage }] : []),
+      ...(r.mirror ? [{ destination: r.mirror, percentage: mirrorPercentage }] : []),
       ...(r.mirrors ?? []),
-    ];
+    ].filter((mp) => mp.percentage === undefined || mp.percentage.value > 0);
     if (mirrors.length > 0)
       action.request_mirror_policies = mirrors.map((mp) => ({
         cluster: destinationOf(mp.destination, namespace, ctx).cluster,

@@ -1,5 +1,6 @@
 // What the clients cannot be given of the mesh config, as one list for /debug/configz: routes
-// (VirtualService), clusters (DestinationRule, Sidecar), locality load balancing, TLS — each
+// (VirtualService), clusters (DestinationRule, Sidecar), what merging DestinationRules of one host
+// leaves out, locality load balancing, TLS — each
 // mirroring its renderer — then authorization (authz-limitations.ts) and what some client versions
 // are given differently
 // (client-limitations.ts).
@@ -8,6 +9,7 @@ import { authzLimitations } from './authz-limitations.js';
 import { clientLimitations } from './client-limitations.js';
 import { clusterLimitations, type TrafficLimitation } from './cluster-limitations.js';
 import { localityLimitations } from './locality-limitations.js';
+import { mergeLimitations } from './merge-limitations.js';
 import { routeLimitations } from './route-limitations.js';
 import { tlsLimitations } from './tls-limitations.js';
 
@@ -17,6 +19,7 @@ export function trafficLimitations(config: MeshConfig): TrafficLimitation[] {
   return [
     ...routeLimitations(config),
     ...clusterLimitations(config),
+    ...mergeLimitations(config),
     ...localityLimitations(config),
     ...tlsLimitations(config),
     ...authzLimitations(config),
