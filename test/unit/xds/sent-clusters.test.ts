@@ -29,6 +29,7 @@ import {
   fixtureMeshConfig,
   fixtureProxies,
   INGRESS_LABELS,
+  LEGACY,
   ORIGINAL,
   REVIEWS,
   type Collected,
@@ -78,6 +79,13 @@ function danglingMesh(): MeshConfig {
     ...base,
     generation: ++generation,
     gateways: [configResource('Gateway', 'ingress', GATEWAY)],
+    destinationRules: [
+      ...base.destinationRules,
+      configResource('DestinationRule', 'legacy-racks', {
+        host: LEGACY,
+        subsets: [{ name: 'rack-z', labels: { rack: 'z' } }],
+      }),
+    ],
     virtualServices: [
       configResource('VirtualService', 'reviews', DANGLING_HTTP),
       configResource('VirtualService', 'edge', {
@@ -89,6 +97,10 @@ function danglingMesh(): MeshConfig {
         hosts: ['db.example.com'],
         gateways: ['ingress'],
         tcp: [{ route: [{ destination: { host: GHOST, port: { number: 5432 } } }] }],
+      }),
+      configResource('VirtualService', 'legacy', {
+        hosts: [LEGACY],
+        http: [{ route: [{ destination: { host: LEGACY, subset: 'rack-z' } }] }],
       }),
       configResource('VirtualService', 'echo', {
         hosts: [ECHO],
@@ -173,6 +185,12 @@ function grpcFollow(config: MeshConfig, target: string): { clusters: string[]; p
   }
   return { clusters: [...names], problems };
 }
+
+test('proxyless gRPC: a DNS service’s subset matching no endpoint is served, without endpoints', () => {
+  const { clusters, problems } = grpcFollow(danglingMesh(), `${LEGACY}:80`);
+  assert.deepEqual(problems, []);
+  assert.deepEqual(clusters, [`outbound|80|rack-z|${LEGACY}`]);
+});
 
 test('proxyless gRPC: every cluster its routes name is served, with its load assignment', () => {
   const { clusters, problems } = grpcFollow(danglingMesh(), `${REVIEWS}:9080`);

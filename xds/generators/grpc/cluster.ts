@@ -8,7 +8,7 @@
 // its client profile's (xds/proxy/client-capabilities.ts): gRPC C-core 1.50–1.51 crash on RING_HASH
 // and get ROUND_ROBIN. Sidecar scoping does not apply: a gRPC client is sent only the names it asks
 // for (docs/traffic.md). BlackHoleCluster, which routes name for a destination without a cluster,
-// is an EDS cluster without endpoints.
+// is an EDS cluster without endpoints; so is a DNS service's subset that matches no endpoint.
 import type { Cluster } from '../../generated/envoy/config/cluster/v3/Cluster.js';
 import type { GenerateContext, ResourceGenerator } from '../generator.js';
 import { BLACKHOLE_CLUSTER, clusterName, parseClusterName } from '../names.js';
@@ -82,9 +82,9 @@ export const grpcClusterGenerator: ResourceGenerator = {
  * Where a route sends what has no cluster (xds/traffic/sent-clusters.ts): an EDS cluster whose load
  * assignment has no endpoints, so the call fails UNAVAILABLE at once, as Envoy answers 503.
  */
-function blackHoleCluster(): Cluster {
+function blackHoleCluster(name = BLACKHOLE_CLUSTER): Cluster {
   return {
-    name: BLACKHOLE_CLUSTER,
+    name,
     type: 'EDS',
     eds_cluster_config: {
       service_name: BLACKHOLE_CLUSTER,
@@ -112,8 +112,9 @@ function baseCluster(
   if (subset !== '') {
     const sub = findSubset(ctx.index, ctx.catalog, service.hostname, subset, ctx.proxy.namespace);
     endpoints = sub ? subsetEndpoints(endpoints, sub) : [];
-    // gRPC's LOGICAL_DNS takes exactly one address: a subset matching none has no gRPC form.
-    if (endpoints.length === 0) return undefined;
+    // gRPC's LOGICAL_DNS takes exactly one address: a subset matching none reads BlackHoleCluster's
+    // empty assignment instead, so the route naming it is still served a cluster.
+    if (endpoints.length === 0) return blackHoleCluster(name);
   }
   const first = endpoints[0];
   return {
