@@ -1,8 +1,7 @@
 // What the clients cannot be given of the mesh config, as one list for /debug/configz: routes
-// (VirtualService), clusters (DestinationRule, Sidecar), what merging DestinationRules of one host
-// leaves out, locality load balancing, TLS — each
-// mirroring its renderer — then authorization (authz-limitations.ts) and what some client versions
-// are given differently
+// (VirtualService), clusters (DestinationRule, Sidecar), what merging the DestinationRules of one
+// host leaves out, locality load balancing, TLS — each mirroring its renderer — then authorization
+// (authz-limitations.ts) and what some client versions are given differently
 // (client-limitations.ts).
 import type { MeshConfig } from '../../mesh/mesh-config.js';
 import { authzLimitations } from './authz-limitations.js';

@@ -304,3 +304,35 @@ test('proxyless gRPC: every mirror field is listed as not applied', () => {
     ['spec.http[0].mirrorPercent', ['grpc']],
   ]);
 });
+
+// ---- Namespace-wide rules ------------------------------------------------------------------------
+
+test('wildcard DestinationRules: the root namespace’s `*` applies mesh-wide, the proxy’s namespace first', () => {
+  const lb = (rules: DestinationRuleSpec[], namespaces: string[]): unknown => {
+    const destinationRules = rules.map((spec, i) => dr(`rule-${i}`, spec, namespaces[i]));
+    const c = collect(
+      proxies.transparent ?? assert.fail(),
+      catalog,
+      meshWith({ destinationRules, virtualServices: [] }),
+    );
+    return at(get(c, CLUSTER, `outbound|9080||${REVIEWS}`), 'lb_policy');
+  };
+  const leastRequest: DestinationRuleSpec = {
+    host: '*',
+    trafficPolicy: { loadBalancer: { simple: 'LEAST_REQUEST' } },
+  };
+  assert.equal(lb([leastRequest], ['istio-system']), 'LEAST_REQUEST', 'a root `*` rule reaches every proxy');
+  assert.equal(
+    lb([leastRequest], ['elsewhere']),
+    'ROUND_ROBIN',
+    'a `*` rule elsewhere reaches only its own proxies',
+  );
+  // The proxy's namespace wins even with a wildcard over an exact rule of the root namespace.
+  const random: DestinationRuleSpec = {
+    host: '*.mesh.internal',
+    trafficPolicy: { loadBalancer: { simple: 'RANDOM' } },
+  };
+  assert.equal(lb([{ ...leastRequest, host: REVIEWS }, random], ['istio-system', 'default']), 'RANDOM');
+  // Within one namespace the exact host beats the wildcard, whatever the order.
+  assert.equal(lb([random, { ...leastRequest, host: REVIEWS }], ['default', 'default']), 'LEAST_REQUEST');
+});
