@@ -16,7 +16,7 @@ import { BLACKHOLE_CLUSTER } from '../../../xds/generators/names.js';
 import { generateContext } from '../../../xds/generators/view-memo.js';
 import { decodeAny } from '../../../xds/proto/protos.js';
 import { proxyFromNode } from '../../../xds/proxy/proxy.js';
-import { CLUSTER, ROUTE, TYPE_URL_PREFIX } from '../../../xds/proto/type-urls.js';
+import { CLUSTER, ENDPOINT, ROUTE, TYPE_URL_PREFIX } from '../../../xds/proto/type-urls.js';
 import { checkConsistency } from '../../../xds/validate/consistency.js';
 import { validateEncoded } from '../../../xds/validate/pgv-validator.js';
 import { configResource } from '../../support/mesh-fixtures.js';
@@ -180,8 +180,10 @@ function grpcFollow(config: MeshConfig, target: string): { clusters: string[]; p
     if (at(decoded, 'type') !== 'EDS') continue;
     const edsName = at(decoded, 'eds_cluster_config.service_name');
     const serviceName = typeof edsName === 'string' && edsName !== '' ? edsName : name;
-    if (!grpcEndpointGenerator.build(ctx, serviceName))
-      problems.push(`EDS cluster ${name} has no assignment`);
+    const cla = grpcEndpointGenerator.build(ctx, serviceName);
+    if (!cla) problems.push(`EDS cluster ${name} has no assignment`);
+    else
+      assert.deepEqual(validateEncoded(ENDPOINT.slice(TYPE_URL_PREFIX.length), cla.value), [], serviceName);
   }
   return { clusters: [...names], problems };
 }
