@@ -1,9 +1,11 @@
 // Which DestinationRule applies to a host, as seen from a proxy's namespace. Istio's order: the
 // proxy's own namespace, then the service's namespace, then the root namespace; within a tier the
 // rule whose host matches most specifically wins, and among equals the first in the config
-// (file path order, then document order) — Istio uses the oldest. Indexed by namespace, then by
-// exact host.
+// (file path order, then document order) — Istio uses the oldest. Several rules for one host in one
+// namespace are first merged into one as Istio merges them (destination-rule-merge.ts). Indexed by
+// namespace, then by exact host.
 import type { DestinationRuleResource, Subset } from './types.js';
+import { mergeDestinationRules } from './destination-rule-merge.js';
 import { bestMatch, resolveHost } from './hosts.js';
 import { visibleTo } from './visibility.js';
 
@@ -30,7 +32,7 @@ export class DestinationRuleIndex {
     rules: readonly DestinationRuleResource[],
     private readonly onLookup?: (host: string) => void,
   ) {
-    for (const rule of rules) {
+    for (const rule of mergeDestinationRules(rules).rules) {
       let entry = this.byNamespace.get(rule.namespace);
       if (!entry) this.byNamespace.set(rule.namespace, (entry = { exact: new Map(), wildcard: [] }));
       const host = resolveHost(rule.spec.host, rule.namespace);

@@ -280,6 +280,8 @@ export interface HTTPRoute {
   readonly retries?: HTTPRetry;
   readonly fault?: HTTPFaultInjection;
   readonly mirror?: Destination;
+  /** Istio's deprecated whole-number form of `mirrorPercentage`; `mirrorPercentage` wins when both are set. */
+  readonly mirrorPercent?: number;
   readonly mirrorPercentage?: Percent;
   readonly mirrors?: readonly HTTPMirrorPolicy[];
   readonly corsPolicy?: CorsPolicy;

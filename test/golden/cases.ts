@@ -26,9 +26,11 @@ import {
   localityCatalog,
   localityDestinationRules,
 } from '../support/locality-fixture-mesh.js';
+import { configResource } from '../support/mesh-fixtures.js';
 import {
   ECHO,
   INGRESS_LABELS,
+  REVIEWS,
   SCOPED_NAMESPACE,
   VM_IP,
   fixtureCatalog,
@@ -149,6 +151,73 @@ function fixtureMeshWithMtls(): MeshConfig {
   });
 }
 
+/** The fixture mesh with its ingress Gateway's HTTP server redirecting to https (`tls.httpsRedirect`). */
+function fixtureMeshWithHttpsRedirect(): MeshConfig {
+  const base = fixtureMeshConfig();
+  return meshConfig({
+    ...base,
+    gateways: base.gateways.map((g) =>
+      g.name !== 'ingress'
+        ? g
+        : {
+            ...g,
+            spec: {
+              ...g.spec,
+              servers: g.spec.servers.map((server) =>
+                server.port.number === 80 ? { ...server, tls: { httpsRedirect: true } } : server,
+              ),
+            },
+          },
+    ),
+  });
+}
+
+/**
+ * The fixture mesh with a second DestinationRule for reviews (merged into the first: its v3 added,
+ * its v1 skipped) and reviews routes to a subset and a host that have no cluster (BlackHoleCluster).
+ */
+function fixtureMeshWithMergeAndDangling(): MeshConfig {
+  const base = fixtureMeshConfig();
+  return meshConfig({
+    ...base,
+    destinationRules: [
+      ...base.destinationRules,
+      configResource('DestinationRule', 'reviews-v3', {
+        host: REVIEWS,
+        subsets: [
+          { name: 'v1', labels: { version: 'nowhere' } },
+          { name: 'v3', labels: { version: 'v3' } },
+        ],
+      }),
+    ],
+    virtualServices: base.virtualServices.map((vs) =>
+      vs.name !== 'reviews'
+        ? vs
+        : {
+            ...vs,
+            spec: {
+              ...vs.spec,
+              http: [
+                {
+                  match: [{ headers: { to: { exact: 'v3' } } }],
+                  route: [{ destination: { host: REVIEWS, subset: 'v3' } }],
+                },
+                {
+                  match: [{ headers: { to: { exact: 'v9' } } }],
+                  route: [{ destination: { host: REVIEWS, subset: 'v9' } }],
+                },
+                {
+                  match: [{ headers: { to: { exact: 'ghost' } } }],
+                  route: [{ destination: { host: 'ghost.mesh.internal' } }],
+                },
+                ...(vs.spec.http ?? []),
+              ],
+            },
+          },
+    ),
+  });
+}
+
 export function goldenCases(): GoldenCase[] {
   const envoy = (
     name: string,
@@ -167,6 +236,18 @@ export function goldenCases(): GoldenCase[] {
       'envoy-gateway',
       'An Envoy gateway (router~ node) whose LABELS select the fixture Gateway `ingress`.',
       envoyNode('router~10.0.1.1~ingress-1~default.svc', { LABELS: INGRESS_LABELS }),
+    ),
+    envoy(
+      'envoy-gateway-https-redirect',
+      'The envoy-gateway node with the Gateway’s HTTP server on port 80 set to `tls.httpsRedirect: true`: a plain listener whose virtual hosts require TLS (Envoy answers 301 to https).',
+      envoyNode('router~10.0.1.1~ingress-1~default.svc', { LABELS: INGRESS_LABELS }),
+      fixtureMeshWithHttpsRedirect(),
+    ),
+    envoy(
+      'envoy-sidecar-merged-rules',
+      'The envoy-sidecar-transparent node with two DestinationRules for reviews (merged as Istio merges them) and reviews routes to an undefined subset and an unknown host (BlackHoleCluster).',
+      envoyNode(`sidecar~${VM_IP}~web-1~default.svc`, { INTERCEPTION_MODE: 'REDIRECT' }),
+      fixtureMeshWithMergeAndDangling(),
     ),
     envoy(
       'envoy-sidecar-transparent',
@@ -223,6 +304,16 @@ export function goldenCases(): GoldenCase[] {
       node: grpcNode('client-2'),
       catalog: fixtureCatalog(),
       config: meshConfig(fixtureMeshConfig()),
+      named: {},
+      wildcard: true,
+    },
+    {
+      name: 'grpc-client-merged-rules',
+      about:
+        'A proxyless gRPC client on the fixture mesh with two DestinationRules for reviews (merged as Istio merges them) and reviews routes to an undefined subset and an unknown host (BlackHoleCluster, an EDS cluster without endpoints).',
+      node: grpcNode('client-merged'),
+      catalog: fixtureCatalog(),
+      config: fixtureMeshWithMergeAndDangling(),
       named: {},
       wildcard: true,
     },

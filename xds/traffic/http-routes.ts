@@ -15,13 +15,14 @@ import type {
   HTTPRoute,
   VirtualServiceResource,
 } from '../../mesh/types.js';
-import { clusterName } from '../generators/names.js';
+import { BLACKHOLE_CLUSTER, clusterName } from '../generators/names.js';
 import { durationOf, faultPerFilterConfig, fractionalPercent } from './fault.js';
 import { hashPolicyFor } from './hash-policy.js';
 import { resolveHost } from '../../mesh/hosts.js';
 import { retryPolicy } from './retries.js';
 import type { RouteContext } from './route-context.js';
 import { routeMatch } from './route-match.js';
+import { clusterIsSent } from './sent-clusters.js';
 
 /** The routes for traffic to `host` on ctx.port: its VirtualService's, else the default route. */
 export function routesForHost(ctx: RouteContext, host: string): Route[] {
@@ -107,13 +108,15 @@ function routeAction(
   const envoy = ctx.client === 'envoy';
   // A lone destination takes everything whatever its weight; among several, an omitted weight is 0.
   const onlyOne = (r.route ?? []).length === 1;
-  const dests = (r.route ?? [])
-    .map((d) => ({
-      ...destinationOf(d.destination, namespace, ctx),
-      weight: onlyOne ? 100 : (d.weight ?? 0),
-      headers: d.headers,
-    }))
-    .filter((d) => d.weight > 0);
+  const dests = oneBlackHole(
+    (r.route ?? [])
+      .map((d) => ({
+        ...destinationOf(d.destination, namespace, ctx),
+        weight: onlyOne ? 100 : (d.weight ?? 0),
+        headers: d.headers,
+      }))
+      .filter((d) => d.weight > 0),
+  );
   const first = dests[0];
   const target: RouteAction =
     dests.length === 1 && first
@@ -140,13 +143,24 @@ function routeAction(
   if (envoy) {
     // Istio disables Envoy's 15 s default: no timeout unless the VirtualService sets one.
     action.timeout = durationOf(r.timeout ?? '0s');
+    // Istio: `mirrorPercentage` over the deprecated `mirrorPercent`, 100 % when neither is set, and
+    // an explicit 0 % mirrors nothing (the policy is left out rather than sent at 0).
+    const mirrorPercentage =
+      r.mirrorPercentage ?? (r.mirrorPercent !== undefined ? { value: r.mirrorPercent } : undefined);
     const mirrors = [
-      ...(r.mirror ? [{ destination: r.mirror, percentage: r.mirrorPercentage }] : []),
+      ...(r.mirror ? [{ destination: r.mirror, percentage: mirrorPercentage }] : []),
       ...(r.mirrors ?? []),
-    ];
+    ]
+      .filter((mp) => mp.percentage === undefined || mp.percentage.value > 0)
+      .map((mp) => ({
+        cluster: destinationOf(mp.destination, namespace, ctx).cluster,
+        percentage: mp.percentage,
+      }))
+      // A copy sent nowhere is no copy: a mirror whose cluster the proxy is not sent is left out.
+      .filter((mp) => mp.cluster !== BLACKHOLE_CLUSTER);
     if (mirrors.length > 0)
       action.request_mirror_policies = mirrors.map((mp) => ({
-        cluster: destinationOf(mp.destination, namespace, ctx).cluster,
+        cluster: mp.cluster,
         runtime_fraction: { default_value: fractionalPercent(mp.percentage) },
       }));
     Object.assign(action, rewrite(r, m));
@@ -156,6 +170,18 @@ function routeAction(
     action.max_stream_duration = { max_stream_duration: d, grpc_timeout_header_max: d };
   }
   return action;
+}
+
+/** Destinations gone to BlackHoleCluster share one weighted entry (a cluster is named once). */
+function oneBlackHole<D extends { cluster: string; weight: number; headers?: Headers }>(dests: D[]): D[] {
+  const holes = dests.filter((d) => d.cluster === BLACKHOLE_CLUSTER);
+  if (holes.length < 2) return dests;
+  const weight = holes.reduce((sum, d) => sum + d.weight, 0);
+  const out: D[] = [];
+  for (const d of dests)
+    if (d.cluster !== BLACKHOLE_CLUSTER) out.push(d);
+    else if (d === holes[0]) out.push({ ...d, weight, headers: undefined });
+  return out;
 }
 
 function rewrite(r: HTTPRoute, m: HTTPMatchRequest | undefined): RouteAction {
@@ -186,8 +212,9 @@ export interface ResolvedDestination {
 
 /**
  * `outbound|PORT|SUBSET|HOST` of a destination. The port is the one named, else the service's only
- * port, else the port the traffic came in on (Istio's rule). A host the catalog does not know still
- * gets its cluster name: the traffic fails visibly instead of silently going elsewhere.
+ * port, else the port the traffic came in on (Istio's rule). A destination whose cluster the proxy
+ * is not sent (an unknown host or port, an undefined subset: sent-clusters.ts) goes to
+ * BlackHoleCluster: the traffic fails visibly instead of silently going elsewhere.
  */
 export function destinationOf(d: Destination, namespace: string, ctx: RouteContext): ResolvedDestination {
   const host = resolveHost(d.host, namespace);
@@ -195,7 +222,10 @@ export function destinationOf(d: Destination, namespace: string, ctx: RouteConte
   const only = ports.length === 1 ? ports[0]?.number : undefined;
   const port = d.port?.number ?? only ?? ctx.port;
   const subset = d.subset ?? '';
-  return { host, port, subset, cluster: clusterName('outbound', port, subset, host) };
+  const cluster = clusterIsSent(ctx, host, port, subset)
+    ? clusterName('outbound', port, subset, host)
+    : BLACKHOLE_CLUSTER;
+  return { host, port, subset, cluster };
 }
 
 const REDIRECT_CODES: Readonly<Record<number, NonNullable<RedirectAction['response_code']>>> = {

@@ -99,6 +99,8 @@ function httpRouteLimitations(r: HTTPRoute, path: string, add: Add): void {
       add(`${path}.route[${j}].headers`, GRPC, 'gRPC clients do not add or remove headers per route');
   });
   if (r.mirror) add(`${path}.mirror`, GRPC, 'gRPC clients do not mirror requests');
+  if (r.mirrorPercent !== undefined)
+    add(`${path}.mirrorPercent`, GRPC, 'gRPC clients do not mirror requests');
   if (r.mirrorPercentage) add(`${path}.mirrorPercentage`, GRPC, 'gRPC clients do not mirror requests');
   if (r.mirrors) add(`${path}.mirrors`, GRPC, 'gRPC clients do not mirror requests');
   if (r.fault?.abort?.httpStatus !== undefined)

@@ -66,8 +66,16 @@ function vs(spec: VirtualServiceSpec, name = 'reviews', namespace = 'shop'): Vir
 function dr(spec: DestinationRuleSpec, name = 'reviews', namespace = 'shop'): DestinationRuleResource {
   return envelope('DestinationRule', name, namespace, spec);
 }
+/** The subsets the routes below send to: a route to an undefined subset goes to BlackHoleCluster. */
+const REVIEWS_SUBSETS = dr({
+  host: 'reviews',
+  subsets: [
+    { name: 'v1', labels: { version: 'v1' } },
+    { name: 'v2', labels: { version: 'v2' } },
+  ],
+});
 function mesh(parts: Partial<MeshConfig>): MeshConfig {
-  return { ...EMPTY_MESH_CONFIG, generation: 1, ...parts };
+  return { ...EMPTY_MESH_CONFIG, generation: 1, destinationRules: [REVIEWS_SUBSETS], ...parts };
 }
 function ctx(client: RouteClient, config: MeshConfig, over: Partial<RouteContext> = {}): RouteContext {
   return {
@@ -502,7 +510,8 @@ test('envoy tcp: the first applicable tcp route splits connections by weight', (
       },
     ],
   });
-  const config = mesh({ virtualServices: [service] });
+  const ratingsV2 = dr({ host: 'ratings', subsets: [{ name: 'v2', labels: { version: 'v2' } }] }, 'ratings');
+  const config = mesh({ virtualServices: [service], destinationRules: [ratingsV2] });
   assert.deepEqual(tcpTargetForHost(ctx('envoy', config, { port: 7070 }), RATINGS), {
     weighted_clusters: {
       clusters: [

@@ -1,7 +1,8 @@
 // Envoy gateways (`router` nodes): listeners from the Gateway resources whose selector matches the
 // node's LABELS, and routes from the VirtualServices bound to those gateways. Covered: servers by port
 // (HTTP, HTTPS/TLS terminated from cert files, TCP by the bound VirtualService's tcp routes, TLS
-// passthrough to the first tls route),
+// passthrough to the first tls route). An HTTP server is plain HTTP whatever its `tls` says, as in
+// Istio: `tls.httpsRedirect` makes its virtual hosts `require_tls: ALL` (Envoy answers 301 to https).
 // hosts, and per VirtualService host its http routes, rendered by the shared translator
 // (xds/traffic/http-routes.ts) for this gateway (`namespace/name`) and port. The AuthorizationPolicies
 // and RequestAuthentications selecting the gateway (its namespace and LABELS) go on every chain.
@@ -39,6 +40,8 @@ import {
 export type GatewayConfig = Pick<MeshConfig, 'gateways' | 'virtualServices'>;
 
 const HTTP_PROTOCOLS = new Set(['HTTP', 'HTTP2', 'GRPC', 'HTTPS']);
+/** Servers of these protocols never terminate TLS (Istio's `IsHTTP()`); their `tls` only redirects. */
+const PLAIN_HTTP_PROTOCOLS = new Set(['HTTP', 'HTTP2', 'GRPC', 'GRPC-WEB']);
 
 function selected(config: GatewayConfig, labels: Readonly<Record<string, string>>): GatewayResource[] {
   return config.gateways.filter((g) =>
@@ -46,11 +49,23 @@ function selected(config: GatewayConfig, labels: Readonly<Record<string, string>
   );
 }
 
-/** HTTPS and TLS servers terminate TLS unless the mode is PASSTHROUGH. */
+function plainHttp(server: GatewayServer): boolean {
+  return PLAIN_HTTP_PROTOCOLS.has(server.port.protocol.toUpperCase());
+}
+
+/** HTTPS and TLS servers terminate TLS unless the mode is PASSTHROUGH; plain HTTP servers never do. */
 function terminates(server: GatewayServer): boolean {
   return (
-    server.tls !== undefined && server.tls.mode !== 'PASSTHROUGH' && server.tls.mode !== 'AUTO_PASSTHROUGH'
+    !plainHttp(server) &&
+    server.tls !== undefined &&
+    server.tls.mode !== 'PASSTHROUGH' &&
+    server.tls.mode !== 'AUTO_PASSTHROUGH'
   );
+}
+
+/** Whether plain-HTTP requests to this server's hosts are redirected to https (`tls.httpsRedirect`). */
+function redirectsToHttps(server: GatewayServer): boolean {
+  return server.tls?.httpsRedirect === true;
 }
 
 function isHttpServer(server: GatewayServer): boolean {
@@ -107,7 +122,8 @@ function serverChain(
   authz: InboundAuthz,
 ): FilterChain | undefined {
   const { config, catalog } = ctx;
-  const sni = server.tls ? server.hosts.filter((h) => h !== '*' && !h.includes('/')) : [];
+  const sni =
+    server.tls && !plainHttp(server) ? server.hosts.filter((h) => h !== '*' && !h.includes('/')) : [];
   const match = sni.length > 0 ? { filter_chain_match: { server_names: sni } } : {};
   if (isHttpServer(server)) {
     const route = gatewayRouteName(port);
@@ -190,11 +206,36 @@ export function gatewayRoute(ctx: GenerateContext, port: number): RouteConfigura
         const routing = routeContext(ctx, 'envoy', port, `${gateway.namespace}/${gateway.name}`);
         const routes = virtualServiceRoutes(vs, routing);
         if (routes.length > 0)
-          hosts.set(host, { name: `${host}:${port}`, domains: [host, `${host}:${port}`], routes });
+          hosts.set(host, {
+            name: `${host}:${port}`,
+            domains: [host, `${host}:${port}`],
+            routes,
+            ...(redirectsToHttps(server) && { require_tls: 'ALL' as const }),
+          });
       }
     }
   }
+  // Istio: every host of a redirecting server redirects, whether or not a VirtualService routes it.
+  for (const { server } of servers) {
+    if (!redirectsToHttps(server)) continue;
+    for (const host of server.hosts.map((h) => h.replace(/^[^/]*\//, '').toLowerCase())) {
+      const existing = hosts.get(host);
+      if (existing) hosts.set(host, { ...existing, require_tls: 'ALL' });
+      else
+        hosts.set(host, {
+          name: `${host}:${port}`,
+          domains: hostDomains(host, port),
+          routes: [],
+          require_tls: 'ALL',
+        });
+    }
+  }
   return { name: gatewayRouteName(port), virtual_hosts: [...hosts.values()] };
+}
+
+/** A redirecting host's domains: with and without the port (`*` alone stands for every host). */
+function hostDomains(host: string, port: number): string[] {
+  return host === '*' ? ['*'] : [host, `${host}:${port}`];
 }
 
 /** `outbound|PORT||HOST` of a destination, when that service (and port) exists. */

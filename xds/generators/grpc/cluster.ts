@@ -7,10 +7,11 @@
 // a gRPC limitation (xds/traffic/cluster-limitations.ts). Which lb_policy a client may be sent is
 // its client profile's (xds/proxy/client-capabilities.ts): gRPC C-core 1.50–1.51 crash on RING_HASH
 // and get ROUND_ROBIN. Sidecar scoping does not apply: a gRPC client is sent only the names it asks
-// for (docs/traffic.md).
+// for (docs/traffic.md). BlackHoleCluster, which routes name for a destination without a cluster,
+// is an EDS cluster without endpoints; so is a DNS service's subset that matches no endpoint.
 import type { Cluster } from '../../generated/envoy/config/cluster/v3/Cluster.js';
 import type { GenerateContext, ResourceGenerator } from '../generator.js';
-import { clusterName, parseClusterName } from '../names.js';
+import { BLACKHOLE_CLUSTER, clusterName, parseClusterName } from '../names.js';
 import { encodeResource } from '../../proto/resource.js';
 import { CLUSTER } from '../../proto/type-urls.js';
 import { findPort, type Service, type ServicePort } from '../../../model/service.js';
@@ -48,6 +49,7 @@ export const grpcClusterGenerator: ResourceGenerator = {
         ]);
       }),
   build(ctx, name) {
+    if (name === BLACKHOLE_CLUSTER) return encodeResource(CLUSTER, name, blackHoleCluster());
     const key = parseClusterName(name);
     if (!key || key.direction !== 'outbound') return undefined;
     const service = ctx.catalog.service(key.hostname);
@@ -76,6 +78,22 @@ export const grpcClusterGenerator: ResourceGenerator = {
   },
 };
 
+/**
+ * Where a route sends what has no cluster (xds/traffic/sent-clusters.ts): an EDS cluster whose load
+ * assignment has no endpoints, so the call fails UNAVAILABLE at once, as Envoy answers 503.
+ */
+function blackHoleCluster(name = BLACKHOLE_CLUSTER): Cluster {
+  return {
+    name,
+    type: 'EDS',
+    eds_cluster_config: {
+      service_name: BLACKHOLE_CLUSTER,
+      eds_config: { ads: {}, resource_api_version: 'V3' },
+    },
+    lb_policy: 'ROUND_ROBIN',
+  };
+}
+
 function baseCluster(
   ctx: GenerateContext,
   service: Service,
@@ -94,8 +112,9 @@ function baseCluster(
   if (subset !== '') {
     const sub = findSubset(ctx.index, ctx.catalog, service.hostname, subset, ctx.proxy.namespace);
     endpoints = sub ? subsetEndpoints(endpoints, sub) : [];
-    // gRPC's LOGICAL_DNS takes exactly one address: a subset matching none has no gRPC form.
-    if (endpoints.length === 0) return undefined;
+    // gRPC's LOGICAL_DNS takes exactly one address: a subset matching none reads BlackHoleCluster's
+    // empty assignment instead, so the route naming it is still served a cluster.
+    if (endpoints.length === 0) return blackHoleCluster(name);
   }
   const first = endpoints[0];
   return {

@@ -1,5 +1,8 @@
-// EDS for proxyless gRPC: the shared load-assignment builder.
+// EDS for proxyless gRPC: the shared load-assignment builder, and BlackHoleCluster's assignment
+// without endpoints (grpc/cluster.ts).
 import type { ResourceGenerator } from '../generator.js';
+import { BLACKHOLE_CLUSTER } from '../names.js';
+import { encodeResource } from '../../proto/resource.js';
 import { ENDPOINT } from '../../proto/type-urls.js';
 import { buildLoadAssignment, loadAssignmentViewKey, loadAssignmentViewKeyReads } from '../endpoints.js';
 
@@ -11,5 +14,8 @@ export const grpcEndpointGenerator: ResourceGenerator = {
   viewKey: loadAssignmentViewKey,
   viewKeyReads: loadAssignmentViewKeyReads,
   wildcardNames: () => [],
-  build: (ctx, name) => buildLoadAssignment(ctx, name),
+  build: (ctx, name) =>
+    name === BLACKHOLE_CLUSTER
+      ? encodeResource(ENDPOINT, name, { cluster_name: name, endpoints: [] })
+      : buildLoadAssignment(ctx, name),
 };
