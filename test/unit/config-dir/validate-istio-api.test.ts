@@ -147,12 +147,13 @@ test('security selectors: no labels is the whole namespace (a warning), a wildca
   );
 });
 
-test('ServiceEntry workloadSelector: {} is an error on that file, not an exception', () => {
+test('ServiceEntry workloadSelector: {} is accepted as Istio accepts it, with a warning that it selects nothing', () => {
   const v = verdict(
     networking(
       'ServiceEntry',
       '  hosts: [a.example.com]\n  ports: [{number: 80, name: http}]\n  workloadSelector: {}',
     ),
   );
-  assert.deepEqual(v.errors, ['f.yaml:7 spec.workloadSelector.labels: is required']);
+  assert.deepEqual(v.errors, []);
+  assert.match(v.warnings.join('\n'), /selects no WorkloadEntry/);
 });
