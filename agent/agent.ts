@@ -14,7 +14,7 @@ import { configDump } from './status/config-dump.js';
 import { AgentMetrics } from './status/metrics.js';
 import { StatusServer, type Readiness } from './status/status-server.js';
 import { Supervisor } from './supervisor.js';
-import { prepareSocket, restrictSocket } from './unix-socket.js';
+import { bindRestricted, prepareSocket, restrictSocket } from './unix-socket.js';
 import { UpstreamConnection } from './upstream/connection.js';
 import { CacheFiles } from './xds/cache-file.js';
 import type { AgentIdentity } from './xds/messages.js';
@@ -27,8 +27,8 @@ export interface AgentConfig {
   readonly identity: AgentIdentity;
   /** The control plane's secure port, HOST:PORT. */
   readonly xdsAddress: string;
-  /** The plaintext local xDS port, HOST:PORT. */
-  readonly listenXds: string;
+  /** The plaintext local xDS port, HOST:PORT; none when absent (the Unix socket alone, the default). */
+  readonly listenXds?: string;
   readonly xdsSocket?: string;
   readonly sdsSocket?: string;
   readonly statusAddr: { readonly host: string; readonly port: number };
@@ -36,6 +36,8 @@ export interface AgentConfig {
   readonly dataDir: string;
   readonly cache: { readonly maxNodes: number; readonly maxBytes: number };
   readonly maxLocalStreams: number;
+  /** Local streams one client (one connection to the agent) may hold (default 16). */
+  readonly maxLocalStreamsPerClient?: number;
   /** A subscription the control plane has not answered within this is served from the cache. */
   readonly fallbackMs: number;
   readonly upstreamBackoff?: BackoffOptions;
@@ -105,8 +107,13 @@ export async function startAgent(
     cache,
     identity: config.identity,
     logger,
-    listen: [config.listenXds, ...(config.xdsSocket ? [`unix:${config.xdsSocket}`] : [])],
+    // TCP first when there is one: the addresses are reported in this order.
+    listen: [
+      ...(config.listenXds ? [config.listenXds] : []),
+      ...(config.xdsSocket ? [`unix:${config.xdsSocket}`] : []),
+    ],
     maxStreams: config.maxLocalStreams,
+    ...(config.maxLocalStreamsPerClient && { maxStreamsPerClient: config.maxLocalStreamsPerClient }),
     fallbackMs: config.fallbackMs,
     observer: {
       servedFromCache: (_s, typeUrl) =>
@@ -180,6 +187,7 @@ export async function startAgent(
     return { ready: certOk && (connected || nodes > 0) && modulesOk, lines };
   };
 
+  let keeper: Promise<void> | undefined;
   const started: AgentModule[] = [];
   let supervisor: Supervisor | undefined;
   const stop = async (): Promise<void> => {
@@ -196,12 +204,16 @@ export async function startAgent(
     for (const s of sockets) rmSync(s, { force: true });
   };
 
-  const keeper = certificates.run(abort.signal);
   try {
-    upstream.start();
-    await xds.start();
-    await sds?.start();
+    // The sockets first, before anything else of the agent runs: they are bound under a umask that
+    // gives them their mode at birth (unix-socket.ts), which must not touch other files.
+    await bindRestricted(async () => {
+      await xds?.start();
+      await sds?.start();
+    });
     for (const s of sockets) restrictSocket(s);
+    keeper = certificates.run(abort.signal);
+    upstream.start();
     await status.start();
     for (const m of modules) {
       await m.start(context);

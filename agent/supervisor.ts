@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Logger } from '../log/logger.js';
 import { Backoff, type BackoffOptions } from '../model/backoff.js';
+import { childEnv } from './child-env.js';
 
 export interface SupervisorOptions {
   readonly command: string;
@@ -15,6 +16,8 @@ export interface SupervisorOptions {
   /** A child that ran this long resets the backoff (default 10 s). */
   readonly stableAfterMs?: number;
   readonly onRestart?: () => void;
+  /** The environment it starts with (default: the agent's); the agent's secrets are left out either way. */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 1000, maxMs: 30_000, jitter: 0.2 };
@@ -44,7 +47,7 @@ export class Supervisor {
     if (this.stopping) return;
     const { command, args, logger } = this.options;
     const startedAt = Date.now();
-    const child = spawn(command, [...args], { stdio: 'inherit' });
+    const child = spawn(command, [...args], { stdio: 'inherit', env: childEnv(this.options.env) });
     this.child = child;
     let gone = false;
     const onGone = (code: number | null, signal: NodeJS.Signals | null): void => {

@@ -29,10 +29,12 @@ export const AGENT_DEFAULTS = {
   certDir: DEFAULT_CERT_DIR,
   dataDir: '/var/lib/portolan-agent',
   runDir: '/run/portolan',
+  /** The usual --listen-xds address; no longer applied by default (local xDS is on the Unix socket). */
   listenXds: '127.0.0.1:15020',
   statusAddr: '127.0.0.1:15021',
   adminAddr: '127.0.0.1:15000',
-  maxLocalStreams: '1024',
+  maxLocalStreams: '256',
+  maxLocalStreamsPerClient: '16',
   cacheMaxNodes: '64',
   cacheMaxBytes: '64MiB',
   cacheFallback: '3s',
@@ -53,7 +55,7 @@ interface AgentFlags {
   dataDir: string;
   runDir: string;
   xdsAddr?: string;
-  listenXds: string;
+  listenXds?: string;
   xdsSocket?: string;
   sdsSocket?: string;
   statusAddr: string;
@@ -63,6 +65,7 @@ interface AgentFlags {
   envoyBootstrap?: string;
   grpcBootstrap?: string;
   maxLocalStreams: string;
+  maxLocalStreamsPerClient?: string;
   cacheMaxNodes: string;
   cacheMaxBytes: string;
   cacheFallback: string;
@@ -91,13 +94,15 @@ export interface AgentSettings {
   readonly token?: string;
   readonly certDir: string;
   readonly dataDir: string;
-  readonly listenXds: HostAndPort;
+  /** Local xDS on TCP as well; absent by default (the Unix socket only, as pilot-agent). */
+  readonly listenXds?: HostAndPort;
   readonly xdsSocket?: string;
   readonly sdsSocket?: string;
   readonly statusAddr: HostAndPort;
   readonly adminAddr: HostAndPort;
   readonly ttlSeconds?: number;
   readonly maxLocalStreams: number;
+  readonly maxLocalStreamsPerClient: number;
   readonly cacheMaxNodes: number;
   readonly cacheMaxBytes: number;
   readonly fallbackMs: number;
@@ -146,12 +151,11 @@ export function addAgentCommand(program: Command): void {
     )
     .option(
       '--listen-xds <host:port>',
-      'plaintext local xDS (ADS) for Envoy and gRPC apps',
-      AGENT_DEFAULTS.listenXds,
+      `plaintext local xDS (ADS) on TCP as well, e.g. ${AGENT_DEFAULTS.listenXds} (default: none, the Unix socket only; any local user can connect to a TCP port)`,
     )
     .option(
       '--xds-socket <path>',
-      'local xDS on a Unix socket as well ("off": none; default RUN_DIR/xds.sock)',
+      'local xDS (ADS) for Envoy and gRPC apps on a Unix socket, for the agent\'s user and group ("off": none; default RUN_DIR/xds.sock)',
     )
     .option(
       '--sds-socket <path>',
@@ -176,7 +180,12 @@ export function addAgentCommand(program: Command): void {
     )
     .option('--envoy-bootstrap <file>', 'write the Envoy bootstrap there at start')
     .option('--grpc-bootstrap <file>', 'write the gRPC bootstrap (GRPC_XDS_BOOTSTRAP) there at start')
-    .option('--max-local-streams <n>', 'local xDS streams at once', AGENT_DEFAULTS.maxLocalStreams)
+    .option('--max-local-streams <n>', 'local xDS streams at once, in all', AGENT_DEFAULTS.maxLocalStreams)
+    .option(
+      '--max-local-streams-per-client <n>',
+      'local xDS streams one client (one connection to the agent) may hold at once',
+      AGENT_DEFAULTS.maxLocalStreamsPerClient,
+    )
     .option('--cache-max-nodes <n>', 'nodes kept in the xDS cache', AGENT_DEFAULTS.cacheMaxNodes)
     .option(
       '--cache-max-bytes <size>',
@@ -251,17 +260,25 @@ async function runAgent(
     },
     identity: settings.identity,
     xdsAddress: settings.xdsAddr,
-    listenXds: `${settings.listenXds.host.includes(':') ? `[${settings.listenXds.host}]` : settings.listenXds.host}:${settings.listenXds.port}`,
+    ...(settings.listenXds && {
+      listenXds: `${settings.listenXds.host.includes(':') ? `[${settings.listenXds.host}]` : settings.listenXds.host}:${settings.listenXds.port}`,
+    }),
     ...(settings.xdsSocket && { xdsSocket: settings.xdsSocket }),
     ...(settings.sdsSocket && { sdsSocket: settings.sdsSocket }),
     statusAddr: settings.statusAddr,
     dataDir: settings.dataDir,
     cache: { maxNodes: settings.cacheMaxNodes, maxBytes: settings.cacheMaxBytes },
     maxLocalStreams: settings.maxLocalStreams,
+    maxLocalStreamsPerClient: settings.maxLocalStreamsPerClient,
     fallbackMs: settings.fallbackMs,
     ...(program && { command: { command: program, args, drainMs: settings.drainMs } }),
     logger,
   };
+  if (settings.listenXds && !isLoopback(settings.listenXds.host))
+    logger.warn(
+      { listenXds: `${settings.listenXds.host}:${settings.listenXds.port}` },
+      "--listen-xds is not a loopback address: other hosts can read this workload's config from it (plaintext, no authentication)",
+    );
   const modules = agentModules(settings);
   let agent: RunningAgent;
   try {
@@ -275,7 +292,8 @@ async function runAgent(
     logger.fatal({ err }, 'portolan agent failed to start');
     process.exit(1);
   }
-  const bound = { ...settings, listenXds: parseAddress(agent.addresses.xds[0] ?? '', '--listen-xds') };
+  const tcp = agent.addresses.xds.find((a) => !a.startsWith('unix:'));
+  const bound = { ...settings, ...(tcp && { listenXds: parseAddress(tcp, '--listen-xds') }) };
   if (flags.envoyBootstrap) writeFileAtomically(flags.envoyBootstrap, renderBootstrap('envoy', bound));
   if (flags.grpcBootstrap) writeFileAtomically(flags.grpcBootstrap, renderBootstrap('grpc', bound));
   logger.info(
@@ -354,6 +372,14 @@ export function compileAgentSettings(flags: AgentFlags, envToken: string | undef
   const xdsAddr = flags.xdsAddr === undefined ? caAddr : addressList(flags.xdsAddr, '--xds-addr');
   const xdsSocket = socket(flags.xdsSocket, 'xds.sock');
   const sdsSocket = socket(flags.sdsSocket, 'sds.sock');
+  const listenXds =
+    flags.listenXds === undefined || flags.listenXds === 'off'
+      ? undefined
+      : parseAddress(flags.listenXds, '--listen-xds');
+  if (!listenXds && !xdsSocket)
+    throw new OptionError(
+      'no local xDS: --xds-socket is off and no --listen-xds is given; local clients would have nothing to connect to',
+    );
   if (flags.group !== undefined && !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(flags.group))
     throw new OptionError(`--group: "${flags.group}" is not a WorkloadGroup name`);
   if (flags.instanceIp !== undefined && isIP(flags.instanceIp) === 0)
@@ -376,13 +402,17 @@ export function compileAgentSettings(flags: AgentFlags, envToken: string | undef
     ...(token && { token }),
     certDir,
     dataDir: resolve(flags.dataDir),
-    listenXds: parseAddress(flags.listenXds, '--listen-xds'),
+    ...(listenXds && { listenXds }),
     ...(xdsSocket && { xdsSocket }),
     ...(sdsSocket && { sdsSocket }),
     statusAddr: parseAddress(flags.statusAddr, '--status-addr'),
     adminAddr: parseAddress(flags.adminAddr, '--admin-addr'),
     ...(flags.ttl && { ttlSeconds: Math.ceil(durationSeconds(flags.ttl, '--ttl')) }),
     maxLocalStreams: parsePositiveInt(flags.maxLocalStreams, '--max-local-streams'),
+    maxLocalStreamsPerClient: parsePositiveInt(
+      flags.maxLocalStreamsPerClient ?? AGENT_DEFAULTS.maxLocalStreamsPerClient,
+      '--max-local-streams-per-client',
+    ),
     cacheMaxNodes: parsePositiveInt(flags.cacheMaxNodes, '--cache-max-nodes'),
     cacheMaxBytes: parseBytes(flags.cacheMaxBytes, '--cache-max-bytes'),
     fallbackMs: parseDurationMs(flags.cacheFallback, '--cache-fallback'),
@@ -429,13 +459,19 @@ export function agentModules(settings: AgentSettings): { all: AgentModule[]; dns
   return { all, ...(dns && { dns }) };
 }
 
-/** A bootstrap pointing at this agent: Envoy (ADS on the xDS socket, SDS on the SDS socket) or gRPC. */
+/** Where a bootstrap's xDS points without a TCP port (only a Unix socket): a placeholder, overridden. */
+const NO_TCP: HostAndPort = { host: '127.0.0.1', port: 15020 };
+
+/**
+ * A bootstrap pointing at this agent: Envoy (ADS on the xDS socket, SDS on the SDS socket) or gRPC
+ * (the TCP port with --listen-xds, else the xDS socket as `unix:PATH`).
+ */
 export function renderBootstrap(kind: 'envoy' | 'grpc', s: AgentSettings): string {
   const options: BootstrapOptions = {
     nodeId: s.nodeId,
     cluster: s.identity.serviceAccount,
     namespace: s.identity.namespace,
-    xdsAddr: s.listenXds,
+    xdsAddr: s.listenXds ?? NO_TCP,
     adminAddr: s.adminAddr,
     metadata: {
       SERVICE_ACCOUNT: s.identity.serviceAccount,
@@ -450,11 +486,21 @@ export function renderBootstrap(kind: 'envoy' | 'grpc', s: AgentSettings): strin
     ...(kind === 'envoy' && s.xdsSocket && { xdsPipe: s.xdsSocket }),
     ...(kind === 'envoy' && s.sdsSocket && { sdsPipe: s.sdsSocket }),
   };
-  if (kind === 'grpc') return `${JSON.stringify(buildGrpcBootstrap(options), null, 2)}\n`;
+  if (kind === 'grpc') {
+    const bootstrap = buildGrpcBootstrap(options);
+    const [server] = bootstrap.xds_servers as Record<string, unknown>[];
+    // gRPC's name syntax for a Unix socket (unix:PATH, absolute here), read by every gRPC library.
+    if (!s.listenXds && s.xdsSocket && server) server.server_uri = `unix:${s.xdsSocket}`;
+    return `${JSON.stringify(bootstrap, null, 2)}\n`;
+  }
   const bootstrap = JSON.parse(JSON.stringify(buildBootstrap(options))) as Record<string, unknown>;
   const problems = validateBootstrap(bootstrap);
   if (problems.length > 0) throw new OptionError(`bootstrap fails validation:\n  ${problems.join('\n  ')}`);
   return `${JSON.stringify(bootstrap, null, 2)}\n`;
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || (isIP(host) === 4 && host.startsWith('127.'));
 }
 
 /** HOST:PORT or a comma-separated list of them (replicas, tried in turn), each checked. */

@@ -5,7 +5,11 @@
 //
 // Level-triggered: the entries are recomputed from the registrations and the groups in force, so a
 // group's edit updates its entries, and a deleted group's entries go (and come back if it returns
-// while its VMs are still connected). The control plane learns of agent streams through the ADS
+// while its VMs are still connected). Several streams may claim one entry at once (an agent's
+// reconnect racing its old stream, a second process with the same identity): the newest holds it,
+// and when it leaves while an older one is still connected, the older one holds it again — the
+// entry is never removed (nor its grace started) while any stream claiming it is open. The control
+// plane learns of agent streams through the ADS
 // server's observer seam (cli/ wires it); nothing here knows about xDS.
 import type { Logger } from '../log/logger.js';
 import { Listeners } from '../model/listeners.js';
@@ -51,6 +55,8 @@ interface Held {
   state: ConnectionState;
   /** The stream holding it while connected. */
   connection: string | undefined;
+  /** Every open stream claiming it, oldest first, with what each claims (the last is `connection`). */
+  readonly claimants: Map<string, Registration>;
   since: string;
   graceTimer: NodeJS.Timeout | undefined;
 }
@@ -110,6 +116,7 @@ export class AutoRegistration implements WorkloadEntrySource {
         registration,
         state: 'disconnected',
         connection: undefined,
+        claimants: new Map(),
         since: new Date().toISOString(),
         graceTimer: undefined,
       };
@@ -146,7 +153,7 @@ export class AutoRegistration implements WorkloadEntrySource {
     const key = registrationKey(claim);
     const previous = this.held.get(key);
     if (previous?.graceTimer) clearTimeout(previous.graceTimer);
-    if (previous?.connection) this.byConnection.delete(previous.connection);
+    const claimants = previous?.claimants ?? new Map<string, Registration>();
     const registration: Registration = {
       group: claim.group,
       namespace: claim.namespace,
@@ -156,10 +163,13 @@ export class AutoRegistration implements WorkloadEntrySource {
       // A reconnect keeps the last report until the agent sends a new one.
       ...(previous?.registration.health && { health: previous.registration.health }),
     };
+    claimants.delete(connection);
+    claimants.set(connection, registration);
     this.held.set(key, {
       registration,
       state: 'connected',
       connection,
+      claimants,
       since: new Date().toISOString(),
       graceTimer: undefined,
     });
@@ -178,7 +188,24 @@ export class AutoRegistration implements WorkloadEntrySource {
     if (key === undefined) return;
     this.byConnection.delete(connection);
     const held = this.held.get(key);
-    if (!held || held.connection !== connection) return;
+    if (!held) return;
+    held.claimants.delete(connection);
+    if (held.connection !== connection) return;
+    const older = [...held.claimants].pop();
+    if (older) {
+      // The newest holder left; an older stream claiming the entry is still open: it holds it again.
+      const [next, registration] = older;
+      held.connection = next;
+      held.registration = registration;
+      held.since = new Date().toISOString();
+      this.save(key, registration);
+      this.options.logger.info(
+        { entry: key, node: registration.nodeId, left: connection },
+        'auto-registration: the newest holder left; an older connected one holds the entry again',
+      );
+      this.recompute();
+      return;
+    }
     held.state = 'disconnected';
     held.connection = undefined;
     held.since = new Date().toISOString();
@@ -194,10 +221,17 @@ export class AutoRegistration implements WorkloadEntrySource {
     const key = this.byConnection.get(connection);
     const held = key === undefined ? undefined : this.held.get(key);
     if (!held || key === undefined) return;
+    const own = held.claimants.get(connection);
+    if (own && held.connection !== connection) {
+      // An older claimant's report: kept for when it holds the entry again, not applied now.
+      held.claimants.set(connection, { ...own, health: { healthy, message, at: new Date().toISOString() } });
+      return;
+    }
     const before = held.registration.health;
     if (before && before.healthy === healthy && before.message === message) return;
     const health: ProbeHealth = { healthy, message, at: new Date().toISOString() };
     held.registration = { ...held.registration, health };
+    held.claimants.set(connection, held.registration);
     this.save(key, held.registration);
     this.options.logger.info(
       { entry: key, node: held.registration.nodeId, healthy, ...(message && { reason: message }) },

@@ -1,9 +1,12 @@
 // The agent's DNS proxy (`--dns-addr`, UDP and TCP): A and AAAA queries for mesh hostnames are
 // answered from the name table the control plane sends (name-table.ts); every other query is
-// forwarded as it came to the upstream resolvers, one after the other until one answers, and its
-// answer returned as it came. Packets are encoded and decoded by dns-packet; one that does not
+// forwarded to the upstream resolvers, one after the other until one answers, and its answer
+// returned with the client's id. Each upstream query goes out with a random id from a socket of its
+// own (a fresh random source port), and an answer is taken only from the resolver asked, on that
+// socket, with that id and the question asked: a spoofer must guess 32 bits, not read them off. Packets are encoded and decoded by dns-packet; one that does not
 // decode is dropped and counted, without touching other queries. Bounded: forwarded queries in
 // flight, TCP connections, their idle time, and each upstream's time to answer.
+import { randomInt } from 'node:crypto';
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { createServer, type Server, type Socket as TcpSocket } from 'node:net';
 import dnsPacket from 'dns-packet';
@@ -40,12 +43,16 @@ export interface DnsStats {
 }
 
 interface Pending {
+  /** The client's query as it came (its id is the client's). */
   readonly query: Buffer;
-  readonly originalId: number;
+  readonly question: dnsPacket.Question;
   readonly reply: (bytes: Buffer) => void;
   readonly upstreams: readonly Upstream[];
   attempt: number;
   timer: NodeJS.Timeout | undefined;
+  /** The socket of the current attempt, and the id it asked with. */
+  socket: Socket | undefined;
+  id: number;
 }
 
 const RCODE_SERVFAIL = 2;
@@ -55,10 +62,8 @@ export class DnsProxy {
   readonly stats: DnsStats = { queries: 0, answered: 0, forwarded: 0, failed: 0, malformed: 0 };
   private udp: Socket | undefined;
   private tcp: Server | undefined;
-  private readonly forwarders = new Map<4 | 6, Socket>();
-  private readonly pending = new Map<number, Pending>();
+  private readonly pending = new Set<Pending>();
   private readonly tcpConnections = new Set<TcpSocket>();
-  private nextId = Math.floor(Math.random() * 65536);
   private boundPort = 0;
 
   constructor(private readonly options: DnsProxyOptions) {}
@@ -106,11 +111,9 @@ export class DnsProxy {
   }
 
   async stop(): Promise<void> {
-    for (const p of this.pending.values()) if (p.timer) clearTimeout(p.timer);
+    for (const p of this.pending) this.release(p);
     this.pending.clear();
     for (const c of this.tcpConnections) c.destroy();
-    for (const s of this.forwarders.values()) s.close();
-    this.forwarders.clear();
     this.udp?.close();
     await new Promise<void>((resolve) => (this.tcp ? this.tcp.close(() => resolve()) : resolve()));
   }
@@ -190,10 +193,10 @@ export class DnsProxy {
       );
       return;
     }
-    this.forward(message, packet.id ?? 0, reply);
+    this.forward(message, question, reply);
   }
 
-  private forward(query: Buffer, originalId: number, reply: (bytes: Buffer) => void): void {
+  private forward(query: Buffer, question: dnsPacket.Question, reply: (bytes: Buffer) => void): void {
     const upstreams = this.options.upstreams();
     if (upstreams.length === 0 || this.pending.size >= (this.options.maxPending ?? 1024)) {
       this.stats.failed += 1;
@@ -201,59 +204,81 @@ export class DnsProxy {
       return;
     }
     this.stats.forwarded += 1;
-    let id = this.nextId;
-    while (this.pending.has(id)) id = (id + 1) & 0xffff;
-    this.nextId = (id + 1) & 0xffff;
-    const copy = Buffer.from(query);
-    copy.writeUInt16BE(id, 0);
-    const p: Pending = { query: copy, originalId, reply, upstreams, attempt: 0, timer: undefined };
-    this.pending.set(id, p);
-    this.send(id, p);
+    const p: Pending = {
+      query: Buffer.from(query),
+      question,
+      reply,
+      upstreams,
+      attempt: 0,
+      timer: undefined,
+      socket: undefined,
+      id: 0,
+    };
+    this.pending.add(p);
+    this.send(p);
   }
 
-  private send(id: number, p: Pending): void {
+  /** Asks the attempt's upstream: a new socket (the OS picks a random port), a random id. */
+  private send(p: Pending): void {
+    this.release(p);
     const upstream = p.upstreams[p.attempt];
     if (!upstream) {
-      this.pending.delete(id);
+      this.pending.delete(p);
       this.stats.failed += 1;
-      const failed = Buffer.from(p.query);
-      failed.writeUInt16BE(p.originalId, 0);
-      p.reply(servfail(failed));
+      p.reply(servfail(p.query));
       return;
     }
-    const socket = this.forwarder(upstream.host.includes(':') ? 6 : 4);
-    socket.send(p.query, upstream.port, upstream.host);
+    const socket = createSocket(upstream.host.includes(':') ? 'udp6' : 'udp4');
+    p.socket = socket;
+    p.id = randomInt(0x10000);
+    const copy = Buffer.from(p.query);
+    copy.writeUInt16BE(p.id, 0);
+    socket.on('message', (msg, rinfo) => this.fromUpstream(p, socket, upstream, msg, rinfo));
+    socket.on('error', (err) => this.options.logger.debug({ err }, 'DNS proxy: upstream socket error'));
+    socket.send(copy, upstream.port, upstream.host);
     p.timer = setTimeout(() => {
       p.attempt += 1;
-      this.send(id, p);
+      this.send(p);
     }, this.options.upstreamTimeoutMs ?? 2000);
   }
 
-  private forwarder(family: 4 | 6): Socket {
-    let socket = this.forwarders.get(family);
-    if (!socket) {
-      const created = createSocket(family === 4 ? 'udp4' : 'udp6');
-      created.on('message', (msg, rinfo) => this.fromUpstream(msg, rinfo));
-      created.on('error', (err) => this.options.logger.warn({ err }, 'DNS proxy: upstream socket error'));
-      this.forwarders.set(family, created);
-      socket = created;
-    }
-    return socket;
-  }
-
-  private fromUpstream(message: Buffer, from: RemoteInfo): void {
-    if (message.length < 12) return;
-    const id = message.readUInt16BE(0);
-    const p = this.pending.get(id);
-    const asked = p?.upstreams[p.attempt];
-    // Only the upstream asked may answer (an answer from anywhere else is ignored).
-    if (!p || !asked || asked.port !== from.port || !sameHost(asked.host, from.address)) return;
-    if (p.timer) clearTimeout(p.timer);
-    this.pending.delete(id);
+  private fromUpstream(p: Pending, socket: Socket, asked: Upstream, message: Buffer, from: RemoteInfo): void {
+    // Only the upstream asked, on the socket asked, with the id asked, about the question asked.
+    if (p.socket !== socket || message.length < 12 || message.readUInt16BE(0) !== p.id) return;
+    if (asked.port !== from.port || !sameHost(asked.host, from.address)) return;
+    if (!sameQuestion(message, p.question)) return;
+    this.release(p);
+    this.pending.delete(p);
     const answer = Buffer.from(message);
-    answer.writeUInt16BE(p.originalId, 0);
+    p.query.copy(answer, 0, 0, 2); // the client's id
     p.reply(answer);
   }
+
+  private release(p: Pending): void {
+    if (p.timer) clearTimeout(p.timer);
+    p.timer = undefined;
+    p.socket?.close();
+    p.socket = undefined;
+  }
+}
+
+/** Whether `message` is a response with exactly the one question `q` (names compared as DNS does). */
+function sameQuestion(message: Buffer, q: dnsPacket.Question): boolean {
+  let answer: dnsPacket.DecodedPacket;
+  try {
+    answer = dnsPacket.decode(message);
+  } catch {
+    return false;
+  }
+  const [a] = answer.questions ?? [];
+  return (
+    answer.type === 'response' &&
+    answer.questions?.length === 1 &&
+    a !== undefined &&
+    a.type === q.type &&
+    (a.class ?? 'IN') === (q.class ?? 'IN') &&
+    a.name.toLowerCase().replace(/\.$/, '') === q.name.toLowerCase().replace(/\.$/, '')
+  );
 }
 
 function sameHost(a: string, b: string): boolean {

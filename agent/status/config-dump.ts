@@ -1,6 +1,7 @@
 // GET /debug/config_dump: what the agent holds. Without `proxyID`, every cached node and open local
 // stream in brief; with it, that node's cached resources decoded, and its streams.
 import { decodeAny } from '../../xds/proto/protos.js';
+import { nodeIdOfKey } from '../xds/cache-key.js';
 import type { NodeCache } from '../xds/node-cache.js';
 import type { LocalStream } from '../xds/local-stream.js';
 
@@ -25,7 +26,8 @@ export function configDump(
       status: 200,
       body: {
         nodes: cache.list().map((n) => ({
-          node: n.nodeId,
+          node: nodeIdOfKey(n.nodeId),
+          cacheKey: n.nodeId,
           updatedAt: new Date(n.updatedAt).toISOString(),
           ageSeconds: Math.round((now - n.updatedAt) / 1000),
           bytes: n.bytes,
@@ -34,7 +36,11 @@ export function configDump(
         streams: streams.map(streamView),
       },
     };
-  const node = cache.node(proxyId);
+  // Cached per whole node (cache-key.ts): the newest entry of a node with this id.
+  const node = cache
+    .list()
+    .filter((n) => nodeIdOfKey(n.nodeId) === proxyId)
+    .sort((a, b) => b.updatedAt - a.updatedAt)[0];
   const own = streams.filter((s) => s.nodeId === proxyId);
   if (!node && own.length === 0)
     return { status: 404, body: { error: `no node ${proxyId} in the cache or on a stream` } };

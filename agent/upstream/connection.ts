@@ -1,7 +1,10 @@
-// The agent's one connection to the control plane's secure port: mTLS with the workload certificate,
-// the server checked to be the control plane (ca/control-plane-check.ts), every stream of every local
-// client multiplexed on it (one grpc-js channel, one HTTP/2 connection). It is also the connection
-// other agent modules send on (`openStream`).
+// The agent's connection to the control plane's secure port: mTLS with the workload certificate,
+// the server checked to be the control plane (ca/control-plane-check.ts), the streams of the local
+// clients multiplexed on it. It is also the connection other agent modules send on (`openStream`).
+// The control plane allows 100 concurrent streams per HTTP/2 connection; a stream beyond that would
+// wait (and a local client with it, until it is served from the cache), so each connection carries
+// at most `streamsPerConnection` (90) and another connection (a grpc-js channel of its own) is
+// opened when they are taken: the agent's own stream and a new client never wait for a slot.
 //
 // Its state drives the xDS proxy: `up` once the control plane answers, `down` after a stream failed
 // for a reason a retry may fix (the control plane went away, or refuses streams while it starts).
@@ -39,7 +42,18 @@ export interface UpstreamOptions {
   readonly backoff?: BackoffOptions;
   /** The largest response accepted from the control plane (default 128 MiB). */
   readonly maxResponseBytes?: number;
+  /** Streams on one connection before another is opened (default 90, below the server's 100). */
+  readonly streamsPerConnection?: number;
 }
+
+/** One HTTP/2 connection (a grpc-js channel) and the streams open on it. */
+interface PooledChannel {
+  readonly client: grpc.Client;
+  streams: number;
+}
+
+/** Connections at most; beyond, streams share the least loaded (the local stream bounds keep far below). */
+const MAX_CONNECTIONS = 16;
 
 export interface UpstreamError {
   readonly code?: grpc.status;
@@ -55,6 +69,8 @@ const identity = (b: Buffer): Buffer => b;
 
 export class UpstreamConnection {
   private client: grpc.Client | undefined;
+  /** The channels streams go on: the first is `client`, the others opened as streams need them. */
+  private pool: PooledChannel[] = [];
   private check: ControlPlaneCheck | undefined;
   private stateValue: UpstreamState = 'connecting';
   private channelReady = false;
@@ -114,7 +130,42 @@ export class UpstreamConnection {
     metadata = new grpc.Metadata(),
   ): grpc.ClientDuplexStream<Buffer, Buffer> | undefined {
     if (!this.client || this.stateValue === 'down' || this.stopped) return undefined;
-    return this.client.makeBidiStreamRequest(path, identity, identity, metadata);
+    const channel = this.channelForStream();
+    channel.streams += 1;
+    const call = channel.client.makeBidiStreamRequest(path, identity, identity, metadata);
+    let released = false;
+    // grpc-js ends every call with a status, cancelled ones too.
+    call.on('status', () => {
+      if (released) return;
+      released = true;
+      channel.streams -= 1;
+    });
+    return call;
+  }
+
+  /** Upstream connections open now (for tests and /metrics). */
+  get connections(): number {
+    return this.pool.length;
+  }
+
+  /** A channel with a free stream slot, opening another connection when every one is taken. */
+  private channelForStream(): PooledChannel {
+    const limit = this.options.streamsPerConnection ?? 90;
+    const free = this.pool.find((c) => c.streams < limit);
+    if (free) return free;
+    const cert = this.options.identity.current();
+    if (this.pool.length >= MAX_CONNECTIONS || !cert || !this.check) {
+      let least = this.pool[0] as PooledChannel;
+      for (const c of this.pool) if (c.streams < least.streams) least = c;
+      return least;
+    }
+    const channel: PooledChannel = { client: this.makeClient(cert, this.check, true), streams: 0 };
+    this.pool.push(channel);
+    this.options.logger.info(
+      { address: this.address, connections: this.pool.length, streamsPerConnection: limit },
+      'another connection to the control plane (the others carry their most streams)',
+    );
+    return channel;
   }
 
   /** A stream got an answer: the control plane is serving. */
@@ -154,7 +205,8 @@ export class UpstreamConnection {
     this.stopIdentity?.();
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.waiters.clear();
-    this.client?.close();
+    for (const c of this.pool) c.client.close();
+    this.pool = [];
     this.client = undefined;
   }
 
@@ -214,10 +266,26 @@ export class UpstreamConnection {
   private rotate(): void {
     const cert = this.options.identity.current();
     if (!cert || this.stopped) return;
-    const old = this.client;
+    const old = this.pool;
     const check = controlPlaneCheck(this.address, this.options.trustDomain);
+    const client = this.makeClient(cert, check, false);
+    this.client = client;
+    this.pool = [{ client, streams: 0 }];
+    this.check = check;
+    this.channelReady = false;
+    this.watch(client);
+    if (old.length > 0) {
+      for (const l of [...this.rotateListeners]) l();
+      for (const c of old) c.client.close();
+    } else {
+      this.retry(); // the streams that waited for a certificate
+    }
+  }
+
+  /** A channel to the current address; `own`: on a connection of its own (not grpc-js's shared one). */
+  private makeClient(cert: HeldCertificate, check: ControlPlaneCheck, own: boolean): grpc.Client {
     const backoff = this.options.backoff ?? DEFAULT_BACKOFF;
-    const client = new grpc.Client(
+    return new grpc.Client(
       this.address,
       grpc.credentials.createSsl(
         Buffer.from(cert.bundlePem),
@@ -235,18 +303,9 @@ export class UpstreamConnection {
         'grpc.keepalive_timeout_ms': 10_000,
         // Never idle: the connection is what tells the agent the control plane is there.
         'grpc.client_idle_timeout_ms': 2 ** 31 - 1,
+        ...(own && { 'grpc.use_local_subchannel_pool': 1 }),
       },
     );
-    this.client = client;
-    this.check = check;
-    this.channelReady = false;
-    this.watch(client);
-    if (old) {
-      for (const l of [...this.rotateListeners]) l();
-      old.close();
-    } else {
-      this.retry(); // the streams that waited for a certificate
-    }
   }
 
   /** Follows the channel's state: a failure marks the connection down, readiness retries at once. */

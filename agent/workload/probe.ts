@@ -1,12 +1,13 @@
 // The WorkloadGroup's readiness probe, run by the agent against the local application: one check
 // (httpGet, tcpSocket, grpc, exec) with its timeout, and the thresholds that turn checks into a
 // state, as Kubernetes and Istio count them. Each check is bounded by the probe's timeout.
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import type { ReadinessProbe } from '../../mesh/types.js';
+import { childEnv } from '../child-env.js';
 
 export interface CheckResult {
   readonly ok: boolean;
@@ -111,13 +112,63 @@ function grpcCheck(host: string, port: number, service: string, timeoutMs: numbe
   });
 }
 
+/** How long a timed-out exec check's processes get after SIGTERM before SIGKILL. */
+export const EXEC_KILL_GRACE_MS = 1000;
+const EXEC_OUTPUT_BYTES = 64 * 1024;
+
+/**
+ * The command in a process group of its own, so that on timeout the whole group goes (a shell's
+ * children too), SIGTERM then SIGKILL after a grace: a command that ignores SIGTERM cannot keep the
+ * check from failing. A timeout is a failure, whatever the command does after it.
+ */
 function execCheck(command: readonly string[], timeoutMs: number): Promise<CheckResult> {
   const [file = '', ...args] = command;
+  const what = `exec ${command.join(' ')}`;
   return new Promise((resolve) => {
-    execFile(file, args, { timeout: timeoutMs, maxBuffer: 64 * 1024 }, (err, _out, stderr) => {
-      if (!err) return resolve({ ok: true, message: '' });
-      const why = err.killed ? `no exit within ${timeoutMs} ms` : stderr.trim().slice(0, 200) || err.message;
-      resolve({ ok: false, message: `exec ${command.join(' ')}: ${why}` });
+    let settled = false;
+    const settle = (result: CheckResult): void => {
+      if (settled) return;
+      settled = true;
+      resolve(result);
+    };
+    const child = spawn(file, args, {
+      detached: true,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: childEnv(),
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk: string) => {
+      if (stderr.length < EXEC_OUTPUT_BYTES) stderr += chunk;
+    });
+    const group = (signal: NodeJS.Signals): void => {
+      try {
+        if (child.pid) process.kill(-child.pid, signal);
+      } catch {
+        // the group is gone
+      }
+    };
+    let killTimer: NodeJS.Timeout | undefined;
+    const timer = setTimeout(() => {
+      settle({ ok: false, message: `${what}: no exit within ${timeoutMs} ms` });
+      group('SIGTERM');
+      killTimer = setTimeout(() => group('SIGKILL'), EXEC_KILL_GRACE_MS);
+      killTimer.unref();
+    }, timeoutMs);
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      settle({ ok: false, message: `${what}: ${err.message}` });
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      // What the command left behind in its group goes with it.
+      if (killTimer === undefined) group('SIGKILL');
+      if (code === 0) settle({ ok: true, message: '' });
+      else
+        settle({
+          ok: false,
+          message: `${what}: ${stderr.trim().slice(0, 200) || (signal ? `killed by ${signal}` : `exit code ${code ?? '?'}`)}`,
+        });
     });
   });
 }

@@ -20,7 +20,8 @@ import type { Logger } from '../../log/logger.js';
 import type { EncodedResource } from '../../xds/proto/resource.js';
 import type { CacheListener, CachedNode, CachedType, NodeCache } from './node-cache.js';
 
-const FORMAT = 1;
+// 2: keyed by the whole node (cache-key.ts); a format-1 file, keyed by node id alone, is dropped.
+const FORMAT = 2;
 
 interface FileType {
   readonly typeUrl: string;

@@ -12,7 +12,7 @@ import {
   type DeltaDiscoveryRequest,
 } from '../../xds/proto/wire.js';
 import { LocalStream, type TypeSummary } from './local-stream.js';
-import { encodeDeltaRequest, readDeltaResponse } from './messages.js';
+import { boundErrorDetail, encodeDeltaRequest, readDeltaResponse } from './messages.js';
 
 /** A response sent to the client and not yet answered. */
 interface InFlight {
@@ -44,6 +44,8 @@ export class DeltaProxyStream extends LocalStream {
   }
 
   private request(req: DeltaDiscoveryRequest, first: boolean): void {
+    // A client's NACK message is bounded before it is logged or forwarded.
+    const errorDetail = boundErrorDetail(req.errorDetail);
     const typeUrl = req.typeUrl;
     const newType = this.state.type(typeUrl) === undefined;
     const outcome = this.state.onRequest(req);
@@ -56,14 +58,14 @@ export class DeltaProxyStream extends LocalStream {
       if (sent && outcome.action === 'ack') this.accepted(typeUrl, req.responseNonce, sent);
       if (outcome.action === 'nack')
         this.deps.logger.warn(
-          { stream: this.id, node: this.nodeId, typeUrl, from: sent?.from, error: req.errorDetail?.message },
+          { stream: this.id, node: this.nodeId, typeUrl, from: sent?.from, error: errorDetail?.message },
           'local client rejected config (NACK)',
         );
       if (sent?.from === 'control plane' && sent.generation === link.generation)
         forwardNonce = sent.upstreamNonce;
     }
     const unsubscribed = req.unsubscribe.filter((n) => n !== '*');
-    if (unsubscribed.length > 0) this.deps.cache.forget(this.nodeId ?? '', typeUrl, unsubscribed);
+    if (unsubscribed.length > 0) this.deps.cache.forget(this.cacheKeyValue, typeUrl, unsubscribed);
     const changed = newType || req.subscribe.length > 0 || req.unsubscribe.length > 0;
     if (first) {
       link.open(); // its replay carries this request
@@ -75,7 +77,7 @@ export class DeltaProxyStream extends LocalStream {
           unsubscribe: req.unsubscribe,
           ...(newType && { initialVersions: heldVersions(this.state.type(typeUrl)?.known) }),
           nonce: forwardNonce,
-          ...(forwardNonce && req.errorDetail && { errorDetail: req.errorDetail }),
+          ...(forwardNonce && errorDetail && { errorDetail }),
         }),
       );
     }
@@ -93,7 +95,7 @@ export class DeltaProxyStream extends LocalStream {
     this.ackedNonces.set(typeUrl, nonce);
     if (sent.from === 'control plane')
       this.deps.cache.applyDelta(
-        this.nodeId ?? '',
+        this.cacheKeyValue,
         typeUrl,
         sent.systemVersion,
         sent.resources,
@@ -154,7 +156,7 @@ export class DeltaProxyStream extends LocalStream {
 
   protected serveFromCache(typeUrl: string): boolean {
     if (!this.pending.has(typeUrl) || this.isClosed) return false;
-    const entry = this.deps.cache.get(this.nodeId ?? '', typeUrl);
+    const entry = this.deps.cache.get(this.cacheKeyValue, typeUrl);
     const t = this.state.type(typeUrl);
     if (!entry || !t) return false;
     const candidates = t.wildcard

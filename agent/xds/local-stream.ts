@@ -5,6 +5,8 @@ import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log/logger.js';
 import type { UpstreamConnection } from '../upstream/connection.js';
 import { UpstreamLink } from '../upstream/link.js';
+import { HEALTH_INFO } from '../../xds/proto/type-urls.js';
+import { cacheKey } from './cache-key.js';
 import type { NodeCache } from './node-cache.js';
 import { claimNode, type AgentIdentity, type Api, type NodeObject } from './messages.js';
 
@@ -46,11 +48,22 @@ export abstract class LocalStream {
   readonly openedAt = new Date();
   protected node: NodeObject | undefined;
   protected nodeIdValue: string | undefined;
+  /** The node cache's key for this stream's node (the whole node, cache-key.ts). */
+  protected cacheKeyValue = '';
   protected link: UpstreamLink | undefined;
   /** Responses this stream was served from the cache. */
   cacheResponses = 0;
   private closed = false;
   private readonly timers = new Map<string, NodeJS.Timeout>();
+  /**
+   * The fallback deadline, per stream: until the control plane has answered this stream once,
+   * whatever is pending at `deadline` (and whatever is asked after it) is served from the cache at
+   * once, so a node that waits gets all its types then, not one fallback time per type.
+   */
+  private deadline: number | undefined;
+  private deadlineTimer: NodeJS.Timeout | undefined;
+  private upstreamAnswered = false;
+  private readonly waiting = new Set<string>();
   private readonly closeListeners = new Set<() => void>();
 
   constructor(
@@ -111,6 +124,14 @@ export abstract class LocalStream {
       this.end(grpc.status.INVALID_ARGUMENT, `${message}.type_url is required on ADS`);
       return undefined;
     }
+    if (req.typeUrl === HEALTH_INFO) {
+      // Health reports change the VM's endpoint: the agent's own stream sends them, no local client.
+      this.end(
+        grpc.status.PERMISSION_DENIED,
+        `${HEALTH_INFO} reports belong to the agent's own stream; a local client may not send them`,
+      );
+      return undefined;
+    }
     return { req, first };
   }
 
@@ -136,6 +157,8 @@ export abstract class LocalStream {
     this.link?.close();
     for (const t of this.timers.values()) clearTimeout(t);
     this.timers.clear();
+    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+    this.waiting.clear();
     for (const l of this.closeListeners) l();
   }
 
@@ -148,6 +171,13 @@ export abstract class LocalStream {
     }
     this.node = claim.node;
     this.nodeIdValue = claim.info.id ?? '';
+    this.cacheKeyValue = cacheKey(this.nodeIdValue, claim.node);
+    this.deadline = Date.now() + this.deps.fallbackMs;
+    if (claim.stripped.length > 0)
+      this.deps.logger.warn(
+        { stream: this.id, node: this.nodeIdValue, peer: this.peer, removed: claim.stripped },
+        "local client's node carries registration metadata: removed (the agent's own stream registers the VM)",
+      );
     this.link = new UpstreamLink(this.deps.connection, UPSTREAM_PATH[this.api], {
       replay: () => this.replay(),
       message: (b, generation) => this.fromUpstream(b, generation),
@@ -182,6 +212,20 @@ export abstract class LocalStream {
       this.serveFromCache(typeUrl);
       return;
     }
+    if (!this.upstreamAnswered) {
+      const deadline = this.deadline ?? Date.now() + this.deps.fallbackMs;
+      if (Date.now() >= deadline) {
+        this.serveFromCache(typeUrl);
+        return;
+      }
+      this.waiting.add(typeUrl);
+      this.deadlineTimer ??= setTimeout(() => {
+        const pending = [...this.waiting];
+        this.waiting.clear();
+        for (const t of pending) this.serveFromCache(t);
+      }, deadline - Date.now());
+      return;
+    }
     if (this.timers.has(typeUrl)) return;
     this.timers.set(
       typeUrl,
@@ -193,6 +237,12 @@ export abstract class LocalStream {
   }
 
   protected answered(typeUrl: string): void {
+    this.upstreamAnswered = true;
+    this.waiting.delete(typeUrl);
+    if (this.waiting.size === 0 && this.deadlineTimer) {
+      clearTimeout(this.deadlineTimer);
+      this.deadlineTimer = undefined;
+    }
     const t = this.timers.get(typeUrl);
     if (t) clearTimeout(t);
     this.timers.delete(typeUrl);

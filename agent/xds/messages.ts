@@ -171,12 +171,47 @@ export interface AgentIdentity {
 }
 
 export type NodeClaim =
-  | { readonly ok: true; readonly node: NodeObject; readonly info: NodeInfo }
+  | {
+      readonly ok: true;
+      readonly node: NodeObject;
+      readonly info: NodeInfo;
+      /** Metadata keys taken out (registration belongs to the agent's own stream). */
+      readonly stripped: readonly string[];
+    }
   | { readonly ok: false; readonly code: status; readonly message: string };
+
+/** The longest node id a local client may send (Istio's are under 200 bytes). */
+export const MAX_NODE_ID_BYTES = 1024;
+/** The largest node a local client may send, metadata included (real ones are a few KiB). */
+export const MAX_NODE_BYTES = 64 * 1024;
+/** A NACK's error_detail message is cut to this before it is forwarded or logged. */
+export const MAX_ERROR_DETAIL_BYTES = 4096;
+
+/**
+ * Node metadata that writes mesh state under the VM's identity: auto-registration into a
+ * WorkloadGroup. Only the agent's own control stream may carry it; a local client's is removed
+ * (a real Envoy bootstrapped with it still gets its config; the agent registers the VM itself).
+ */
+export const AGENT_ONLY_METADATA: readonly string[] = ['AUTO_REGISTER_GROUP'];
+
+/** `text` cut to at most `maxBytes` of UTF-8 (marked when cut), for strings a client sends. */
+export function boundText(text: string, maxBytes: number): string {
+  if (Buffer.byteLength(text) <= maxBytes) return text;
+  // Cutting bytes may split a character: the decoder replaces the torn tail, within a few bytes.
+  return `${Buffer.from(text).subarray(0, maxBytes).toString('utf8')}… (cut at ${maxBytes} bytes)`;
+}
+
+/** A NACK's error_detail as the agent forwards and logs it: its message bounded. */
+export function boundErrorDetail(
+  detail: { readonly code: number; readonly message: string } | undefined,
+): { readonly code: number; readonly message: string } | undefined {
+  return detail && { code: detail.code, message: boundText(detail.message, MAX_ERROR_DETAIL_BYTES) };
+}
 
 /**
  * The node of a local client's request (`bytes`), completed with the agent's identity where it
- * leaves NAMESPACE, SERVICE_ACCOUNT or TRUST_DOMAIN out, or refused when it claims another.
+ * leaves NAMESPACE, SERVICE_ACCOUNT or TRUST_DOMAIN out, or refused when it claims another, has an
+ * id or a size beyond the bounds. Registration metadata (AGENT_ONLY_METADATA) is taken out.
  */
 export function claimNode(bytes: Buffer, api: Api, id: AgentIdentity): NodeClaim {
   const typeName =
@@ -190,8 +225,25 @@ export function claimNode(bytes: Buffer, api: Api, id: AgentIdentity): NodeClaim
   const node = request.node;
   if (!node)
     return { ok: false, code: status.INVALID_ARGUMENT, message: 'the first request must carry node' };
+  const nodeId = typeof node.id === 'string' ? node.id : '';
+  if (Buffer.byteLength(nodeId) > MAX_NODE_ID_BYTES)
+    return {
+      ok: false,
+      code: status.INVALID_ARGUMENT,
+      message: `node.id is ${Buffer.byteLength(nodeId)} bytes; at most ${MAX_NODE_ID_BYTES} are accepted`,
+    };
+  const nodeType = messageType('envoy.config.core.v3.Node');
+  const nodeBytes = nodeType.encode(nodeType.fromObject(node)).finish().length;
+  if (nodeBytes > MAX_NODE_BYTES)
+    return {
+      ok: false,
+      code: status.INVALID_ARGUMENT,
+      message: `node ${nodeId} is ${nodeBytes} bytes with its metadata; at most ${MAX_NODE_BYTES} are accepted`,
+    };
   const metadata = (node.metadata ?? {}) as { fields?: Record<string, Record<string, unknown>> };
   const fields = { ...(metadata.fields ?? {}) };
+  const stripped = AGENT_ONLY_METADATA.filter((key) => key in fields);
+  for (const key of stripped) delete fields[key];
   const wanted: Record<string, string> = {
     NAMESPACE: id.namespace,
     SERVICE_ACCOUNT: id.serviceAccount,
@@ -209,7 +261,7 @@ export function claimNode(bytes: Buffer, api: Api, id: AgentIdentity): NodeClaim
       return {
         ok: false,
         code: status.PERMISSION_DENIED,
-        message: `node ${typeof node.id === 'string' ? node.id : ''} claims ${key}=${typeof claimed === 'string' ? claimed : JSON.stringify(claimed)}, but this agent is ${self}: a local client speaks only for the agent's identity`,
+        message: `node ${nodeId} claims ${key}=${boundText(typeof claimed === 'string' ? claimed : JSON.stringify(claimed), 256)}, but this agent is ${self}: a local client speaks only for the agent's identity`,
       };
   }
   const completed: NodeObject = { ...node, metadata: { ...metadata, fields } };
@@ -221,7 +273,7 @@ export function claimNode(bytes: Buffer, api: Api, id: AgentIdentity): NodeClaim
       return { ok: false, code: status.INVALID_ARGUMENT, message: `invalid node: ${err.message}` };
     throw err;
   }
-  return { ok: true, node: completed, info };
+  return { ok: true, node: completed, info, stripped };
 }
 
 // The Value message of the loaded Struct names its fields either way (see xds/proto/wire.ts).

@@ -4,7 +4,8 @@
 //
 // Bounded: at most `maxNodes` nodes and `maxBytes` of resources in all; beyond either, the least
 // recently used nodes go (at once, not at the next change). A node whose config alone exceeds
-// `maxBytes` is not kept. Changes are handed to `persist` (cache-file.ts) so a restart keeps them.
+// `maxBytes` is not kept. Nodes are keyed by the whole node a client sent (cache-key.ts: its id and
+// a hash of the rest), so a node that differs in anything has an entry of its own. Changes are handed to `persist` (cache-file.ts) so a restart keeps them.
 import type { EncodedResource } from '../../xds/proto/resource.js';
 import { CLUSTER, LISTENER } from '../../xds/proto/type-urls.js';
 

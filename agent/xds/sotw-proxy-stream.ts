@@ -19,7 +19,7 @@ import {
   type DiscoveryRequest,
 } from '../../xds/proto/wire.js';
 import { LocalStream, type TypeSummary } from './local-stream.js';
-import { encodeSotwRequest, readSotwResponse } from './messages.js';
+import { boundErrorDetail, encodeSotwRequest, readSotwResponse } from './messages.js';
 
 interface Subscription {
   readonly wildcard: boolean;
@@ -59,6 +59,8 @@ export class SotwProxyStream extends LocalStream {
   }
 
   private request(req: DiscoveryRequest, first: boolean): void {
+    // A client's NACK message is bounded before it is logged or forwarded.
+    const errorDetail = boundErrorDetail(req.errorDetail);
     const typeUrl = req.typeUrl;
     const before = this.sent.get(typeUrl);
     const outcome = this.state.onRequest(req);
@@ -68,7 +70,7 @@ export class SotwProxyStream extends LocalStream {
       this.acked.set(typeUrl, before.localNonce);
       if (before.from === 'control plane')
         this.deps.cache.applySotw(
-          this.nodeId ?? '',
+          this.cacheKeyValue,
           typeUrl,
           before.versionInfo,
           before.resources,
@@ -77,7 +79,7 @@ export class SotwProxyStream extends LocalStream {
     }
     if (outcome.action === 'nack')
       this.deps.logger.warn(
-        { stream: this.id, node: this.nodeId, typeUrl, from: before?.from, error: req.errorDetail?.message },
+        { stream: this.id, node: this.nodeId, typeUrl, from: before?.from, error: errorDetail?.message },
         'local client rejected config (NACK)',
       );
     const changed = outcome.action === 'initial' || outcome.respond;
@@ -94,7 +96,7 @@ export class SotwProxyStream extends LocalStream {
             names: req.resourceNames,
             versionInfo: req.versionInfo,
             nonce: current ? before.upstreamNonce : (this.upstreamNonces.get(typeUrl) ?? ''),
-            ...(current && req.errorDetail && { errorDetail: req.errorDetail }),
+            ...(current && errorDetail && { errorDetail }),
           }),
         );
     }
@@ -186,7 +188,7 @@ export class SotwProxyStream extends LocalStream {
 
   protected serveFromCache(typeUrl: string): boolean {
     if (!this.pending.has(typeUrl) || this.isClosed) return false;
-    const entry = this.deps.cache.get(this.nodeId ?? '', typeUrl);
+    const entry = this.deps.cache.get(this.cacheKeyValue, typeUrl);
     const sub = snapshot(this.state.subscription(typeUrl));
     if (!entry) return false;
     const resources = sub.wildcard

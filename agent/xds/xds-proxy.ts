@@ -2,8 +2,10 @@
 // socket, for the Envoy and the gRPC apps of this VM; every stream proxied to the control plane
 // (sotw-proxy-stream.ts, delta-proxy-stream.ts) over the one upstream connection, and kept serving
 // from the node cache while the control plane is unreachable.
+import type { Http2Session } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log/logger.js';
+import { http2StreamOf } from '../../xds/server/call-internals.js';
 import type { UpstreamConnection } from '../upstream/connection.js';
 import { DeltaProxyStream } from './delta-proxy-stream.js';
 import {
@@ -24,8 +26,15 @@ export interface XdsProxyOptions {
   readonly logger: Logger;
   /** Addresses to serve on: `host:port` or `unix:/path`. */
   readonly listen: readonly string[];
-  /** Local streams at once (default 1024); more are refused with RESOURCE_EXHAUSTED. */
+  /** Local streams at once, in all (default 256); more are refused with RESOURCE_EXHAUSTED. */
   readonly maxStreams?: number;
+  /**
+   * Local streams one client (one connection to the agent) may hold at once (default 16); more are
+   * refused with RESOURCE_EXHAUSTED, so one client cannot take the others' share.
+   */
+  readonly maxStreamsPerClient?: number;
+  /** A local stream that sends no request this long after it opened is ended (default 10 s). */
+  readonly firstRequestTimeoutMs?: number;
   /** The largest request a local client may send (default 4 MiB). */
   readonly maxRequestBytes?: number;
   /** A subscription the control plane has not answered within this is served from the cache (default 3 s). */
@@ -44,8 +53,13 @@ const bidi = (path: string): grpc.MethodDefinition<Buffer, Buffer> => ({
   responseDeserialize: identity,
 });
 
+export const DEFAULT_MAX_LOCAL_STREAMS = 256;
+export const DEFAULT_MAX_STREAMS_PER_CLIENT = 16;
+
 export class XdsProxy {
   private readonly streams = new Set<LocalStream>();
+  /** Open streams per local client: its HTTP/2 connection (its peer string where grpc-js hides it). */
+  private readonly perClient = new Map<Http2Session | string, number>();
   private readonly server: grpc.Server;
   private readonly deps: ProxyDeps;
   private counter = 0;
@@ -113,22 +127,47 @@ export class XdsProxy {
   }
 
   private serve(call: LocalCall, api: Api): void {
-    const max = this.options.maxStreams ?? 1024;
-    if (this.streams.size >= max) {
-      call.emit('error', {
-        code: grpc.status.RESOURCE_EXHAUSTED,
-        details: `the agent serves at most ${max} local xDS streams (--max-local-streams)`,
-      });
+    const max = this.options.maxStreams ?? DEFAULT_MAX_LOCAL_STREAMS;
+    const perClient = this.options.maxStreamsPerClient ?? DEFAULT_MAX_STREAMS_PER_CLIENT;
+    const peer = call.getPeer();
+    const client = http2StreamOf(call)?.session ?? peer;
+    const held = this.perClient.get(client) ?? 0;
+    const refusal =
+      held >= perClient
+        ? `this client holds ${held} local xDS streams, the most one client may (--max-local-streams-per-client)`
+        : this.streams.size >= max
+          ? `the agent serves at most ${max} local xDS streams (--max-local-streams)`
+          : undefined;
+    if (refusal) {
+      this.options.logger.warn(
+        { peer, api, held, open: this.streams.size },
+        `local xDS stream refused: ${refusal}`,
+      );
+      call.emit('error', { code: grpc.status.RESOURCE_EXHAUSTED, details: refusal });
       return;
     }
+    this.perClient.set(client, held + 1);
     const id = `local-${++this.counter}`;
-    const peer = call.getPeer();
     const stream =
       api === 'sotw'
         ? new SotwProxyStream(id, api, peer, call, this.deps)
         : new DeltaProxyStream(id, api, peer, call, this.deps);
     this.streams.add(stream);
-    stream.onClose(() => this.streams.delete(stream));
+    // An opened stream that never asks for anything holds a slot: it gets a bounded time to ask.
+    const silent = setTimeout(() => {
+      if (stream.nodeId === undefined)
+        stream.end(
+          grpc.status.DEADLINE_EXCEEDED,
+          'no request on the stream within the first-request timeout',
+        );
+    }, this.options.firstRequestTimeoutMs ?? 10_000);
+    stream.onClose(() => {
+      clearTimeout(silent);
+      this.streams.delete(stream);
+      const n = (this.perClient.get(client) ?? 1) - 1;
+      if (n > 0) this.perClient.set(client, n);
+      else this.perClient.delete(client);
+    });
     this.options.logger.debug({ stream: id, api, peer }, 'local xDS stream opened');
     call.on('data', (bytes: Buffer) => {
       if (stream.isClosed) return;
