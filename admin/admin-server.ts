@@ -16,6 +16,7 @@ import { caz } from './caz.js';
 import { configz } from './configz.js';
 import { edsz } from './edsz.js';
 import { handleMockRequest } from './mock-api.js';
+import { foreignHost } from './same-origin.js';
 import { adsz, registryz } from './debug-views.js';
 import { overviewz, readiness } from './overviewz.js';
 import { proxyConfigz } from './proxy-configz.js';
@@ -97,6 +98,13 @@ export class AdminServer {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://admin');
     const path = url.pathname;
+    // DNS rebinding: a page under a hostile name resolved to this address reads nothing (the mock API checks Origin too). Health
+    // checks and scrapers address the port by whatever name they know it: /ready and /metrics
+    // (no mesh config in them) stay open to any Host.
+    if (path !== '/ready' && path !== '/metrics') {
+      const foreign = foreignHost(req.headers.host, this.host);
+      if (foreign) throw new HttpError(403, foreign);
+    }
     if (path.startsWith('/mock/')) {
       if (!this.deps.mock) throw new HttpError(404, 'the mock registry is not enabled (--registries mock)');
       const api = { mock: this.deps.mock, owners: this.deps.discovery, adminHost: this.host };

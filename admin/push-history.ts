@@ -4,6 +4,7 @@
 // push rate and convergence for a chart of the last minutes. Everything is bounded: a ring of the
 // newest pushes and NACKs, and a fixed number of buckets.
 import type { AdsStream } from '../xds/server/ads-stream.js';
+import { CLIENT_INPUT_LIMITS, truncated } from '../xds/server/client-input.js';
 import type {
   AdsObserver,
   NackReceived,
@@ -133,9 +134,10 @@ export class PushHistory implements AdsObserver {
         node: stream.proxy?.id ?? null,
         connection: stream.id,
         type: nack.type,
-        nonce: nack.nonce,
+        // Bounded at receipt already (xds/server/client-input.ts); again here, as this ring is shown.
+        nonce: truncated(nack.nonce, CLIENT_INPUT_LIMITS.nonceChars),
         code: nack.code,
-        message: nack.message,
+        message: truncated(nack.message, CLIENT_INPUT_LIMITS.errorMessageChars),
       },
       this.maxNacks,
     );

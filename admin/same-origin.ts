@@ -2,7 +2,9 @@
 // changes what every client is sent, so a web page the operator happens to have open must not be
 // able to reach it: not by a cross-site form post (refused by Origin, and by the JSON content type
 // the writes require, which makes a browser ask first), and not by DNS rebinding (a hostile name
-// resolved to 127.0.0.1, refused by Host).
+// resolved to 127.0.0.1, refused by Host). The debug views and the dashboard are read the same way
+// by a rebinding page, so reads get the Host check too (foreignHost); any HTTP server of Portolan's
+// on a local port (the agent's status port) can call it with its own listen host.
 import { isIP } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 
@@ -28,15 +30,25 @@ function isWildcard(host: string): boolean {
  * --http-addr) in Host and, if it has an Origin, comes from that same origin.
  */
 export function foreignRequest(req: IncomingMessage, adminHost: string): string | undefined {
-  const hostHeader = req.headers.host;
-  const hostname = hostHeader === undefined ? undefined : hostnameOf(hostHeader);
-  if (hostHeader === undefined || hostname === undefined)
-    return 'a Host header naming the admin address is required';
-  if (!namesAdmin(hostname, adminHost))
-    return `Host ${JSON.stringify(hostHeader)} is not the admin address (${adminHost})`;
+  const foreign = foreignHost(req.headers.host, adminHost);
+  if (foreign) return foreign;
+  const hostHeader = req.headers.host ?? '';
   const origin = req.headers.origin;
   if (origin !== undefined && origin.toLowerCase() !== `http://${hostHeader.toLowerCase()}`)
     return `cross-origin request from ${JSON.stringify(origin)} refused`;
+  return undefined;
+}
+
+/**
+ * Refusal reason, or undefined when `hostHeader` (a request's Host) names a server listening on
+ * `listenHost` (as given to its address flag): the DNS-rebinding check, for reads and writes alike.
+ */
+export function foreignHost(hostHeader: string | undefined, listenHost: string): string | undefined {
+  const hostname = hostHeader === undefined ? undefined : hostnameOf(hostHeader);
+  if (hostHeader === undefined || hostname === undefined)
+    return 'a Host header naming the admin address is required';
+  if (!namesAdmin(hostname, listenHost))
+    return `Host ${JSON.stringify(hostHeader)} is not the admin address (${listenHost})`;
   return undefined;
 }
 

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { Argument, Command, Option } from 'commander';
 import { createLogger, LOG_FORMATS, type LogFormat } from '../log/logger.js';
 import { batchLogWrites } from '../log/stderr-lines.js';
+import { DEFAULT_PATH_NORMALIZATION } from '../mesh/mesh-config.js';
 import { StoreError } from '../store/store.js';
 import { addCaCommand } from './ca.js';
 import { addCaServeFlags } from './ca-options.js';
@@ -115,6 +116,11 @@ const serve = program
     '--auto-registration-grace <duration>',
     "how long a VM's auto-registered WorkloadEntry outlives its agent's connection",
     SERVE_DEFAULTS.autoRegistrationGrace,
+  )
+  .option(
+    '--path-normalization <level>',
+    "request paths normalized before Envoy routes and authorizes them (Istio's meshConfig.pathNormalization): NONE, BASE, MERGE_SLASHES or DECODE_AND_MERGE_SLASHES",
+    DEFAULT_PATH_NORMALIZATION,
   );
 for (const factory of REGISTRY_FACTORIES) factory.addFlags(serve);
 addCaServeFlags(serve);

@@ -14,6 +14,11 @@ import {
 } from '../adapters/option-values.js';
 
 import { replicaId, storeUrl } from './store-options.js';
+import {
+  DEFAULT_PATH_NORMALIZATION,
+  PATH_NORMALIZATION_LEVELS,
+  type PathNormalization,
+} from '../mesh/mesh-config.js';
 
 export { OptionError, parseAddress, parseDurationMs, parsePositiveInt, type HostAndPort };
 
@@ -34,6 +39,8 @@ export interface RawServeOptions {
   resetStore: boolean;
   historyLimit: string;
   autoRegistrationGrace: string;
+  /** --path-normalization: one of PATH_NORMALIZATION_LEVELS (absent from tests' raw options: the default). */
+  pathNormalization?: string;
   /** --store: PostgreSQL shared by replicas (cli/store-options.ts). */
   store?: string;
   replicaId?: string;
@@ -56,6 +63,7 @@ export const SERVE_DEFAULTS: RawServeOptions = {
   resetStore: false,
   historyLimit: '10000',
   autoRegistrationGrace: '10s',
+  pathNormalization: DEFAULT_PATH_NORMALIZATION,
 };
 
 export interface ServeOptions {
@@ -84,6 +92,8 @@ export interface ServeOptions {
   readonly replicaId?: string;
   /** How long an auto-registered VM's entry outlives its agent's connection (default 10 s). */
   readonly autoRegistrationGraceMs?: number;
+  /** How Envoy normalizes request paths (Istio's meshConfig.pathNormalization); absent: the default. */
+  readonly pathNormalization?: PathNormalization;
   /** All flags as given, for the registries' factories. */
   readonly flags: Readonly<Record<string, unknown>>;
   /** The built-in CA and secure xDS port (cli/ca-options.ts); absent when not run from the command line. */
@@ -104,6 +114,14 @@ const optionalStore = (
 const optionalCa = (ca: CaServeOptions | undefined): { ca?: CaServeOptions } => (ca ? { ca } : {});
 const optionalLimits = (limits: LimitOptions | undefined): { limits?: LimitOptions } =>
   limits ? { limits } : {};
+
+function pathNormalization(raw: string | undefined): PathNormalization {
+  const level = (raw ?? DEFAULT_PATH_NORMALIZATION).toUpperCase();
+  const known: readonly string[] = PATH_NORMALIZATION_LEVELS;
+  if (!known.includes(level))
+    throw new OptionError(`--path-normalization: one of ${PATH_NORMALIZATION_LEVELS.join(', ')}`);
+  return level as PathNormalization;
+}
 
 export function compileServeOptions(raw: RawServeOptions): ServeOptions {
   const registries = raw.registries
@@ -137,6 +155,7 @@ export function compileServeOptions(raw: RawServeOptions): ServeOptions {
     resetStore: raw.resetStore,
     historyLimit: parsePositiveInt(raw.historyLimit, '--history-limit'),
     autoRegistrationGraceMs: parseDurationMs(raw.autoRegistrationGrace, '--auto-registration-grace'),
+    pathNormalization: pathNormalization(raw.pathNormalization),
     flags: raw,
     ...optionalStore(storeUrl(raw.store), raw.replicaId),
     ...optionalCa(compileCaServeOptions(raw)),

@@ -12,6 +12,7 @@ import { PushHistory } from '../admin/push-history.js';
 import { AggregateDiscovery } from '../aggregate/aggregate-discovery.js';
 import { configDirFactory } from '../config-dir/factory.js';
 import type { Logger } from '../log/logger.js';
+import { NO_MESH_CONFIG, withMeshSettings } from '../mesh/mesh-config.js';
 import { AdsServer } from '../xds/server/ads-server.js';
 import { ConnectionLogObserver } from '../xds/server/connection-log.js';
 import { composeObservers } from '../xds/server/observer.js';
@@ -169,7 +170,8 @@ async function startLocked(
   const ads = new AdsServer({
     discovery,
     logger: adsLogger,
-    ...(config && { meshConfig: config }),
+    // --path-normalization rides on every mesh config (mesh/mesh-config.ts).
+    meshConfig: withMeshSettings(config ?? NO_MESH_CONFIG, { pathNormalization: options.pathNormalization }),
     generators,
     ...(validate && { checkPush: (contexts) => checkPushConsistency(generators, contexts, adsLogger) }),
     observer: composeObservers(

@@ -29,6 +29,36 @@ export interface MeshConfig {
   readonly requestAuthentications: readonly RequestAuthenticationResource[];
   /** The groups VMs register into through `portolan agent --group` (auto-registration); absent: none. */
   readonly workloadGroups?: readonly WorkloadGroupResource[];
+  /**
+   * How Envoy normalizes request paths before routing and authorization (Istio's
+   * `meshConfig.pathNormalization`); absent: DEFAULT_PATH_NORMALIZATION. A serve-wide setting
+   * (`--path-normalization`), set by withMeshSettings, not by the config directory.
+   */
+  readonly pathNormalization?: PathNormalization;
+}
+
+/**
+ * Istio's `meshConfig.pathNormalization` levels. NONE: the path as received. BASE: RFC 3986
+ * (`.`/`..` resolved, unreserved `%HH` decoded, `\` to `/`). MERGE_SLASHES: BASE, then `//` to
+ * `/`. DECODE_AND_MERGE_SLASHES: `%2F`/`%5C` decoded first, then MERGE_SLASHES.
+ */
+export const PATH_NORMALIZATION_LEVELS = [
+  'NONE',
+  'BASE',
+  'MERGE_SLASHES',
+  'DECODE_AND_MERGE_SLASHES',
+] as const;
+export type PathNormalization = (typeof PATH_NORMALIZATION_LEVELS)[number];
+
+/**
+ * Istio's default is BASE; Portolan's is MERGE_SLASHES, since under BASE `//admin` still passes a
+ * DENY on `/admin*` (CVE-2021-31920, which Istio documents and leaves to the operator).
+ */
+export const DEFAULT_PATH_NORMALIZATION: PathNormalization = 'MERGE_SLASHES';
+
+/** Serve-wide settings that ride on every mesh config a source gives. */
+export interface MeshSettings {
+  readonly pathNormalization?: PathNormalization;
 }
 
 export const EMPTY_MESH_CONFIG: MeshConfig = Object.freeze({
@@ -54,6 +84,24 @@ export const NO_MESH_CONFIG: MeshConfigSource = {
   meshConfig: () => EMPTY_MESH_CONFIG,
   onConfigChange: () => () => undefined,
 };
+
+/**
+ * `source`, with `settings` on each of its configs. The same config comes back as the same object
+ * (caches compare by identity), and the generation is the source's.
+ */
+export function withMeshSettings(source: MeshConfigSource, settings: MeshSettings): MeshConfigSource {
+  if (settings.pathNormalization === undefined) return source;
+  const seen = new WeakMap<MeshConfig, MeshConfig>();
+  return {
+    meshConfig() {
+      const inner = source.meshConfig();
+      let out = seen.get(inner);
+      if (!out) seen.set(inner, (out = Object.freeze({ ...inner, ...settings })));
+      return out;
+    },
+    onConfigChange: (listener) => source.onConfigChange(listener),
+  };
+}
 
 /**
  * The mesh config of a merge. The generation moves only when the content does: a resource that

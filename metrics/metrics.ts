@@ -63,7 +63,7 @@ export class PortolanMetrics {
     });
     this.streamsRefused = new Counter({
       name: 'portolan_xds_streams_refused_total',
-      help: 'ADS streams a limit refused or ended, by reason: unauthenticated, peer-limit, first-request-timeout, names-limit',
+      help: 'ADS streams a limit refused or ended, by reason: unauthenticated, peer-limit, first-request-timeout, names-limit, node-bounds',
       labelNames: ['reason'],
       registers: [this.registry],
     });

@@ -25,6 +25,23 @@ interface Row {
   last_nacks: string;
 }
 
+/**
+ * What one row may hold of what a client sent (node id, peer, kind; the last ACK/NACK per type as
+ * JSON), whatever the caller passes: the ADS server bounds them at receipt, this bounds the disk.
+ */
+export const PROXY_ROW_LIMITS = { textChars: 1024, jsonChars: 64 * 1024 } as const;
+
+const boundedText = (s: string): string =>
+  s.length <= PROXY_ROW_LIMITS.textChars ? s : `${s.slice(0, PROXY_ROW_LIMITS.textChars)}…`;
+
+/** The JSON of `value`, or, over the bound, a stand-in saying so (still JSON: recent() parses it). */
+function boundedJson(value: Record<string, unknown>): string {
+  const json = JSON.stringify(value);
+  return json.length <= PROXY_ROW_LIMITS.jsonChars
+    ? json
+    : JSON.stringify({ truncated: `${json.length} characters, over ${PROXY_ROW_LIMITS.jsonChars}` });
+}
+
 export class ProxyHistoryTable {
   private readonly retention: Retention;
 
@@ -43,7 +60,7 @@ export class ProxyHistoryTable {
       const info = prepared<[string, string, string, string]>(
         this.db,
         'INSERT INTO proxy_connections (node_id, peer, kind, connected_at) VALUES (?, ?, ?, ?)',
-      ).run(nodeId, peer, kind, at);
+      ).run(boundedText(nodeId), boundedText(peer), boundedText(kind), at);
       this.retention.inserted();
       return Number(info.lastInsertRowid);
     });
@@ -64,7 +81,7 @@ export class ProxyHistoryTable {
       prepared<[string, string, string, number]>(
         this.db,
         'UPDATE proxy_connections SET disconnected_at = ?, last_acks = ?, last_nacks = ? WHERE id = ?',
-      ).run(at, JSON.stringify(lastAcks), JSON.stringify(lastNacks), id);
+      ).run(at, boundedJson(lastAcks), boundedJson(lastNacks), id);
     });
   }
 

@@ -5,9 +5,11 @@
 //   - an index of 0 is never waited on: it is raised to 1, which always blocks;
 //   - requests are rate limited (token bucket), so a churning result or a server that answers at
 //     once degrades into polling instead of a busy loop.
-// Failures (errors, client-side timeouts) back off exponentially with jitter and retry forever.
+// Failures (errors, client-side timeouts) back off exponentially with jitter and retry forever; with
+// a recovery probe (recovery-probe.ts), a backoff ends early once Consul is seen to answer again.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Backoff, type BackoffOptions } from '../../model/backoff.js';
+import type { RecoveryProbe } from '../recovery-probe.js';
 import { DEFAULT_RATE_LIMIT, TokenBucket, type RateLimitOptions } from './token-bucket.js';
 
 export interface BlockingResult<T> {
@@ -28,6 +30,8 @@ export interface WatchHandlers<T> {
 export interface WatchPacing {
   readonly backoff: BackoffOptions;
   readonly rateLimit: RateLimitOptions;
+  /** Shared by a registry's watches: ends their backoff when the source comes back. */
+  readonly recovery?: RecoveryProbe;
 }
 
 /**
@@ -52,6 +56,7 @@ export class BlockingWatch<T> {
   private readonly abort = new AbortController();
   private readonly backoff: Backoff;
   private readonly bucket: TokenBucket;
+  private readonly recovery: RecoveryProbe | undefined;
   private started = false;
   private requests = 0;
   private indexResets = 0;
@@ -66,6 +71,7 @@ export class BlockingWatch<T> {
   ) {
     this.backoff = new Backoff(pacing.backoff, random);
     this.bucket = new TokenBucket(pacing.rateLimit);
+    this.recovery = pacing.recovery;
   }
 
   start(): void {
@@ -108,7 +114,7 @@ export class BlockingWatch<T> {
         this.lastError = error.message;
         const delay = this.backoff.next();
         this.handlers.onError(error, this.backoff.consecutiveFailures);
-        await this.pause(delay);
+        await (this.recovery ? this.recovery.pause(delay, this.abort.signal) : this.pause(delay));
         continue;
       }
       if (this.stopped) return;

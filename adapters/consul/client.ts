@@ -24,6 +24,8 @@ export interface ConsulClientOptions {
 export interface ConsulCatalogClient {
   services(index: bigint, signal: AbortSignal): Promise<BlockingResult<CatalogServices>>;
   healthService(name: string, index: bigint, signal: AbortSignal): Promise<BlockingResult<HealthEntry[]>>;
+  /** GET /v1/status/leader, the recovery probe: resolves when the cluster has a leader. */
+  leader?(signal: AbortSignal): Promise<void>;
   close(): void;
 }
 
@@ -34,6 +36,9 @@ export interface ConsulCatalogClient {
 export function requestTimeoutMs(waitMs: number): number {
   return Math.ceil(waitMs + waitMs / 16 + Math.max(1000, waitMs / 8));
 }
+
+/** The recovery probe's own timeout: /v1/status/leader answers at once when Consul is up. */
+const PROBE_TIMEOUT_MS = 2000;
 
 // papi (under `consul`) aborts a request when its context emits `cancel`, and resolves with
 // `[response, body]` when the context has `includeResponse`.
@@ -69,6 +74,7 @@ export function createConsulClient(options: ConsulClientOptions): ConsulCatalogC
   });
   const listServices = consul.catalog.service.list.bind(consul.catalog.service) as unknown as BlockingCall;
   const healthService = consul.health.service.bind(consul.health) as unknown as BlockingCall;
+  const statusLeader = consul.status.leader.bind(consul.status) as unknown as BlockingCall;
   const timeout = requestTimeoutMs(options.waitMs);
   const wait = `${options.waitMs}ms`;
 
@@ -102,6 +108,18 @@ export function createConsulClient(options: ConsulClientOptions): ConsulCatalogC
     async healthService(name, index, signal) {
       const { body, index: next } = await call(healthService, index, signal, { service: name });
       return { body: parseHealthEntries(name, body), index: next };
+    },
+    async leader(signal) {
+      // Answered at once; an empty answer is "no cluster leader" (reads fail until one is elected).
+      const ctx = new RequestContext();
+      const cancel = (): void => void ctx.emit('cancel');
+      signal.addEventListener('abort', cancel, { once: true });
+      try {
+        const [, body] = await statusLeader({ timeout: PROBE_TIMEOUT_MS, ctx });
+        if (typeof body !== 'string' || body === '') throw new Error('no cluster leader');
+      } finally {
+        signal.removeEventListener('abort', cancel);
+      }
     },
     close() {
       consul.destroy();

@@ -28,6 +28,7 @@ import type { RegistryStatus } from '../../model/registry.js';
 import type { RegistrySnapshot } from '../../model/change.js';
 import { parseDurationMs } from '../option-values.js';
 import { DEFAULT_VANISH_HOLD, VanishHold } from '../vanish-hold.js';
+import { RecoveryProbe } from '../recovery-probe.js';
 
 export interface ConsulRegistryOptions {
   readonly client: ConsulCatalogClient;
@@ -40,6 +41,8 @@ export interface ConsulRegistryOptions {
   readonly emptyHoldMs?: number;
   /** How long the first sync waits for every listed service; default 30 s. */
   readonly syncTimeoutMs?: number;
+  /** While watches back off, how often Consul is probed for its return (default 1 s). */
+  readonly probeIntervalMs?: number;
 }
 
 const DEFAULT_SYNC_TIMEOUT_MS = 30_000;
@@ -59,6 +62,7 @@ export class ConsulRegistry extends StateBackedRegistry {
   readonly name = 'consul';
   private readonly conversion: ConversionOptions;
   private readonly pacing: WatchPacing;
+  private readonly recovery: RecoveryProbe | undefined;
   private readonly catalogWatch: BlockingWatch<CatalogServices>;
   private readonly watches = new Map<string, ServiceWatch>();
   /** The last applied service list; undefined until the first catalog answer. */
@@ -87,7 +91,13 @@ export class ConsulRegistry extends StateBackedRegistry {
   constructor(private readonly options: ConsulRegistryOptions) {
     super();
     this.conversion = { ...options.conversion, registry: this.name };
-    this.pacing = options.pacing ?? DEFAULT_PACING;
+    // One probe for all the watches: after an outage, they all resume once Consul answers again.
+    const leader = options.client.leader?.bind(options.client);
+    this.recovery = leader && new RecoveryProbe(leader, options.probeIntervalMs);
+    this.pacing = {
+      ...(options.pacing ?? DEFAULT_PACING),
+      ...(this.recovery && { recovery: this.recovery }),
+    };
     this.hold = new VanishHold({
       holdMs: options.emptyHoldMs ?? parseDurationMs(DEFAULT_VANISH_HOLD, '--consul-empty-hold'),
       expired: () => this.applyExpiredHolds(),
@@ -119,6 +129,7 @@ export class ConsulRegistry extends StateBackedRegistry {
     this.stopped = true;
     clearTimeout(this.syncTimer);
     this.hold.stop();
+    this.recovery?.stop();
     this.catalogWatch.stop();
     for (const w of this.watches.values()) w.watch.stop();
     this.watches.clear();
@@ -141,6 +152,7 @@ export class ConsulRegistry extends StateBackedRegistry {
       settings: this.options.settings ?? {},
       catalog: { ...this.catalogWatch.stats(), services: this.catalog?.size ?? null },
       serviceWatches: this.watches.size,
+      ...(this.recovery && { recoveryProbe: this.recovery.stats() }),
       requests,
       indexResets,
       problems: [...this.problems]

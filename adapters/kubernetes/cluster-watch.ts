@@ -22,6 +22,7 @@ import {
   type KubeService,
 } from './api.js';
 import { ListWatcher, type ListWatcherDebug, type StoreChange, type WatchTiming } from './list-watcher.js';
+import { RecoveryProbe } from '../recovery-probe.js';
 
 export interface ClusterWatchOptions {
   readonly clusterId: string;
@@ -33,7 +34,11 @@ export interface ClusterWatchOptions {
   readonly logger: Logger;
   /** Called when anything changed (objects, sync, failure); the registry coalesces and publishes. */
   readonly onUpdate: () => void;
+  /** While watches back off, how often the API server is probed for its return (default 1 s). */
+  readonly probeIntervalMs?: number;
 }
+
+const PROBE_TIMEOUT_MS = 2000;
 
 export interface ClusterDebug {
   readonly clusterId: string;
@@ -48,6 +53,7 @@ export class ClusterWatch implements ClusterLookup {
   readonly clusterId: string;
   readonly domain: string;
   private readonly http: KubeHttp;
+  private readonly recovery: RecoveryProbe;
   private readonly services: ListWatcher<KubeService>;
   private readonly slices: ListWatcher<KubeEndpointSlice>;
   private readonly nodes: ListWatcher<KubeNode>;
@@ -67,7 +73,18 @@ export class ClusterWatch implements ClusterLookup {
     this.domain = options.domain;
     this.http = new KubeHttp(options.config);
     const logger = options.logger.child({ cluster: options.clusterId });
-    const common = { http: this.http, timing: options.timing, onHealth: options.onUpdate };
+    // While any watcher backs off, GET /version (cheap, allowed to every client) tells when the API
+    // server answers again: all of them then retry at once (recovery-probe.ts).
+    const http = this.http;
+    this.recovery = new RecoveryProbe(async (signal) => {
+      await http.getJson('/version', {}, PROBE_TIMEOUT_MS, signal);
+    }, options.probeIntervalMs);
+    const common = {
+      http: this.http,
+      timing: options.timing,
+      onHealth: options.onUpdate,
+      recovery: this.recovery,
+    };
     const watcher = <T>(
       kind: string,
       path: string,
@@ -110,6 +127,7 @@ export class ClusterWatch implements ClusterLookup {
   }
 
   async stop(): Promise<void> {
+    this.recovery.stop();
     await Promise.all(this.watchers.map((w) => w.stop()));
   }
 

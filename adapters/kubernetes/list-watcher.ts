@@ -6,6 +6,7 @@
 // never empties it. A relist replaces the store in one step, so only real differences surface.
 import type { Logger } from '../../log/logger.js';
 import { Backoff, type BackoffOptions } from '../../model/backoff.js';
+import type { RecoveryProbe } from '../recovery-probe.js';
 import { ConnectionLost, isGone, KubeApiError, statusError, type KubeHttp } from './client.js';
 import { KubeObjectError, objectKey, parseMeta } from './api.js';
 
@@ -50,6 +51,8 @@ export interface ListWatcherOptions<T> {
   readonly optional?: boolean;
   readonly timing: WatchTiming;
   readonly logger: Logger;
+  /** Shared by a cluster's watchers: ends a failure's backoff once the API server answers again. */
+  readonly recovery?: RecoveryProbe;
 }
 
 export interface ListWatcherDebug {
@@ -172,9 +175,8 @@ export class ListWatcher<T> {
         if (this.options.optional && isRefused(err)) this.markUnavailable(err);
         else this.recordFailure(err);
         this.firstAttempt.resolve();
-        await this.pause(
-          this.unavailable !== undefined ? this.options.timing.backoff.maxMs : this.backoff.next(),
-        );
+        if (this.unavailable !== undefined) await this.pause(this.options.timing.backoff.maxMs);
+        else await this.pauseOrRecover(this.backoff.next());
       }
     }
   }
@@ -383,6 +385,14 @@ export class ListWatcher<T> {
       this.synced = true;
       this.options.onHealth();
     }
+  }
+
+  /** The backoff after a failure, cut short when the recovery probe sees the API server return. */
+  private async pauseOrRecover(ms: number): Promise<void> {
+    const recovery = this.options.recovery;
+    if (!recovery) return this.pause(ms);
+    this.phase = 'backoff';
+    await recovery.pause(ms, this.stopping.signal);
   }
 
   private async pause(ms: number): Promise<void> {

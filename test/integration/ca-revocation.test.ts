@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
@@ -112,6 +113,21 @@ function enroll(address: string, uri: string): { id: string; first: Promise<Held
   return { id, first: certify(address, { token }, uri) };
 }
 
+/** The status `s` ended with, or a failure naming `what` after 10 s (never an unbounded wait). */
+async function endedWithin(s: OpenAdsStream, what: string): Promise<grpc.StatusObject> {
+  const timer = new AbortController();
+  try {
+    return await Promise.race([
+      s.ended,
+      sleep(10_000, undefined, { signal: timer.signal }).then(() => {
+        throw new Error(`${what}: the stream did not end within 10 s`);
+      }),
+    ]);
+  } finally {
+    timer.abort();
+  }
+}
+
 function stream(address: string, held: Held, sa: string, id: string): OpenAdsStream {
   const s = openAdsStream(address, { rootPem, ...held }, nodeOf(sa, id));
   streams.push(s);
@@ -148,7 +164,11 @@ test('revoking a join token reaches its certificates: renewals refused, open sec
   });
   await assert.rejects(certify(address, { current: first }, ORDERS), /revoked/);
   const again = stream(address, renewed, 'orders', 'orders-vm-1b');
-  assert.equal((await again.ended).code, grpc.status.UNAUTHENTICATED, 'a new stream with it is refused');
+  assert.equal(
+    (await endedWithin(again, 'a new stream with the revoked certificate')).code,
+    grpc.status.UNAUTHENTICATED,
+    'a new stream with it is refused',
+  );
 
   // The other workload's stream is open and still gets pushes.
   assert.equal(otherStream.isEnded(), false);
@@ -178,7 +198,10 @@ test('cert revoke --identity: every enrollment of the identity is cut off; a tok
   const open = stream(address, b, 'cart', 'cart-vm-2');
   await eventually(() => assert.ok(open.responses.length > 0));
   store.revocations.revokeIdentity(CART, new Date());
-  assert.equal((await open.ended).code, grpc.status.UNAUTHENTICATED);
+  assert.equal(
+    (await endedWithin(open, 'the open stream of the revoked identity')).code,
+    grpc.status.UNAUTHENTICATED,
+  );
   await assert.rejects(certify(address, { current: a }, CART), /revoked/);
   await assert.rejects(certify(address, { current: b }, CART), /revoked/);
   const back = await enroll(address, CART).first;

@@ -13,6 +13,7 @@ import type { StreamLimits } from './stream-limits.js';
 import type { ChangeSet, ResourceCache } from './resource-cache.js';
 import type { ResponseCache } from './response-cache.js';
 import { scanRequest, type RequestFields } from './request-reader.js';
+import { boundRequest, nodeBoundsViolation, type BoundableRequest } from './client-input.js';
 import type { Nack } from './sotw-state.js';
 import type { PushRound } from './stream-pump.js';
 import type { SubscriptionIndex } from './subscription-index.js';
@@ -117,7 +118,7 @@ export function checkNamesListed(listed: number, max: number, typeUrl: string): 
  * counted first, so an oversized list costs a scan, not 100,000 strings, and then decoded in full
  * (which validates it).
  */
-export function readBoundedRequest<T>(
+export function readBoundedRequest<T extends BoundableRequest>(
   bytes: Buffer,
   max: number,
   plain: (bytes: Buffer, max: number) => T | undefined,
@@ -125,10 +126,11 @@ export function readBoundedRequest<T>(
   decode: (bytes: Buffer) => T,
 ): T {
   const req = plain(bytes, max);
-  if (req) return req;
+  if (req) return boundRequest(req);
   const scan = scanRequest(bytes, fields);
   checkNamesListed(scan.names, max, scan.typeUrl);
-  return decode(bytes);
+  // A NACK's message and the nonce cut to their bounds, before anything logs or keeps them.
+  return boundRequest(decode(bytes));
 }
 
 /** Refuses a subscription that grew beyond `max` names of `typeUrl`. */
@@ -144,6 +146,9 @@ export function checkNamesSubscribed(subscribed: number, max: number, typeUrl: s
 /** Reads the proxy from a stream's first request, or refuses the stream. */
 export function firstProxy(node: NodeInfo | undefined): Proxy {
   if (!node) throw new StreamError(GrpcStatus.INVALID_ARGUMENT, 'the first request must carry node');
+  // Before anything keeps, logs or shows the node (client-input.ts).
+  const over = nodeBoundsViolation(node);
+  if (over) throw new StreamError(GrpcStatus.INVALID_ARGUMENT, `invalid node: ${over}`, 'node-bounds');
   try {
     return proxyFromNode(node);
   } catch (err) {

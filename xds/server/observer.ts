@@ -62,7 +62,8 @@ export interface PushTrigger extends ChangeTrigger {
 }
 
 /** Why a stream was refused by a limit: at open (unauthenticated, peer-limit), or later. */
-export type RefusalReason = 'unauthenticated' | 'peer-limit' | 'first-request-timeout' | 'names-limit';
+export type RefusalReason =
+  'unauthenticated' | 'peer-limit' | 'first-request-timeout' | 'names-limit' | 'node-bounds';
 
 export interface AdsObserver {
   /** A stream was accepted; its proxy is not known until `streamIdentified`. */

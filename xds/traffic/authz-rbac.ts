@@ -132,7 +132,9 @@ function renderRule(
     else permissionWhen.push(term);
   }
   const principals: Principal[] = [];
-  for (const from of rule.from ?? [{ source: {} }]) {
+  // An empty `from: []` / `to: []` is read as absent, as Istio reads it: an empty principals or
+  // permissions list matches nothing on gRPC (a DENY silently not enforced) and Envoy NACKs it.
+  for (const from of nonEmpty(rule.from) ?? [{ source: {} }]) {
     const ids = combine(
       [...sourceTerms(from.source, namespace, target), ...principalWhen],
       action,
@@ -145,7 +147,7 @@ function renderRule(
     principals.push(ids ?? { any: true });
   }
   const permissions: Permission[] = [];
-  for (const to of rule.to ?? [{ operation: {} }]) {
+  for (const to of nonEmpty(rule.to) ?? [{ operation: {} }]) {
     const rules = combine(
       [...operationTerms(to.operation, target), ...permissionWhen],
       action,
@@ -158,6 +160,10 @@ function renderRule(
     permissions.push(rules ?? { any: true });
   }
   return { permissions, principals };
+}
+
+function nonEmpty<T>(list: readonly T[] | undefined): readonly T[] | undefined {
+  return list && list.length > 0 ? list : undefined;
 }
 
 /**

@@ -40,6 +40,7 @@ test('the defaults compile to the documented values', () => {
     resetStore: false,
     historyLimit: 10000,
     autoRegistrationGraceMs: 10_000,
+    pathNormalization: 'MERGE_SLASHES',
     flags: SERVE_DEFAULTS,
   });
 });

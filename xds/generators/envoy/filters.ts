@@ -7,6 +7,11 @@ import type { RouteConfiguration } from '../../generated/envoy/config/route/v3/R
 import type { HttpConnectionManager } from '../../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
 import type { HttpFilter } from '../../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpFilter.js';
 import type { TcpProxy } from '../../generated/envoy/extensions/filters/network/tcp_proxy/v3/TcpProxy.js';
+import {
+  DEFAULT_PATH_NORMALIZATION,
+  type MeshConfig,
+  type PathNormalization,
+} from '../../../mesh/mesh-config.js';
 import { toAny } from '../../proto/resource.js';
 import { faultHttpFilter } from '../../traffic/fault.js';
 import type { TcpTarget } from '../../traffic/tcp-routes.js';
@@ -41,6 +46,41 @@ export interface HcmOptions {
   readonly fault?: boolean;
   /** Filters that go first: authentication and authorization of inbound and gateway traffic. */
   readonly filters?: readonly HttpFilter[];
+  /** How paths are normalized before routing and the filters see them; absent: the default level. */
+  readonly paths?: PathNormalization;
+}
+
+/** The HCM options that follow from the mesh-wide settings of `config`. */
+export function meshHcmOptions(config: MeshConfig): Pick<HcmOptions, 'paths'> {
+  return config.pathNormalization ? { paths: config.pathNormalization } : {};
+}
+
+/**
+ * The HCM fields of a normalization level, as Istio sets them on every HCM. Envoy's defaults are
+ * none of these (and a path matcher in RBAC sees the path as received): `/./admin`, `/%61dmin` and
+ * `/public/../admin` would bypass a path rule (CVE-2019-9901, CVE-2021-31920).
+ */
+export function pathNormalizationFields(
+  level: PathNormalization,
+): Pick<HttpConnectionManager, 'normalize_path' | 'merge_slashes' | 'path_with_escaped_slashes_action'> {
+  switch (level) {
+    case 'NONE':
+      return { normalize_path: { value: false }, path_with_escaped_slashes_action: 'KEEP_UNCHANGED' };
+    case 'BASE':
+      return { normalize_path: { value: true }, path_with_escaped_slashes_action: 'KEEP_UNCHANGED' };
+    case 'MERGE_SLASHES':
+      return {
+        normalize_path: { value: true },
+        merge_slashes: true,
+        path_with_escaped_slashes_action: 'KEEP_UNCHANGED',
+      };
+    case 'DECODE_AND_MERGE_SLASHES':
+      return {
+        normalize_path: { value: true },
+        merge_slashes: true,
+        path_with_escaped_slashes_action: 'UNESCAPE_AND_FORWARD',
+      };
+  }
 }
 
 export function httpConnectionManager(
@@ -60,6 +100,7 @@ export function httpConnectionManager(
       { name: 'envoy.filters.http.router', typed_config: toAny(ROUTER_TYPE, {}) },
     ],
     ...(opts.absoluteUrls && { http_protocol_options: { allow_absolute_url: { value: true } } }),
+    ...pathNormalizationFields(opts.paths ?? DEFAULT_PATH_NORMALIZATION),
   };
   return { name: 'envoy.filters.network.http_connection_manager', typed_config: toAny(HCM_TYPE, hcm) };
 }

@@ -31,6 +31,7 @@ import { NO_AUTHZ, type InboundAuthz } from './authz-filters.js';
 import {
   DOWNSTREAM_TLS_TYPE,
   httpConnectionManager,
+  meshHcmOptions,
   socketAddress,
   tcpProxy,
   tlsInspectorFilter,
@@ -129,7 +130,13 @@ function serverChain(
     const route = gatewayRouteName(port);
     return {
       ...match,
-      filters: [httpConnectionManager(route, { rds: route }, { fault: true, filters: authz.httpFilters() })],
+      filters: [
+        httpConnectionManager(
+          route,
+          { rds: route },
+          { fault: true, filters: authz.httpFilters(), ...meshHcmOptions(config) },
+        ),
+      ],
       ...(terminates(server) && { transport_socket: tlsSocket(server.tls ?? {}) }),
     };
   }

@@ -31,6 +31,7 @@ import {
 } from '../names.js';
 import {
   httpConnectionManager,
+  meshHcmOptions,
   originalDstFilter,
   singleClusterRoute,
   type HcmOptions,
@@ -96,11 +97,13 @@ export function sidecarListeners(
   };
   const transparent = node.outboundModes.includes('transparent');
   const ports = inboundPorts(catalog, ips);
-  if (transparent) add(virtualInbound(ports, node, inbound), true);
-  else for (const p of ports) add(inboundListener(p, inbound), true);
+  // Path normalization (mesh-wide): on every HCM, inbound and outbound, as Istio sets it.
+  const hcm = meshHcmOptions(ctx.config);
+  if (transparent) add(virtualInbound(ports, node, inbound, hcm), true);
+  else for (const p of ports) add(inboundListener(p, inbound, hcm), true);
   if (node.outboundModes.includes('explicit'))
     for (const l of upstreamListeners(ctx, node, scope)) add(l, true);
-  if (node.outboundModes.includes('http-proxy')) add(httpProxyListener(node.httpProxyPort), true);
+  if (node.outboundModes.includes('http-proxy')) add(httpProxyListener(node.httpProxyPort, hcm), true);
   if (transparent) {
     add(virtualOutbound(node), true);
     for (const l of capturedOutboundListeners(ctx, scope)) add(l, false);
@@ -108,7 +111,7 @@ export function sidecarListeners(
   return out;
 }
 
-function inboundChain(p: InboundPort, authz: InboundAuthz): FilterChain {
+function inboundChain(p: InboundPort, authz: InboundAuthz, hcm: HcmOptions): FilterChain {
   const cluster = inboundClusterName(p.port);
   return {
     name: cluster,
@@ -117,7 +120,7 @@ function inboundChain(p: InboundPort, authz: InboundAuthz): FilterChain {
           httpConnectionManager(
             cluster,
             { inline: singleClusterRoute(cluster, cluster) },
-            { filters: authz.httpFilters() },
+            { ...hcm, filters: authz.httpFilters() },
           ),
         ]
       : [...authz.networkFilters(), tcpProxy(cluster, cluster)],
@@ -125,14 +128,14 @@ function inboundChain(p: InboundPort, authz: InboundAuthz): FilterChain {
 }
 
 /** Without capture, Envoy listens on the endpoint's own address and port, the app on loopback. */
-function inboundListener(p: InboundPort, { security, authz }: InboundPolicy): Listener {
+function inboundListener(p: InboundPort, { security, authz }: InboundPolicy, hcm: HcmOptions): Listener {
   const listenerFilters = security.listenerFilters([p.port]);
   return {
     name: socketListenerName(p.address, p.port),
     address: socketAddress(p.address, p.port),
     traffic_direction: 'INBOUND',
     ...(listenerFilters.length > 0 && { listener_filters: listenerFilters }),
-    filter_chains: security.chains(inboundChain(p, authz), p.port, p.http),
+    filter_chains: security.chains(inboundChain(p, authz, hcm), p.port, p.http),
   };
 }
 
@@ -140,6 +143,7 @@ function virtualInbound(
   ports: readonly InboundPort[],
   node: EnvoyNode,
   { security, authz }: InboundPolicy,
+  hcm: HcmOptions,
 ): Listener {
   return {
     name: VIRTUAL_INBOUND,
@@ -149,7 +153,7 @@ function virtualInbound(
     ...(node.interceptionMode === 'TPROXY' && { transparent: { value: true } }),
     filter_chains: ports.flatMap((p) =>
       security.chains(
-        { ...inboundChain(p, authz), filter_chain_match: { destination_port: { value: p.port } } },
+        { ...inboundChain(p, authz, hcm), filter_chain_match: { destination_port: { value: p.port } } },
         p.port,
         p.http,
       ),
@@ -206,7 +210,12 @@ function capturedOutboundListeners(ctx: GenerateContext, scope: ServiceScope): L
       const route = portRouteName(port);
       listeners.set(
         wildcard,
-        captured(wildcard, '0.0.0.0', port, httpConnectionManager(route, { rds: route }, OUTBOUND_HCM)),
+        captured(
+          wildcard,
+          '0.0.0.0',
+          port,
+          httpConnectionManager(route, { rds: route }, { ...OUTBOUND_HCM, ...meshHcmOptions(ctx.config) }),
+        ),
       );
     }
     for (const s of tcp) {
@@ -266,7 +275,7 @@ function upstreamListeners(ctx: GenerateContext, node: EnvoyNode, scope: Service
               ? httpConnectionManager(
                   cluster,
                   { inline: upstreamRoute(cluster, routesForHost(routing, service.hostname)) },
-                  OUTBOUND_HCM,
+                  { ...OUTBOUND_HCM, ...meshHcmOptions(ctx.config) },
                 )
               : tcpProxy(cluster, tcpTargetForHost(routing, service.hostname)),
           ],
@@ -277,7 +286,7 @@ function upstreamListeners(ctx: GenerateContext, node: EnvoyNode, scope: Service
   return out;
 }
 
-function httpProxyListener(port: number): Listener {
+function httpProxyListener(port: number, hcm: HcmOptions): Listener {
   return {
     name: socketListenerName('127.0.0.1', port),
     address: socketAddress('127.0.0.1', port),
@@ -288,7 +297,7 @@ function httpProxyListener(port: number): Listener {
           httpConnectionManager(
             HTTP_PROXY_ROUTE,
             { rds: HTTP_PROXY_ROUTE },
-            { absoluteUrls: true, ...OUTBOUND_HCM },
+            { absoluteUrls: true, ...OUTBOUND_HCM, ...hcm },
           ),
         ],
       },
