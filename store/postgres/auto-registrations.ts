@@ -34,11 +34,11 @@ export class PostgresRegistrations {
   }
 
   put(key: string, value: string): void {
-    this.enqueue(`auto-registration ${key}`, () => this.store.putAutoRegistration(key, value));
+    this.enqueue(`auto-registration ${key}`, () => this.store.autoRegistrations.put(key, value));
   }
 
   delete(key: string): void {
-    this.enqueue(`auto-registration ${key}`, () => this.store.deleteAutoRegistration(key));
+    this.enqueue(`auto-registration ${key}`, () => this.store.autoRegistrations.delete(key));
   }
 
   /**
@@ -59,14 +59,14 @@ export class PostgresRegistrations {
       try {
         if (options.leads()) {
           // The grace counts from when the replica was last alive: its last heartbeat, a period on.
-          const expired = await this.store.expireAutoRegistrations(options.graceMs + options.heartbeatMs);
+          const expired = await this.store.autoRegistrations.expire(options.graceMs + options.heartbeatMs);
           if (expired > 0)
             this.logger.info(
               { expired },
               'auto-registration: removed entries of replicas gone past the grace',
             );
         }
-        const rows = await this.store.listAutoRegistrations();
+        const rows = await this.store.autoRegistrations.list();
         if (!this.stopped) onRows(rows.filter((r) => r.replica !== this.replica));
       } catch (err) {
         this.logger.debug({ err }, 'auto-registration: reading the shared registrations failed');
