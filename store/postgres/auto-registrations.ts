@@ -22,15 +22,37 @@ export class PostgresRegistrations {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
 
+  /**
+   * `held`: the rows this replica held when it last ran under the same id (heldBy, read at start),
+   * which `all()` hands to the restore like SQLite's table; the other replicas' rows arrive
+   * through `watch`.
+   */
   constructor(
     private readonly store: PostgresStore,
     private readonly replica: string,
     private readonly logger: Logger,
+    private readonly held: readonly { key: string; value: string }[] = [],
   ) {}
 
-  /** Nothing to restore from here: the other replicas' rows arrive through `watch`. */
+  /**
+   * The rows stored under `replica` (by an earlier run with that id); empty, with a warning, when
+   * the shared store cannot be read (the registrations then come back as their agents reconnect).
+   */
+  static async heldBy(store: PostgresStore, replica: string, logger: Logger): Promise<SharedRow[]> {
+    try {
+      return (await store.autoRegistrations.list()).filter((row) => row.replica === replica);
+    } catch (err) {
+      logger.warn(
+        { err },
+        'auto-registration: reading the stored registrations failed; starting without them',
+      );
+      return [];
+    }
+  }
+
+  /** What this replica held when it last ran (the restore's input). */
   all(): { key: string; value: string }[] {
-    return [];
+    return this.held.map(({ key, value }) => ({ key, value }));
   }
 
   put(key: string, value: string): void {
