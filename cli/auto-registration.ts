@@ -35,6 +35,8 @@ export interface SharedRegistrationOptions {
   readonly replica: string;
   /** Whether this replica leads the singleton jobs (the grace cleanup of dead replicas' rows). */
   readonly leads: () => boolean;
+  /** The registrations this replica id held when it last ran (PostgresRegistrations.heldBy). */
+  readonly held?: readonly { key: string; value: string }[];
 }
 
 /** How often a replica reads the registrations the others hold. */
@@ -48,7 +50,7 @@ export function wireAutoRegistration(
   shared?: SharedRegistrationOptions,
 ): WiredAutoRegistration {
   // Shared: in PostgreSQL instead of this replica's SQLite (which keeps its table, unused).
-  const sharedRows = shared && new PostgresRegistrations(shared.store, shared.replica, logger);
+  const sharedRows = shared && new PostgresRegistrations(shared.store, shared.replica, logger, shared.held);
   const registration = new AutoRegistration({
     groups: () => config.meshConfig().workloadGroups ?? [],
     graceMs,

@@ -1,7 +1,8 @@
-// The Node.js flags Portolan runs under: `portolan` (cli/main.ts's first line, `#!/usr/bin/env -S
-// node …`) and `npm start` pass them to node, and so do the tests and benchmarks that start `portolan
-// serve` (test/support/portolan-process.ts). V8 reads these at start, so setting them from inside the
-// process (v8.setFlagsFromString) comes too late.
+// The Node.js flags Portolan runs under. They are written once, in cli/main.ts's first line
+// (`#!/usr/bin/env -S node …`, what an installed `portolan` and `npm start` run through), and read
+// from there by whatever starts `portolan serve` with node itself (test/support/portolan-process.ts,
+// the benchmarks). V8 reads these at start, so setting them from inside the process
+// (v8.setFlagsFromString) comes too late.
 //
 // --no-memory-reducer: the memory reducer runs full garbage collections when allocation slows down,
 // to hand memory back from an idle browser tab. A control plane's heap is mostly its long-lived
@@ -22,8 +23,18 @@
 // then triggered a full collection in nearly every storm: 6 of 7 against 2 of 7 with the factor held
 // at 2, and 55 against 41 µs of CPU per response (docs/benchmarks.md, 2026-11-29). The heap may
 // grow to twice its live size before the next full collection; --max-old-space-size still bounds it.
-export const NODE_FLAGS: readonly string[] = [
-  '--no-memory-reducer',
-  '--min-semi-space-size=8',
-  '--heap-growing-percent=100',
-];
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export const NODE_FLAGS: readonly string[] = flagsOf(
+  readFileSync(fileURLToPath(new URL('./main.js', import.meta.url)), 'utf8'),
+);
+
+/** The node flags of a `#!/usr/bin/env -S node FLAGS…` first line. */
+export function flagsOf(source: string): string[] {
+  const shebang = /^#!\/usr\/bin\/env -S node((?: --[\w-]+(?:=\S+)?)*)\s*$/m.exec(
+    source.split('\n')[0] ?? '',
+  );
+  if (!shebang) throw new Error('cli/main.ts must start with #!/usr/bin/env -S node FLAGS…');
+  return (shebang[1] ?? '').trim().split(/\s+/).filter(Boolean);
+}

@@ -25,6 +25,7 @@ import { PortolanMetrics } from '../metrics/metrics.js';
 import { DataDirLockedError, lockDataDir, type DataDirLock } from '../store/data-dir-lock.js';
 import { RegistryPersistence } from '../store/registry-persistence.js';
 import { PostgresHistoryMirror } from '../store/postgres/history-mirror.js';
+import { PostgresRegistrations } from '../store/postgres/auto-registrations.js';
 import { PostgresSnapshotMirror, pullSharedSnapshots } from '../store/postgres/snapshot-mirror.js';
 import { Store } from '../store/store.js';
 import { DEFAULT_GRACE_MS, wireAutoRegistration } from './auto-registration.js';
@@ -134,7 +135,12 @@ async function startLocked(
       store,
       options.autoRegistrationGraceMs ?? DEFAULT_GRACE_MS,
       logger.child({ component: 'auto-registration' }),
-      shared && { store: shared, replica, leads: () => replication.leads() },
+      shared && {
+        store: shared,
+        replica,
+        leads: () => replication.leads(),
+        held: await PostgresRegistrations.heldBy(shared, replica, logger),
+      },
     );
   metrics.watchRegistries(registries);
   metrics.countRegistryEvents(registries);

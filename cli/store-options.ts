@@ -6,7 +6,8 @@ import type { Command } from 'commander';
 import { hostname } from 'node:os';
 import type { CaMaterial } from '../ca/authority.js';
 import { createLogger } from '../log/logger.js';
-import { PostgresStore, redact } from '../store/postgres/postgres-store.js';
+import { PostgresStore } from '../store/postgres/postgres-store.js';
+import { redactStoreUrl } from '../store/redact-url.js';
 import type { SharedStore } from '../store/shared-store.js';
 import { SqliteSharedStore } from '../store/sqlite-shared.js';
 import { Store } from '../store/store.js';
@@ -36,10 +37,10 @@ export function storeUrl(flag: string | undefined): string | undefined {
   }
   if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:')
     throw new OptionError(
-      `--store ${redact(url)}: only postgres:// is supported (SQLite is the default, in --data-dir)`,
+      `--store ${redactStoreUrl(url)}: only postgres:// is supported (SQLite is the default, in --data-dir)`,
     );
   if (!parsed.pathname || parsed.pathname === '/')
-    throw new OptionError(`--store ${redact(url)}: name the database (postgres://USER@HOST:PORT/DB)`);
+    throw new OptionError(`--store ${redactStoreUrl(url)}: name the database (postgres://USER@HOST:PORT/DB)`);
   return url;
 }
 

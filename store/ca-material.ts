@@ -4,6 +4,7 @@
 // and beyond them every certificate that has not expired yet. The database file is 0600.
 import type Database from 'better-sqlite3';
 import type { GuardWrite } from './snapshots.js';
+import { decodeIssued, encodeIssued, type IssuedColumns } from './row-codecs.js';
 
 const PRUNE_EVERY = 100;
 
@@ -17,26 +18,6 @@ export interface IssuedCertificate {
   readonly notAfter: string;
   readonly issuedAt: string;
 }
-
-interface IssuedRow {
-  serial: string;
-  identity: string;
-  node_id: string | null;
-  enrollment_id: string | null;
-  not_before: string;
-  not_after: string;
-  issued_at: string;
-}
-
-const toIssued = (r: IssuedRow): IssuedCertificate => ({
-  serial: r.serial,
-  identity: r.identity,
-  nodeId: r.node_id,
-  enrollmentId: r.enrollment_id,
-  notBefore: r.not_before,
-  notAfter: r.not_after,
-  issuedAt: r.issued_at,
-});
 
 export class CaMaterialTable {
   private inserts = 0;
@@ -102,15 +83,7 @@ export class CaMaterialTable {
             `INSERT INTO issued_certificates (serial, identity, node_id, enrollment_id, not_before, not_after, issued_at)
              VALUES (?, ?, ?, ?, ?, ?, ?)`,
           )
-          .run(
-            cert.serial,
-            cert.identity,
-            cert.nodeId,
-            cert.enrollmentId ?? null,
-            cert.notBefore,
-            cert.notAfter,
-            cert.issuedAt,
-          );
+          .run(...encodeIssued(cert));
         if (++this.inserts % PRUNE_EVERY === 0) this.prune(new Date());
       })(),
     );
@@ -130,15 +103,15 @@ export class CaMaterialTable {
   issuedBySerial(serial: string): IssuedCertificate | undefined {
     const hex = serial.toLowerCase().replace(/^0+(?=.)/, '');
     const row = this.db
-      .prepare<[string, string], IssuedRow>('SELECT * FROM issued_certificates WHERE serial IN (?, ?)')
+      .prepare<[string, string], IssuedColumns>('SELECT * FROM issued_certificates WHERE serial IN (?, ?)')
       .get(hex, `0${hex}`);
-    return row && toIssued(row);
+    return row && decodeIssued(row);
   }
 
   issued(limit = 100): IssuedCertificate[] {
     return this.db
-      .prepare<[number], IssuedRow>('SELECT * FROM issued_certificates ORDER BY id DESC LIMIT ?')
+      .prepare<[number], IssuedColumns>('SELECT * FROM issued_certificates ORDER BY id DESC LIMIT ?')
       .all(limit)
-      .map(toIssued);
+      .map(decodeIssued);
   }
 }

@@ -4,6 +4,7 @@
 // was revoked (`portolan token revoke`, `portolan cert revoke`; store/revocations.ts writes that).
 import type Database from 'better-sqlite3';
 import type { GuardWrite } from './snapshots.js';
+import { decodeEnrollment, type EnrollmentColumns } from './row-codecs.js';
 
 export interface EnrollmentRow {
   readonly id: string;
@@ -14,24 +15,6 @@ export interface EnrollmentRow {
   readonly revokedAt: string | null;
   readonly revokedReason: string | null;
 }
-
-interface Row {
-  id: string;
-  identity: string;
-  token_id: string | null;
-  started_at: string;
-  revoked_at: string | null;
-  revoked_reason: string | null;
-}
-
-const toRow = (r: Row): EnrollmentRow => ({
-  id: r.id,
-  identity: r.identity,
-  tokenId: r.token_id,
-  startedAt: r.started_at,
-  revokedAt: r.revoked_at,
-  revokedReason: r.revoked_reason,
-});
 
 export class EnrollmentTable {
   constructor(
@@ -52,8 +35,8 @@ export class EnrollmentTable {
   }
 
   get(id: string): EnrollmentRow | undefined {
-    const r = this.db.prepare<[string], Row>('SELECT * FROM enrollments WHERE id = ?').get(id);
-    return r && toRow(r);
+    const r = this.db.prepare<[string], EnrollmentColumns>('SELECT * FROM enrollments WHERE id = ?').get(id);
+    return r && decodeEnrollment(r);
   }
 
   /** Forgets an enrollment whose first certificate was not issued after all. */
@@ -82,8 +65,8 @@ export class EnrollmentTable {
 
   list(limit = 1000): EnrollmentRow[] {
     return this.db
-      .prepare<[number], Row>('SELECT * FROM enrollments ORDER BY started_at DESC LIMIT ?')
+      .prepare<[number], EnrollmentColumns>('SELECT * FROM enrollments ORDER BY started_at DESC LIMIT ?')
       .all(limit)
-      .map(toRow);
+      .map(decodeEnrollment);
   }
 }

@@ -3,6 +3,7 @@
 import type Database from 'better-sqlite3';
 import type { RevocationTable } from './revocations.js';
 import type { GuardWrite } from './snapshots.js';
+import { decodeJoinToken, type JoinTokenColumns } from './row-codecs.js';
 
 export interface JoinTokenRow {
   readonly id: string;
@@ -12,24 +13,6 @@ export interface JoinTokenRow {
   readonly revokedAt: string | null;
   readonly createdAt: string;
 }
-
-interface Row {
-  id: string;
-  identity: string;
-  expires_at: string;
-  uses_left: number;
-  revoked_at: string | null;
-  created_at: string;
-}
-
-const toRow = (r: Row): JoinTokenRow => ({
-  id: r.id,
-  identity: r.identity,
-  expiresAt: r.expires_at,
-  usesLeft: r.uses_left,
-  revokedAt: r.revoked_at,
-  createdAt: r.created_at,
-});
 
 export class JoinTokenTable {
   constructor(
@@ -76,8 +59,10 @@ export class JoinTokenTable {
 
   /** Why a token hash is unusable, for a precise refusal message. */
   find(hash: string): JoinTokenRow | undefined {
-    const r = this.db.prepare<[string], Row>('SELECT * FROM join_tokens WHERE hash = ?').get(hash);
-    return r && toRow(r);
+    const r = this.db
+      .prepare<[string], JoinTokenColumns>('SELECT * FROM join_tokens WHERE hash = ?')
+      .get(hash);
+    return r && decodeJoinToken(r);
   }
 
   /** Revokes a live token and every enrollment it started (RevocationTable.revokeToken); false when none was live. */
@@ -86,6 +71,9 @@ export class JoinTokenTable {
   }
 
   list(): JoinTokenRow[] {
-    return this.db.prepare<[], Row>('SELECT * FROM join_tokens ORDER BY created_at DESC').all().map(toRow);
+    return this.db
+      .prepare<[], JoinTokenColumns>('SELECT * FROM join_tokens ORDER BY created_at DESC')
+      .all()
+      .map(decodeJoinToken);
   }
 }

@@ -6,6 +6,7 @@
 import type Database from 'better-sqlite3';
 import type { GuardWrite } from './snapshots.js';
 import { prepared } from './prepared.js';
+import { decodeRevocation, LIST_REVOCATIONS, type RevocationColumns } from './row-codecs.js';
 
 export type RevocationKind = 'serial' | 'identity' | 'token';
 
@@ -159,12 +160,7 @@ export class RevocationTable {
   }
 
   list(): RevocationRow[] {
-    return this.db
-      .prepare<[], { kind: RevocationKind; subject: string; revoked_at: string; reason: string | null }>(
-        'SELECT kind, subject, revoked_at, reason FROM revocations ORDER BY id DESC',
-      )
-      .all()
-      .map((r) => ({ kind: r.kind, subject: r.subject, revokedAt: r.revoked_at, reason: r.reason }));
+    return this.db.prepare<[], RevocationColumns>(LIST_REVOCATIONS).all().map(decodeRevocation);
   }
 
   private revokeEnrollments(where: string, value: string, at: string, reason: string): number {

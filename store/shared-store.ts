@@ -23,11 +23,8 @@ export interface NewEnrollment {
   readonly startedAt: string;
 }
 
-export interface SharedStore {
-  readonly kind: 'sqlite' | 'postgres';
-  /** The schema version applied (the count of migrations). */
-  schemaVersion(): Promise<number>;
-
+/** The CA's named secrets (root key and certificate, intermediates). */
+export interface SharedCaMaterial {
   /** CA material under `name`, or undefined. */
   getMaterial(name: string): Promise<Buffer | undefined>;
   /**
@@ -38,25 +35,37 @@ export interface SharedStore {
   getOrCreateMaterial(name: string, create: () => Promise<Buffer>): Promise<Buffer>;
   /** Replaces the value only if it is still `expected`; whether it did. */
   replaceMaterial(name: string, expected: Buffer, value: Buffer): Promise<boolean>;
+}
 
+/** Join tokens, kept by hash. */
+export interface SharedJoinTokens {
   insertJoinToken(token: NewJoinToken): Promise<void>;
   /** Spends one use of a live token atomically (across replicas); its identity, or undefined. */
   consumeJoinToken(hash: string, now: Date): Promise<string | undefined>;
   refundJoinToken(hash: string): Promise<void>;
   findJoinToken(hash: string): Promise<JoinTokenRow | undefined>;
   listJoinTokens(): Promise<JoinTokenRow[]>;
+}
 
+/** The log of issued certificates. */
+export interface SharedIssuanceLog {
   /** Logs an issued certificate (how a renewal on any replica finds its enrollment). */
   recordIssued(cert: IssuedCertificate): Promise<void>;
   /** The log entry of one certificate (serial in hex), while it is kept. */
   issuedBySerial(serial: string): Promise<IssuedCertificate | undefined>;
+}
 
+/** Enrollments: the chains of certificates that descend from a join token. */
+export interface SharedEnrollments {
   startEnrollment(enrollment: NewEnrollment): Promise<void>;
   getEnrollment(id: string): Promise<EnrollmentRow | undefined>;
   /** Forgets an enrollment whose first certificate was not issued. */
   removeEnrollment(id: string): Promise<void>;
   countEnrollmentsByToken(tokenId: string): Promise<number>;
+}
 
+/** The deny list, and how a replica learns that another changed it. */
+export interface SharedRevocations {
   /** A join token and every enrollment it started. */
   revokeJoinToken(
     tokenId: string,
@@ -81,14 +90,30 @@ export interface SharedStore {
    * with a poll as a backstop; SQLite: a poll of the revision). Returns the function that stops it.
    */
   watchRevocations(onChange: () => void, pollMs?: number): () => void;
+}
 
+/** The singleton clean-up of what can no longer matter. */
+export interface SharedPruning {
   /**
    * Forgets enrollments started before `enrollmentsBefore` (all their certificates have expired) and
    * revocations that can no longer match a valid certificate at `now`; how many of each. A singleton
    * job: with several replicas, the leader runs it.
    */
   prune(now: Date, enrollmentsBefore: Date): Promise<{ enrollments: number; revocations: number }>;
+}
 
+/** Every concern at once: what the CA and the secure port are handed. */
+export interface SharedStore
+  extends
+    SharedCaMaterial,
+    SharedJoinTokens,
+    SharedIssuanceLog,
+    SharedEnrollments,
+    SharedRevocations,
+    SharedPruning {
+  readonly kind: 'sqlite' | 'postgres';
+  /** The schema version applied (the count of migrations). */
+  schemaVersion(): Promise<number>;
   close(): Promise<void>;
 }
 

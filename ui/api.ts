@@ -1,5 +1,6 @@
 // The admin API as the dashboard reads it: GET JSON from this server (same origin), and the shapes
-// of the views it uses (the fields read here; the server sends more).
+// of the views it uses (the fields read here; the server sends more). The admin views are checked
+// against these at build time (test/contract/admin-ui-types.ts): a server-side rename fails the build.
 
 export class ApiError extends Error {
   constructor(
@@ -11,7 +12,10 @@ export class ApiError extends Error {
 }
 
 export async function getJson<T>(path: string): Promise<T> {
-  const res = await fetch(path, { headers: { accept: 'application/json' }, cache: 'no-store' });
+  // Built apart from the call: test/contract/admin-ui-types.ts compiles this file under Node's
+  // fetch types too, whose RequestInit lacks the browser's `cache`.
+  const init = { headers: { accept: 'application/json' }, cache: 'no-store' as const };
+  const res = await fetch(path, init);
   const body = (await res.json().catch(() => null)) as unknown;
   if (!res.ok) {
     const message = (body as { error?: unknown } | null)?.error;

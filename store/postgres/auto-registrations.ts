@@ -22,23 +22,45 @@ export class PostgresRegistrations {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
 
+  /**
+   * `held`: the rows this replica held when it last ran under the same id (heldBy, read at start),
+   * which `all()` hands to the restore like SQLite's table; the other replicas' rows arrive
+   * through `watch`.
+   */
   constructor(
     private readonly store: PostgresStore,
     private readonly replica: string,
     private readonly logger: Logger,
+    private readonly held: readonly { key: string; value: string }[] = [],
   ) {}
 
-  /** Nothing to restore from here: the other replicas' rows arrive through `watch`. */
+  /**
+   * The rows stored under `replica` (by an earlier run with that id); empty, with a warning, when
+   * the shared store cannot be read (the registrations then come back as their agents reconnect).
+   */
+  static async heldBy(store: PostgresStore, replica: string, logger: Logger): Promise<SharedRow[]> {
+    try {
+      return (await store.autoRegistrations.list()).filter((row) => row.replica === replica);
+    } catch (err) {
+      logger.warn(
+        { err },
+        'auto-registration: reading the stored registrations failed; starting without them',
+      );
+      return [];
+    }
+  }
+
+  /** What this replica held when it last ran (the restore's input). */
   all(): { key: string; value: string }[] {
-    return [];
+    return this.held.map(({ key, value }) => ({ key, value }));
   }
 
   put(key: string, value: string): void {
-    this.enqueue(`auto-registration ${key}`, () => this.store.putAutoRegistration(key, value));
+    this.enqueue(`auto-registration ${key}`, () => this.store.autoRegistrations.put(key, value));
   }
 
   delete(key: string): void {
-    this.enqueue(`auto-registration ${key}`, () => this.store.deleteAutoRegistration(key));
+    this.enqueue(`auto-registration ${key}`, () => this.store.autoRegistrations.delete(key));
   }
 
   /**
@@ -59,14 +81,14 @@ export class PostgresRegistrations {
       try {
         if (options.leads()) {
           // The grace counts from when the replica was last alive: its last heartbeat, a period on.
-          const expired = await this.store.expireAutoRegistrations(options.graceMs + options.heartbeatMs);
+          const expired = await this.store.autoRegistrations.expire(options.graceMs + options.heartbeatMs);
           if (expired > 0)
             this.logger.info(
               { expired },
               'auto-registration: removed entries of replicas gone past the grace',
             );
         }
-        const rows = await this.store.listAutoRegistrations();
+        const rows = await this.store.autoRegistrations.list();
         if (!this.stopped) onRows(rows.filter((r) => r.replica !== this.replica));
       } catch (err) {
         this.logger.debug({ err }, 'auto-registration: reading the shared registrations failed');

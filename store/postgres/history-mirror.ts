@@ -65,7 +65,7 @@ export class PostgresHistoryMirror implements HistoryMirror {
     if (this.writing || this.rows.length === 0) return;
     const batch = this.rows;
     this.rows = [];
-    this.writing = this.store.insertHistory(batch, this.limit).then(
+    this.writing = this.store.history.insert(batch, this.limit).then(
       () => undefined,
       (err: unknown) => {
         // Back in front of what was recorded meanwhile, within the bound.

@@ -9,7 +9,8 @@ import type { Logger } from '../../log/logger.js';
 import { decodeHosts, json } from '../snapshot-codec.js';
 import type { SnapshotTable } from '../snapshots.js';
 import type { SnapshotMirror } from '../registry-persistence.js';
-import type { PostgresStore, RegistryHostRow } from './postgres-store.js';
+import type { PostgresStore } from './postgres-store.js';
+import type { RegistryHostRow } from './registry-hosts.js';
 
 /** A failed write is retried after this long (a save meanwhile retries sooner). */
 const RETRY_MS = 2000;
@@ -69,7 +70,7 @@ export class PostgresSnapshotMirror implements SnapshotMirror {
         job.hosts === 'all'
           ? new Set([...job.snapshot.services.keys(), ...job.snapshot.endpoints.keys()])
           : job.hosts;
-      await this.store.saveRegistryHosts(
+      await this.store.registryHosts.save(
         registry,
         rowsOf(job.snapshot, hosts),
         job.hosts === 'all',
