@@ -35,7 +35,6 @@ import {
   arrayOf,
   atMostOne,
   bool,
-  isRecord,
   int,
   mapOf,
   obj,
