@@ -4,6 +4,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../../log/logger.js';
+import { foreignHost } from '../../model/host-header.js';
+
+// Health checks and scrapers may use any name they know; everything else (the config dump, routes
+// other modules add) shows the VM's config, so a DNS-rebinding page must not read it.
+const ANY_HOST = new Set(['/healthz/ready', '/metrics']);
 
 export interface Readiness {
   readonly ready: boolean;
@@ -96,6 +101,13 @@ export class StatusServer {
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { 'content-type': 'text/plain', allow: 'GET' }).end('method not allowed\n');
+      return;
+    }
+    const foreign = ANY_HOST.has(url.pathname)
+      ? undefined
+      : foreignHost(req.headers.host, this.options.host, "the agent's status address");
+    if (foreign) {
+      res.writeHead(403, { 'content-type': 'text/plain' }).end(`${foreign}\n`);
       return;
     }
     const { status, type, body } = await route(url.searchParams);
