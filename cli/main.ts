@@ -31,6 +31,7 @@ import { proxyStatus } from './proxy-status.js';
 import { addEnvOptions } from './env-options.js';
 import { oneLineErrors } from './usage-errors.js';
 import { versionLine } from './version.js';
+import { addVmCommand } from './vm-bundle.js';
 import { TOKEN_ENV } from './cert.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -256,6 +257,7 @@ addCaCommand(program);
 addCertCommand(program);
 addCertRevokeCommand(program);
 addAgentCommand(program);
+addVmCommand(program);
 
 // Every serve and agent flag is also a PORTOLAN_* variable (an EnvironmentFile is the whole config).
 addEnvOptions(serve, { aliases: { '--store': STORE_URL_ENV } });
