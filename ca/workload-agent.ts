@@ -15,6 +15,7 @@ import { createCsr } from './certificates.js';
 import { parseSpiffeUri } from './identity.js';
 import { generateKeyPair, privateKeyPem, type KeyAlgorithm } from './keys.js';
 import { tokenIdentity } from './join-tokens.js';
+import { explainConnectionError } from './connection-errors.js';
 
 export { CERT_CHAIN_FILE, KEY_FILE, ROOT_CERT_FILE };
 export type { HeldCertificate };
@@ -240,7 +241,11 @@ export class CertificateKeeper {
           continue;
         } catch (err) {
           const code = (err as { code?: number }).code;
-          const message = (err as { details?: string }).details ?? (err as Error).message;
+          const details = (err as { details?: string }).details;
+          const message =
+            details === undefined
+              ? (err as Error).message
+              : explainConnectionError(details, this.options.caAddress);
           const error = { message, at: new Date(), ...(code !== undefined && { code }) };
           this.lastError = error;
           for (const l of this.failureListeners) l(error);

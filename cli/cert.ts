@@ -1,5 +1,6 @@
 // `portolan cert`: what a VM runs to get and keep its workload certificate (see ca/workload-agent.ts).
 import type { Command } from 'commander';
+import { explainConnectionError } from '../ca/connection-errors.js';
 import { parseDuration } from '../ca/duration.js';
 import { obtainCertificate, runAgent, AgentError, type AgentOptions } from '../ca/workload-agent.js';
 import { createLogger } from '../log/logger.js';
@@ -57,8 +58,10 @@ export function addCertCommand(program: Command): void {
             await obtainCertificate(options);
           } catch (err) {
             if (err instanceof AgentError) throw new OptionError(err.message);
-            const details = (err as { details?: string }).details ?? (err as Error).message;
-            process.stderr.write(`error: certificate request failed: ${details}\n`);
+            const details = (err as { details?: string }).details;
+            const why =
+              details === undefined ? (err as Error).message : explainConnectionError(details, opts.caAddr);
+            process.stderr.write(`error: certificate request failed: ${why}\n`);
             process.exitCode = 1;
           }
           return;

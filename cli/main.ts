@@ -23,12 +23,17 @@ import {
 } from './options.js';
 import { REGISTRY_FACTORIES, knownRegistries } from './registries.js';
 import { startPortolan } from './serve.js';
-import { REPLICA_ID_ENV, STORE_FLAG_HELP, storeUrl } from './store-options.js';
+import { REPLICA_ID_ENV, STORE_FLAG_HELP, STORE_URL_ENV, storeUrl } from './store-options.js';
 import { parseShutdownTimeout, SHUTDOWN_TIMEOUT_DEFAULT, stopWithDeadline } from './shutdown.js';
 import { addTokenCommand, cliErrors } from './token.js';
 import { AdminError } from './admin-client.js';
 import { CONFIG_KINDS, proxyConfig, type ConfigFormat, type ConfigKind } from './proxy-config.js';
 import { proxyStatus } from './proxy-status.js';
+import { addEnvOptions } from './env-options.js';
+import { oneLineErrors } from './usage-errors.js';
+import { versionLine } from './version.js';
+import { addVmCommand } from './vm-bundle.js';
+import { TOKEN_ENV } from './cert.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
@@ -38,8 +43,7 @@ const program = new Command()
   .name('portolan')
   .description(
     'An xDS control plane for VMs and bare metal: Envoy and proxyless gRPC, fed by Consul, ZooKeeper, Kubernetes and YAML.',
-  )
-  .showHelpAfterError();
+  );
 
 const serve = program
   .command('serve')
@@ -133,7 +137,7 @@ serve.action(async (raw: RawServeOptions, cmd: Command) => {
     options = compileServeOptions(raw);
     shutdownTimeoutMs = parseShutdownTimeout(raw.shutdownTimeout);
   } catch (err) {
-    // A bad flag value: the reason, then serve's own help (showHelpAfterError is inherited).
+    // A bad flag value: the reason, then where serve's help is (cli/usage-errors.ts).
     if (err instanceof OptionError) cmd.error(`error: ${err.message}`, { exitCode: 2 });
     throw err;
   }
@@ -249,9 +253,9 @@ addBootstrapCommand(program);
 
 program
   .command('version')
-  .description('Print the Portolan version.')
+  .description('Print the Portolan version and its runtime (the Node.js it runs on).')
   .action(() => {
-    process.stdout.write(`portolan ${pkg.version}\n`);
+    process.stdout.write(`${versionLine(pkg.version)}\n`);
   });
 
 addTokenCommand(program);
@@ -259,5 +263,12 @@ addCaCommand(program);
 addCertCommand(program);
 addCertRevokeCommand(program);
 addAgentCommand(program);
+addVmCommand(program);
+
+// Every serve and agent flag is also a PORTOLAN_* variable (an EnvironmentFile is the whole config).
+addEnvOptions(serve, { aliases: { '--store': STORE_URL_ENV } });
+const agent = program.commands.find((c) => c.name() === 'agent');
+if (agent) addEnvOptions(agent, { aliases: { '--token': TOKEN_ENV } });
+oneLineErrors(program);
 
 await program.parseAsync(process.argv);

@@ -7,6 +7,9 @@ import { formatTable, humanDuration } from './table.js';
 
 const TYPES = ['CDS', 'LDS', 'EDS', 'RDS'] as const;
 
+/** The node id prefix of an agent's own stream (cli/agent.ts, agentNodeId). */
+const AGENT_NODE_PREFIX = 'agent/';
+
 const PROXY_TYPES: Readonly<Record<string, string>> = {
   grpc: 'gRPC',
   sidecar: 'Envoy sidecar',
@@ -74,7 +77,7 @@ export function statusTable(proxies: readonly ProxySync[], now: number): string 
     ['NAME', 'KIND', 'API', ...TYPES, 'CONNECTED'],
     proxies.map((p) => [
       p.node,
-      PROXY_TYPES[p.proxyType] ?? p.proxyType,
+      kindLabel(p),
       apiLabel(p.api),
       ...TYPES.map((t) => stateLabel(p.types[t])),
       `${humanDuration(now - Date.parse(p.connectedAt))} ago`,
@@ -90,7 +93,7 @@ export function stateLabel(t: TypeSync | undefined): string {
 function detail(p: ProxySync, now: number): string {
   const head = [
     ['Proxy', p.node],
-    ['Kind', `${PROXY_TYPES[p.proxyType] ?? p.proxyType}, ${apiLabel(p.api)}`],
+    ['Kind', `${kindLabel(p)}, ${apiLabel(p.api)}`],
     ['Peer', p.peer],
     ['Connection', p.connection],
     ['Connected', `${p.connectedAt} (${humanDuration(now - Date.parse(p.connectedAt))} ago)`],
@@ -119,6 +122,16 @@ function detail(p: ProxySync, now: number): string {
       : [],
   );
   return `${head}\n${table}${nacks.length ? `\nNACKs\n${nacks.join('')}` : ''}`;
+}
+
+/**
+ * A `portolan agent`'s own control stream (node id agent/NAME: registration, probes, DNS names) is
+ * not a proxy and subscribes to none of CDS/LDS/EDS/RDS; named as the agent, it does not read as a
+ * proxy stuck with nothing sent.
+ */
+export function kindLabel(p: ProxySync): string {
+  if (p.node.startsWith(AGENT_NODE_PREFIX)) return 'portolan agent (own stream)';
+  return PROXY_TYPES[p.proxyType] ?? p.proxyType;
 }
 
 function apiLabel(api: string): string {

@@ -1,37 +1,58 @@
-// The traffic split the demo prints: calls per backend over the last window (one second), as
-// "12:00:01  40 calls  v1@127.0.0.1:50051 80% (32) | v2@127.0.0.2:50051 20% (8)".
+// The traffic split the demo prints every second: calls per backend over a rolling window of the
+// last few seconds, as "12:00:01  100 calls (last 5 s)  v1@127.0.0.1:50051 80% (80) | v2@… 20% (20)".
+// One second's 20 calls swing from 63 % to 95 % at 80/20 by chance alone; 100 calls stay within a
+// few points, and an edit still shows within a second, fully after the window.
 import type { CallResult } from './client.js';
 
 export interface SplitWindow {
   readonly at: Date;
   readonly calls: number;
+  /** The seconds the window spans (fewer at the start). */
+  readonly seconds: number;
   /** Calls answered, per backend name. */
   readonly byBackend: ReadonlyMap<string, number>;
   /** Failed calls, by their first error line. */
   readonly errors: ReadonlyMap<string, number>;
 }
 
+export const SPLIT_WINDOW_SECONDS = 5;
+
+interface Bucket {
+  readonly byBackend: Map<string, number>;
+  readonly errors: Map<string, number>;
+}
+
+const emptyBucket = (): Bucket => ({ byBackend: new Map(), errors: new Map() });
+
 export class SplitCounter {
-  private byBackend = new Map<string, number>();
-  private errors = new Map<string, number>();
+  private current = emptyBucket();
+  /** The previous buckets, newest last; at most `seconds - 1`. */
+  private readonly past: Bucket[] = [];
+
+  constructor(private readonly seconds = SPLIT_WINDOW_SECONDS) {}
 
   add(result: CallResult): void {
-    const [map, key] = 'backend' in result ? [this.byBackend, result.backend] : [this.errors, result.error];
+    const [map, key] =
+      'backend' in result ? [this.current.byBackend, result.backend] : [this.current.errors, result.error];
     map.set(key, (map.get(key) ?? 0) + 1);
   }
 
-  /** The calls since the last take, and a fresh window. */
+  /** Called once a second: the calls of the last `seconds` takes, and a fresh bucket. */
   take(at = new Date()): SplitWindow {
-    const window: SplitWindow = {
-      at,
-      calls: sum(this.byBackend) + sum(this.errors),
-      byBackend: this.byBackend,
-      errors: this.errors,
-    };
-    this.byBackend = new Map();
-    this.errors = new Map();
-    return window;
+    const buckets = [...this.past, this.current];
+    this.past.push(this.current);
+    if (this.past.length > this.seconds - 1) this.past.shift();
+    this.current = emptyBucket();
+    const byBackend = merge(buckets.map((b) => b.byBackend));
+    const errors = merge(buckets.map((b) => b.errors));
+    return { at, calls: sum(byBackend) + sum(errors), seconds: buckets.length, byBackend, errors };
   }
+}
+
+function merge(maps: readonly ReadonlyMap<string, number>[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const map of maps) for (const [k, n] of map) out.set(k, (out.get(k) ?? 0) + n);
+  return out;
 }
 
 /** One line per window; `backends` (the running ones) are listed even when they got nothing. */
@@ -49,7 +70,7 @@ export function formatWindow(w: SplitWindow, backends: readonly string[]): strin
     const [first] = [...w.errors.keys()];
     parts.push(`errors ${pct(failed)} (${failed}: ${first})`);
   }
-  return `${time}  ${w.calls} calls  ${parts.join(' | ')}`;
+  return `${time}  ${w.calls} calls (last ${w.seconds} s)  ${parts.join(' | ')}`;
 }
 
 function sum(map: ReadonlyMap<string, number>): number {

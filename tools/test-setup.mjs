@@ -31,6 +31,11 @@ const NEEDED = [
     present: () => onPath('kubectl'),
   },
   {
+    deb: 'systemd',
+    why: 'systemd-analyze verify, on the packaged units (test/e2e/package.test.ts)',
+    present: () => onPath('systemd-analyze'),
+  },
+  {
     deb: 'postgresql',
     why: 'a real PostgreSQL server for the shared store (replicas on one database)',
     present: () => ok('sh', ['-c', 'ls /usr/lib/postgresql/*/bin/initdb']),

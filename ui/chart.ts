@@ -1,7 +1,7 @@
 // A small SVG chart of the last minutes: pushes per interval as bars, and the slowest convergence in
 // each interval as a line on its own scale.
 import type { PushStatus } from './api.js';
-import { ms } from './format.js';
+import { clock, ms } from './format.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
 const W = 640;
@@ -22,7 +22,8 @@ function el<K extends keyof SVGElementTagNameMap>(
 export function pushChart(series: PushStatus['series']): SVGSVGElement {
   const buckets = series.buckets;
   const n = Math.max(buckets.length, 1);
-  const maxPushes = Math.max(1, ...buckets.map((b) => b.pushes));
+  // An even top, so the middle tick is a whole number of pushes too (not "1, 1, 0" for a top of 1).
+  const maxPushes = 2 * Math.ceil(Math.max(1, ...buckets.map((b) => b.pushes)) / 2);
   const maxConv = Math.max(1, ...buckets.map((b) => b.convergenceMaxMs));
   const plotW = W - PAD.left - PAD.right;
   const plotH = H - PAD.top - PAD.bottom;
@@ -61,11 +62,7 @@ export function pushChart(series: PushStatus['series']): SVGSVGElement {
       class: 'bar',
     });
     bar.append(
-      el(
-        'title',
-        {},
-        `${new Date(b.at).toLocaleTimeString(undefined, { hour12: false })}: ${b.pushes} push(es), slowest convergence ${ms(b.convergenceMaxMs)}`,
-      ),
+      el('title', {}, `${clock(b.at)}: ${b.pushes} push(es), slowest convergence ${ms(b.convergenceMaxMs)}`),
     );
     svg.append(bar);
   });
@@ -78,18 +75,7 @@ export function pushChart(series: PushStatus['series']): SVGSVGElement {
     svg.append(el('circle', { cx, cy, r: 2.5, class: 'conv-dot' }));
   }
   const first = buckets[0];
-  if (first)
-    svg.append(
-      el(
-        'text',
-        { x: PAD.left, y: H - 6, class: 'axis' },
-        new Date(first.at).toLocaleTimeString(undefined, {
-          hour12: false,
-          hour: '2-digit',
-          minute: '2-digit',
-        }),
-      ),
-    );
+  if (first) svg.append(el('text', { x: PAD.left, y: H - 6, class: 'axis' }, clock(first.at, false)));
   svg.append(el('text', { x: W - PAD.right, y: H - 6, class: 'axis', 'text-anchor': 'end' }, 'now'));
   return svg;
 }

@@ -78,6 +78,7 @@ const PILL_CLASS: Readonly<Record<string, string>> = {
   expired: 'muted',
   restored: 'warn',
   stale: 'warn',
+  'file rejected': 'warn',
   NACK: 'bad',
   error: 'bad',
   UNHEALTHY: 'bad',

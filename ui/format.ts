@@ -22,13 +22,18 @@ export function ago(iso: string | null | undefined, now = Date.now()): string {
   return d >= 0 ? `${duration(d)} ago` : `in ${duration(-d)}`;
 }
 
-/** Local clock time, with the date when it is not today. */
-export function clock(iso: string | null | undefined): string {
+/**
+ * Local clock time, HH:MM:SS, with the date as YYYY-MM-DD when it is not today: one format on every
+ * page (the browser's locale formats mixed 12/1/2026 with 2026-12-01).
+ */
+export function clock(iso: string | null | undefined, seconds = true): string {
   if (!iso) return '-';
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return iso;
-  const time = d.toLocaleTimeString(undefined, { hour12: false });
-  return d.toDateString() === new Date().toDateString() ? time : `${d.toLocaleDateString()} ${time}`;
+  const two = (n: number): string => String(n).padStart(2, '0');
+  const time = `${two(d.getHours())}:${two(d.getMinutes())}${seconds ? `:${two(d.getSeconds())}` : ''}`;
+  const date = `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}`;
+  return d.toDateString() === new Date().toDateString() ? time : `${date} ${time}`;
 }
 
 export function ms(value: number | null | undefined): string {

@@ -2,6 +2,7 @@
 // no reload, no framework. The header shows readiness from /debug/overviewz on every refresh.
 import { getJson, type Overviewz } from './api.js';
 import { h } from './dom.js';
+import { clock } from './format.js';
 import { caPage } from './pages/ca.js';
 import { configPage } from './pages/config.js';
 import { historyPage } from './pages/history.js';
@@ -46,6 +47,8 @@ function navigate(): void {
   const key = `${tab.route}/${arg}`;
   if (current?.key === key) return;
   root.replaceChildren();
+  // Until the page's first fetch answers, "Loading…" instead of empty cards (style.css).
+  root.classList.add('loading');
   const page = tab.page(arg);
   current = { page, key };
   document.title = `${page.title} · Portolan`;
@@ -62,9 +65,10 @@ async function refresh(): Promise<void> {
     const page = current?.page;
     const [overview] = await Promise.all([getJson<Overviewz>('/debug/overviewz'), page?.update()]);
     header(overview);
+    if (current?.page === page) document.getElementById('page')?.classList.remove('loading');
     if (banner) banner.hidden = true;
     live?.classList.remove('stalled');
-    if (live) live.title = `updated ${new Date().toLocaleTimeString(undefined, { hour12: false })}`;
+    if (live) live.title = `updated ${clock(new Date().toISOString())}`;
   } catch (err) {
     if (banner) {
       banner.hidden = false;

@@ -22,6 +22,7 @@ import type { Logger } from '../../log/logger.js';
 import { Backoff, type BackoffOptions } from '../../model/backoff.js';
 import { controlPlaneAddresses } from '../../ca/control-plane-addresses.js';
 import { controlPlaneCheck, type ControlPlaneCheck } from '../../ca/control-plane-check.js';
+import { explainConnectionError } from '../../ca/connection-errors.js';
 import type { HeldCertificate } from '../../ca/cert-dir.js';
 
 export type UpstreamState = 'connecting' | 'up' | 'down';
@@ -178,7 +179,9 @@ export class UpstreamConnection {
   reportFailure(status: Partial<grpc.StatusObject>): void {
     this.fail({
       ...(status.code !== undefined && { code: status.code }),
-      message: this.check?.lastFailure()?.message ?? tidy(status.details ?? 'stream failed'),
+      message:
+        this.check?.lastFailure()?.message ??
+        explainConnectionError(status.details ?? 'stream failed', this.address, '--ca-addr/--xds-addr'),
       at: new Date(),
     });
   }
@@ -326,9 +329,4 @@ export class UpstreamConnection {
     };
     step();
   }
-}
-
-/** grpc-js's connection errors end with an empty "Resolution note: ". */
-function tidy(details: string): string {
-  return details.replace(/\.?\s*Resolution note:\s*$/, '');
 }

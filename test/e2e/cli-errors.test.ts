@@ -75,14 +75,25 @@ test('a missing --config-dir is one clear line', (t) => {
   );
 });
 
-test("a bad flag value prints the reason and serve's own help, not the top-level help", (t) => {
-  const r = serve([...base(tempDir(t)), '--push-window', 'soon']);
+test("a bad flag value prints the reason and where serve's help is, not the help (issue #48)", () => {
+  const r = serve(['--registries', 'mock', '--secure-xds-addr', 'off', '--push-window', 'soon']);
   assert.equal(r.status, 2);
-  assert.match(r.stderr, /^error: --push-window: expected a duration like 100ms or 1s, got "soon"\n/);
-  assert.match(r.stderr, /Usage: portolan serve \[options\]/);
-  assert.doesNotMatch(r.stderr, /Usage: portolan \[options\] \[command\]/);
+  assert.equal(
+    r.stderr,
+    'error: --push-window: expected a duration like 100ms or 1s, got "soon"\n(see `portolan serve --help`)\n',
+  );
   const history = spawnSync(process.execPath, [MAIN, 'history', '--limit', 'x'], { encoding: 'utf8' });
-  assert.match(history.stderr, /Usage: portolan history \[options\]/);
+  assert.equal(
+    history.stderr,
+    'error: --limit: expected a positive integer, got "x"\n(see `portolan history --help`)\n',
+  );
+  const token = spawnSync(process.execPath, [MAIN, 'token', 'create', '--namespace', 'ns'], {
+    encoding: 'utf8',
+  });
+  assert.equal(
+    token.stderr,
+    "error: required option '--service-account <sa>' not specified\n(see `portolan token create --help`)\n",
+  );
 });
 
 test('a bad --config-debounce is refused before anything starts', (t) => {

@@ -86,9 +86,15 @@ function tiles(o: Overviewz): HTMLElement[] {
   ];
 }
 
-export function registryState(s: RegistryStatus): string {
+/**
+ * The config directory marks itself failing while a file is rejected, but it keeps serving that
+ * file's last good version and every other file: "files rejected", not "stale" (the error column
+ * and the config page name the file).
+ */
+export function registryState(s: RegistryStatus, name?: string): string {
   if (!s.synced) return 'syncing';
   if (s.restoredFrom) return 'restored';
+  if (s.stale && name === 'config') return 'file rejected';
   if (s.stale) return 'stale';
   return 'synced';
 }
@@ -100,7 +106,7 @@ function registries(o: Overviewz): HTMLElement {
       ['registry', 'state', 'services', 'endpoints', 'last sync', 'last error'],
       o.registries.map((r) => [
         mono(r.name),
-        pill(registryState(r.status)),
+        pill(registryState(r.status, r.name)),
         r.status.services,
         r.status.endpoints,
         h(
