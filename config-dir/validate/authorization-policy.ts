@@ -202,12 +202,24 @@ function startsWith(path: FieldPath, prefix: FieldPath): boolean {
 
 const rule = obj(
   {
-    // Istio: "`from` must not be empty" (and `to`); an empty list is not "no condition".
-    from: arrayOf(obj({ source }, { required: ['source'], message: 'Rule.From' }), { nonEmpty: true }),
-    to: arrayOf(obj({ operation }, { required: ['operation'], message: 'Rule.To' }), { nonEmpty: true }),
+    from: arrayOf(obj({ source }, { required: ['source'], message: 'Rule.From' })),
+    to: arrayOf(obj({ operation }, { required: ['operation'], message: 'Rule.To' })),
     when: arrayOf(condition),
   },
-  { message: 'Rule' },
+  {
+    message: 'Rule',
+    // Istio's "`from` must not be empty" check never fires on YAML: an empty list decodes as an
+    // absent field, so Istio reads `from: []` as no condition (issue #45 item 4). So does
+    // Portolan, and says so: under ALLOW that admits every source.
+    refine: (r, path, problems) => {
+      for (const key of ['from', 'to'] as const)
+        if (r[key]?.length === 0)
+          problems.warn(
+            [...path, key],
+            `an empty list is read as absent, as Istio reads it: the rule has no \`${key}\` condition`,
+          );
+    },
+  },
 );
 
 export const authorizationPolicySpec: Check<AuthorizationPolicySpec> = obj(
