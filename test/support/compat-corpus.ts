@@ -44,8 +44,10 @@ export function corpus(): CorpusFile[] {
         if (statSync(p).isDirectory()) return walk(p);
         return /\.ya?ml$/.test(name) ? [p] : [];
       });
-  // istio/: files of github.com/istio/istio; istio-api/: the examples of the Istio API reference.
-  return [...walk(join(root, 'istio')), ...walk(join(root, 'istio-api'))].map((file) => {
+  // istio/: files of github.com/istio/istio; istio-api/: the examples of the Istio API reference;
+  // istio.io/: the YAML of the istio.io task pages.
+  const sources = ['istio', 'istio-api', 'istio.io'];
+  return sources.flatMap((source) => walk(join(root, source))).map((file) => {
     const path = relative(root, file).split('\\').join('/');
     const e = expected[path];
     if (!e) throw new Error(`test/compat/expected.json has no verdict for ${path}`);
