@@ -44,13 +44,17 @@ export function corpus(): CorpusFile[] {
         if (statSync(p).isDirectory()) return walk(p);
         return /\.ya?ml$/.test(name) ? [p] : [];
       });
-  // istio/: files of github.com/istio/istio; istio-api/: the examples of the Istio API reference.
-  return [...walk(join(root, 'istio')), ...walk(join(root, 'istio-api'))].map((file) => {
-    const path = relative(root, file).split('\\').join('/');
-    const e = expected[path];
-    if (!e) throw new Error(`test/compat/expected.json has no verdict for ${path}`);
-    return { path, text: readFileSync(file, 'utf8'), expected: e };
-  });
+  // istio/: files of github.com/istio/istio; istio-api/: the examples of the Istio API reference;
+  // istio.io/: the YAML of the istio.io task pages.
+  const sources = ['istio', 'istio-api', 'istio.io'];
+  return sources
+    .flatMap((source) => walk(join(root, source)))
+    .map((file) => {
+      const path = relative(root, file).split('\\').join('/');
+      const e = expected[path];
+      if (!e) throw new Error(`test/compat/expected.json has no verdict for ${path}`);
+      return { path, text: readFileSync(file, 'utf8'), expected: e };
+    });
 }
 
 /** Whether Istio's verdict and Portolan's agree (a warning is Istio's acceptance). */

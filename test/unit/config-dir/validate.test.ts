@@ -254,11 +254,10 @@ test('DestinationRule: host required, unique subset names, enum and duration che
     'dr.yaml:4 spec.host: is required',
     'dr.yaml:6 spec.trafficPolicy.loadBalancer.simple: must be one of UNSPECIFIED, LEAST_CONN, RANDOM, PASSTHROUGH, ROUND_ROBIN, LEAST_REQUEST',
     'dr.yaml:7 spec.trafficPolicy.connectionPool.tcp.connectTimeout: must be a duration such as 1.5s or 100ms, got "soon"',
-    'dr.yaml:9 spec.subsets[0].labels: is required: a subset selects endpoints by label',
   ]);
 });
 
-test('DestinationRule: one of simple and consistentHash, labelled subsets, usable durations and ring sizes', () => {
+test('DestinationRule: one of simple and consistentHash, usable durations and ring sizes', () => {
   const text = [
     'apiVersion: networking.istio.io/v1', // 1
     'kind: DestinationRule', // 2
@@ -285,7 +284,6 @@ test('DestinationRule: one of simple and consistentHash, labelled subsets, usabl
     'dr.yaml:11 spec.trafficPolicy.connectionPool.tcp.tcpKeepalive.time: must be at least 1s (TCP keepalive counts in seconds), got "500ms"',
     'dr.yaml:12 spec.trafficPolicy.outlierDetection.interval: must be at least 1ms, got "0ms"',
     'dr.yaml:15 spec.trafficPolicy.portLevelSettings[0].loadBalancer.consistentHash: only one of httpCookie, useSourceIp may be set',
-    'dr.yaml:18 spec.subsets[0].labels: must name at least one label (a subset selects endpoints by label)',
     'dr.yaml:7 spec.trafficPolicy.loadBalancer: only one of simple, consistentHash may be set',
     'dr.yaml:9 spec.trafficPolicy.loadBalancer.consistentHash.minimumRingSize: must be an integer in 0..8388608',
   ]);
