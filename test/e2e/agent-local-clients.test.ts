@@ -12,23 +12,19 @@
 // - the cache is per whole node: a node with the Envoy's id and other labels fills no entry the
 //   Envoy is served from while the control plane is down.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { CLUSTER, HEALTH_INFO } from '../../xds/proto/type-urls.js';
 import { startAgentProcess, type AgentProcess } from '../support/agent-process.js';
 import { eventually } from '../support/eventually.js';
 import { LocalAdsConnection, localNode } from '../support/local-ads-connection.js';
+import { portolanCli as cli } from '../support/portolan-cli.js';
+import { freePort } from '../support/workload-certs.js';
 import { startPortolanProcess, type PortolanProcess } from '../support/portolan-process.js';
 
-const MAIN = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
-const run = promisify(execFile);
 const VM_IP = '127.0.0.20';
 const ENTRY = 'shop/echo-vms-127-0-0-20';
 const AGENT_NODE = 'agent/cart.vm-1';
@@ -44,18 +40,6 @@ function connection(): LocalAdsConnection {
   const c = new LocalAdsConnection(`unix:${join(dir, 'vm', 'run', 'xds.sock')}`);
   connections.push(c);
   return c;
-}
-
-async function cli(args: string[]): Promise<string> {
-  return (await run(process.execPath, [MAIN, ...args], { timeout: 20_000 })).stdout;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return typeof address === 'object' && address ? address.port : 0;
 }
 
 interface Registered {

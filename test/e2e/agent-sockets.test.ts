@@ -8,7 +8,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,6 +23,8 @@ import {
   type EchoBackend,
   type EchoClient,
 } from '../support/echo-backend.js';
+import { portolanCli as cli } from '../support/portolan-cli.js';
+import { freePort } from '../support/workload-certs.js';
 import { startPortolanProcess, type PortolanProcess } from '../support/portolan-process.js';
 
 registerXds();
@@ -40,10 +41,6 @@ const agents: AgentProcess[] = [];
 const clients: EchoClient[] = [];
 let token = '';
 
-async function cli(args: string[]): Promise<string> {
-  return (await run(process.execPath, [MAIN, ...args], { timeout: 20_000 })).stdout;
-}
-
 /** The CLI expected to fail: its exit code and stderr. */
 async function failingCli(args: string[]): Promise<{ code: number; stderr: string }> {
   try {
@@ -53,14 +50,6 @@ async function failingCli(args: string[]): Promise<{ code: number; stderr: strin
     return { code: e.code ?? -1, stderr: e.stderr ?? '' };
   }
   throw new Error(`portolan ${args.join(' ')} succeeded`);
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return typeof address === 'object' && address ? address.port : 0;
 }
 
 function agentArgs(runDir: string, extra: string[] = []): string[] {

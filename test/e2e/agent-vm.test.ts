@@ -8,7 +8,6 @@
 // the new bundle on the open stream. A crash between writing the key and the certificate, and the
 // old layout's mismatched pair, leave states the agent recovers from.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import {
   mkdirSync,
@@ -19,11 +18,8 @@ import {
   writeFileSync,
   existsSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { register as registerXds } from '@grpc/grpc-js-xds';
@@ -38,12 +34,12 @@ import {
   type EchoClient,
 } from '../support/echo-backend.js';
 import { eventually } from '../support/eventually.js';
+import { portolanCli as cli } from '../support/portolan-cli.js';
+import { freePort } from '../support/workload-certs.js';
 import { startPortolanProcess, type PortolanProcess } from '../support/portolan-process.js';
 
 registerXds();
 
-const MAIN = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
-const run = promisify(execFile);
 const ID = 'spiffe://cluster.local/ns/shop/sa/cart';
 const BOOTSTRAP_OPTION = 'grpc.TEST_ONLY_DO_NOT_USE_IN_PROD.xds_bootstrap_config';
 
@@ -55,18 +51,6 @@ let agent: AgentProcess | undefined;
 const backends: EchoBackend[] = [];
 const clients: EchoClient[] = [];
 const extraAgents: AgentProcess[] = [];
-
-async function cli(args: string[]): Promise<string> {
-  return (await run(process.execPath, [MAIN, ...args], { timeout: 20_000 })).stdout;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return typeof address === 'object' && address ? address.port : 0;
-}
 
 function writeConfig(addresses: string[]): void {
   writeFileSync(

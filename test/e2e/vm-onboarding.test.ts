@@ -8,14 +8,10 @@
 // on loopback; a control-plane restart within the grace keeps the entry, stopping the agent removes
 // it after the grace; an agent of another service account is refused with the reason.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { register as registerXds } from '@grpc/grpc-js-xds';
@@ -29,12 +25,12 @@ import {
   type EchoClient,
 } from '../support/echo-backend.js';
 import { eventually } from '../support/eventually.js';
+import { portolanCli as cli } from '../support/portolan-cli.js';
+import { freePort } from '../support/workload-certs.js';
 import { startPortolanProcess, type PortolanProcess } from '../support/portolan-process.js';
 
 registerXds();
 
-const MAIN = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
-const run = promisify(execFile);
 const BOOTSTRAP_OPTION = 'grpc.TEST_ONLY_DO_NOT_USE_IN_PROD.xds_bootstrap_config';
 const VM_IP = '127.0.0.20';
 const STATIC_IP = '127.0.0.21';
@@ -59,18 +55,6 @@ interface Registered {
   state: string;
   health: string;
   reason?: string;
-}
-
-async function cli(args: string[]): Promise<string> {
-  return (await run(process.execPath, [MAIN, ...args], { timeout: 20_000 })).stdout;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return typeof address === 'object' && address ? address.port : 0;
 }
 
 async function registryz(): Promise<{
