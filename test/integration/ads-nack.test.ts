@@ -106,9 +106,9 @@ for (const c of CASES) {
     assert.equal(state()?.nackCount, 1);
     assert.equal(state()?.ackedVersion, accepted.version_info, 'the last ACKed version is kept');
 
-    plane.ads.requestFullPush();
+    await plane.progress.after(() => plane.ads.requestFullPush());
     await client.expectSilence();
-    changeElsewhere(plane);
+    await plane.progress.after(() => changeElsewhere(plane));
     await client.expectSilence();
 
     c.change(plane, 2);
@@ -155,9 +155,9 @@ for (const c of CASES) {
     assert.equal(state()?.nackCount, 1);
     assert.equal(state()?.ackedNonce, accepted.nonce, 'the last ACK is kept');
 
-    plane.ads.requestFullPush();
+    await plane.progress.after(() => plane.ads.requestFullPush());
     await client.expectSilence();
-    changeElsewhere(plane);
+    await plane.progress.after(() => changeElsewhere(plane));
     await client.expectSilence();
 
     c.change(plane, 2);
