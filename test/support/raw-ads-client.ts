@@ -105,8 +105,8 @@ export class RawAdsClient {
 
   /**
    * Fails if a response arrives within `ms`. Weaker than expectSilence, which it does not replace:
-   * it proves nothing was processed. Only for a server that does not answer the probe type (the
-   * agent's local xDS proxy serves the xDS types alone).
+   * it does not prove the input was processed. Only for a server that does not answer the probe
+   * type (the agent's local xDS proxy serves the xDS types alone).
    */
   async expectNoResponseWithin(ms: number): Promise<void> {
     await sleep(ms);
