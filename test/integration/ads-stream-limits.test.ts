@@ -254,7 +254,9 @@ test('HTTP/2: one connection has at most --max-concurrent-streams streams open',
     rawStream(session, { node: grpcNode(`s-${i}`), type_url: CLUSTER }),
   );
   await eventually(() => streamCount(p) === 5, { what: 'five streams open' });
-  await sleep(300);
+  // The server answers a PING only after every frame sent before it on the connection: had the
+  // client been allowed to open the other three, the server would hold them by then.
+  await new Promise<void>((resolve, reject) => session.ping((err) => (err ? reject(err) : resolve())));
   assert.equal(streamCount(p), 5, 'the other three wait for a slot');
   streams[0]?.close();
   await eventually(() => streamCount(p) === 5 && !p.ads.streamList().some((s) => s.proxy?.id === 's-0'), {
