@@ -1,7 +1,7 @@
 // The ADS server's observer for Prometheus: responses, resources, bytes and build time per type,
 // NACKs, model changes, and each push's debounce, size, hand-out and convergence times. The server
 // reports through xds's observer seam; this side only counts.
-import type { ChangeEvent } from '../model/change.js';
+import { endpointsOnly, type ChangeEvent } from '../model/change.js';
 import type { AdsStream } from '../xds/server/ads-stream.js';
 import type {
   AdsObserver,
@@ -67,7 +67,7 @@ export class AdsMetrics implements AdsObserver {
   }
 
   modelChanged(event: ChangeEvent): void {
-    const kind = event.endpointsOnly ? 'endpoints' : 'services';
+    const kind = endpointsOnly(event) ? 'endpoints' : 'services';
     let child = this.changeKinds.get(kind);
     if (!child) this.changeKinds.set(kind, (child = this.metrics.modelChanges.labels({ kind })));
     child.inc();
