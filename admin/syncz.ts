@@ -7,45 +7,9 @@
 // `portolan proxy-status` and the dashboard read this view; the state is decided here, once.
 import type { AdsStream, TypeStatus } from '../xds/server/ads-stream.js';
 import { PUSH_ORDER, shortTypeName } from '../xds/proto/type-urls.js';
-import type { Nack } from '../xds/server/sotw-state.js';
+import type { ProxySync, SyncState, SynczView, TypeSync } from '../model/admin-api.js';
 
-export type SyncState = 'SYNCED' | 'NOT SENT' | 'STALE' | 'NACK';
-
-export interface TypeSync {
-  readonly state: SyncState;
-  readonly sentVersion: string | null;
-  readonly sentNonce: string | null;
-  readonly sentAt: string | null;
-  readonly ackedVersion: string | null;
-  readonly ackedNonce: string | null;
-  readonly ackedAt: string | null;
-  /** Milliseconds since the last response was sent, while it is unanswered (STALE); else null. */
-  readonly sinceSentMs: number | null;
-  /** The rejection in force (until the next ACK). */
-  readonly lastNack: Nack | null;
-}
-
-/** grpc: a proxyless gRPC client or server; sidecar and gateway: Envoy by its role. */
-export type ProxyType = 'grpc' | 'sidecar' | 'gateway';
-
-export interface ProxySync {
-  readonly node: string;
-  readonly connection: string;
-  /** The generator family (as in /debug/adsz): grpc or envoy. */
-  readonly kind: string;
-  readonly proxyType: ProxyType;
-  readonly api: string;
-  readonly peer: string;
-  readonly connectedAt: string;
-  /** The worst state over its types: NACK, then STALE, then NOT SENT, then SYNCED. */
-  readonly state: SyncState;
-  /** Per subscribed type (CDS, EDS, LDS, RDS, in push order). */
-  readonly types: Readonly<Record<string, TypeSync>>;
-}
-
-export interface SynczView {
-  readonly proxies: readonly ProxySync[];
-}
+export type { ProxySync, ProxyType, SyncState, SynczView, TypeSync } from '../model/admin-api.js';
 
 const SEVERITY: readonly SyncState[] = ['SYNCED', 'NOT SENT', 'STALE', 'NACK'];
 

@@ -26,9 +26,13 @@ export const ALLOWED = {
   cli: '*',
   // The demo (npm run demo) runs `portolan serve` as a process; it imports none of the sources.
   demo: [],
-  // The dashboard runs in the browser: it reads the admin API over HTTP and imports no server code.
+  // The dashboard runs in the browser: it reads the admin API over HTTP and imports no server code,
+  // only the types of that API's JSON (ONLY_TYPES_OF below; not even the leaves).
   ui: [],
 };
+
+/** Folders that may import nothing outside themselves but the types of these files. */
+const ONLY_TYPES_OF = { ui: ['model/admin-api.ts'] };
 
 /** Imports of these pairs must be `import type`: metrics implements xds's observer, nothing more. */
 const TYPE_ONLY = { metrics: ['xds'] };
@@ -66,7 +70,22 @@ const rule = {
     const check = (node, source, typeOnly) => {
       if (typeof source !== 'string' || !source.startsWith('.')) return;
       const to = topFolder(root, resolve(dirname(file), source));
-      if (to === undefined || to === from || LEAVES.includes(to)) return;
+      if (to === from) return;
+      const only = ONLY_TYPES_OF[from];
+      if (only) {
+        // Sources name the compiled .js; the list names the .ts files.
+        const target = relative(root, resolve(dirname(file), source))
+          .split(sep)
+          .join('/')
+          .replace(/\.js$/, '.ts');
+        if (!only.includes(target) || !typeOnly)
+          context.report({
+            node,
+            message: `${from}/ may import only types ("import type") from ${only.join(', ')}`,
+          });
+        return;
+      }
+      if (to === undefined || LEAVES.includes(to)) return;
       if (!(to in ALLOWED)) return;
       if (!allowed.includes(to)) {
         const may = [...allowed, ...LEAVES].join(', ');
