@@ -7,7 +7,7 @@
 // `portolan proxy-status` and the dashboard read this view; the state is decided here, once.
 import type { AdsStream, TypeStatus } from '../xds/server/ads-stream.js';
 import { PUSH_ORDER, shortTypeName } from '../xds/proto/type-urls.js';
-import type { Nack } from '../xds/server/sotw-state.js';
+import type { Nack } from '../xds/protocol/sotw-state.js';
 
 export type SyncState = 'SYNCED' | 'NOT SENT' | 'STALE' | 'NACK';
 

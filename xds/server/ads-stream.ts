@@ -12,9 +12,9 @@ import { shortTypeName } from '../proto/type-urls.js';
 import type { StreamLimits } from './stream-limits.js';
 import type { ChangeSet, ResourceCache } from './resource-cache.js';
 import type { ResponseCache } from './response-cache.js';
-import { scanRequest, type RequestFields } from './request-reader.js';
+import { scanRequest, type RequestFields } from '../protocol/request-reader.js';
 import { boundRequest, nodeBoundsViolation, type BoundableRequest } from './client-input.js';
-import type { Nack } from './sotw-state.js';
+import type { Nack } from '../protocol/sotw-state.js';
 import type { PushRound } from './stream-pump.js';
 import type { SubscriptionIndex } from './subscription-index.js';
 

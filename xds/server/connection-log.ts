@@ -10,7 +10,7 @@
 import { shortTypeName } from '../proto/type-urls.js';
 import type { AdsStream } from './ads-stream.js';
 import type { AdsObserver } from './observer.js';
-import { isoNow } from './wall-clock.js';
+import { isoNow } from '../protocol/wall-clock.js';
 
 export interface ConnectionLog {
   /** Returns an id to pass to `disconnected`. `at`: when the stream started (ISO time). */

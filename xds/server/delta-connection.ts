@@ -14,15 +14,15 @@ import {
   type TypeStatus,
 } from './ads-stream.js';
 import { healthReport } from './health-report.js';
-import { DeltaStreamState } from './delta-state.js';
+import { DeltaStreamState } from '../protocol/delta-state.js';
 import type { Proxy } from '../proxy/proxy.js';
-import { DELTA_FIELDS, readPlainDeltaRequest } from './request-reader.js';
+import { DELTA_FIELDS, readPlainDeltaRequest } from '../protocol/request-reader.js';
 import { wildcardKey, type ChangeSet, type ViewHold } from './resource-cache.js';
 import type { EncodedResource } from '../proto/resource.js';
 import { StreamPump, type PendingWork, type PushRound } from './stream-pump.js';
 import { CLUSTER, ENDPOINT, HEALTH_INFO, LISTENER, ROUTE, shortTypeName } from '../proto/type-urls.js';
 import { decodeDeltaDiscoveryRequest, encodeDeltaDiscoveryResponse } from '../proto/wire.js';
-import { isoNow } from './wall-clock.js';
+import { isoNow } from '../protocol/wall-clock.js';
 
 export class DeltaConnection implements AdsStream {
   readonly connectedAt = isoNow();

@@ -15,16 +15,16 @@ import {
   type TypeStatus,
 } from './ads-stream.js';
 import { healthReport } from './health-report.js';
-import { readPlainRequest, SOTW_FIELDS } from './request-reader.js';
+import { readPlainRequest, SOTW_FIELDS } from '../protocol/request-reader.js';
 import { typeKey, wildcardKey, type ChangeSet, type ViewHold } from './resource-cache.js';
 import type { EncodedResource } from '../proto/resource.js';
 import { ownResponse, type SharedResponse } from './response-cache.js';
 import { StreamPump, type PendingWork, type PumpTarget, type PushRound } from './stream-pump.js';
-import { StreamState } from './sotw-state.js';
+import { StreamState } from '../protocol/sotw-state.js';
 import { CLUSTER, ENDPOINT, HEALTH_INFO, LISTENER, ROUTE, shortTypeName } from '../proto/type-urls.js';
 import { decodeDiscoveryRequest, nonceFieldLength, type DiscoveryRequest } from '../proto/wire.js';
 import { subscriptionKey } from './subscription-key.js';
-import { isoNow } from './wall-clock.js';
+import { isoNow } from '../protocol/wall-clock.js';
 
 /** Types whose SotW responses need not repeat unchanged resources (xDS: all but LDS and CDS). */
 function partialAllowed(typeUrl: string): boolean {
