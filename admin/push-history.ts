@@ -3,7 +3,6 @@
 // responses it caused per type, how long it took and when it converged; plus per-interval buckets of
 // push rate and convergence for a chart of the last minutes. Everything is bounded: a ring of the
 // newest pushes and NACKs, and a fixed number of buckets.
-import type { AdsStream } from '../xds/server/ads-stream.js';
 import { CLIENT_INPUT_LIMITS, truncated } from '../xds/server/client-input.js';
 import type {
   AdsObserver,
@@ -12,6 +11,7 @@ import type {
   PushKind,
   PushTrigger,
   ResponseSent,
+  StreamView,
 } from '../xds/server/observer.js';
 
 export interface PushRecord {
@@ -120,13 +120,13 @@ export class PushHistory implements AdsObserver {
     bucket.convergenceMaxMs = Math.max(bucket.convergenceMaxMs, round2(convergenceMs));
   }
 
-  responseSent(_stream: AdsStream, response: ResponseSent): void {
+  responseSent(_stream: StreamView, response: ResponseSent): void {
     let newest: PushRecord | undefined;
     for (const r of this.open.values()) newest = r;
     if (newest) newest.responses[response.type] = (newest.responses[response.type] ?? 0) + 1;
   }
 
-  nack(stream: AdsStream, nack: NackReceived): void {
+  nack(stream: StreamView, nack: NackReceived): void {
     ring(
       this.nackRecords,
       {
