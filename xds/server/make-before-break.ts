@@ -57,14 +57,12 @@ export class MakeBeforeBreak {
     if (added === 0) return;
     this.warmingNonce = Number(nonce);
     // Each response that adds clusters gives the client the whole deadline to warm them.
-    if (this.deadline) this.deadline.refresh();
-    else {
-      this.deadline = setTimeout(() => {
-        this.end();
-        this.released();
-      }, this.deadlineMs);
-      this.deadline.unref();
-    }
+    clearTimeout(this.deadline);
+    this.deadline = setTimeout(() => {
+      this.end();
+      this.released();
+    }, this.deadlineMs);
+    this.deadline.unref();
   }
 
   /**
