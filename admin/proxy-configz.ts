@@ -3,7 +3,7 @@
 // (virtual host, domains, match, destination) and endpoints (address, health, weight, locality).
 // `portolan proxy-config` prints these rows as tables and the dashboard shows them; the full
 // resources are at /debug/config_dump.
-import type { AdsStream } from '../xds/server/ads-stream.js';
+import type { StreamView } from '../xds/server/observer.js';
 import { parseClusterName } from '../xds/generators/names.js';
 import { decodeAny } from '../xds/proto/protos.js';
 import { CLUSTER, LISTENER, ROUTE } from '../xds/proto/type-urls.js';
@@ -14,7 +14,7 @@ type Resource = Record<string, unknown>;
 
 export type { ClusterRow, EndpointRow, ListenerRow, ProxyConfigzView, RouteRow } from '../model/admin-api.js';
 
-export function proxyConfigz(stream: AdsStream, proxyId: string): ProxyConfigzView {
+export function proxyConfigz(stream: StreamView, proxyId: string): ProxyConfigzView {
   const held = (typeUrl: string): Resource[] =>
     stream.heldResources(typeUrl).map((r) => decodeAny(r.typeUrl, r.value));
   return {

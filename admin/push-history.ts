@@ -5,9 +5,14 @@
 // newest pushes and NACKs, and a fixed number of buckets.
 import type * as Api from '../model/admin-api.js';
 import type { NackRecord } from '../model/admin-api.js';
-import type { AdsStream } from '../xds/server/ads-stream.js';
 import { CLIENT_INPUT_LIMITS, truncated } from '../xds/server/client-input.js';
-import type { AdsObserver, NackReceived, PushInfo, ResponseSent } from '../xds/server/observer.js';
+import type {
+  AdsObserver,
+  NackReceived,
+  PushInfo,
+  ResponseSent,
+  StreamView,
+} from '../xds/server/observer.js';
 
 export type { NackRecord, PushStatusView } from '../model/admin-api.js';
 
@@ -90,13 +95,13 @@ export class PushHistory implements AdsObserver {
     bucket.convergenceMaxMs = Math.max(bucket.convergenceMaxMs, round2(convergenceMs));
   }
 
-  responseSent(_stream: AdsStream, response: ResponseSent): void {
+  responseSent(_stream: StreamView, response: ResponseSent): void {
     let newest: PushRecord | undefined;
     for (const r of this.open.values()) newest = r;
     if (newest) newest.responses[response.type] = (newest.responses[response.type] ?? 0) + 1;
   }
 
-  nack(stream: AdsStream, nack: NackReceived): void {
+  nack(stream: StreamView, nack: NackReceived): void {
     ring(
       this.nackRecords,
       {

@@ -5,7 +5,7 @@
 //   STALE     a response was sent and is not answered yet (sinceSentMs says for how long)
 //   NACK      the client rejected the last response sent
 // `portolan proxy-status` and the dashboard read this view; the state is decided here, once.
-import type { AdsStream, TypeStatus } from '../xds/server/ads-stream.js';
+import type { StreamView, TypeStatus } from '../xds/server/observer.js';
 import { PUSH_ORDER, shortTypeName } from '../xds/proto/type-urls.js';
 import type { ProxySync, SyncState, SynczView, TypeSync } from '../model/admin-api.js';
 
@@ -13,7 +13,7 @@ export type { ProxySync, ProxyType, SyncState, SynczView, TypeSync } from '../mo
 
 const SEVERITY: readonly SyncState[] = ['SYNCED', 'NOT SENT', 'STALE', 'NACK'];
 
-export function syncz(streams: readonly AdsStream[], proxyId?: string, now = Date.now()): SynczView {
+export function syncz(streams: readonly StreamView[], proxyId?: string, now = Date.now()): SynczView {
   const proxies: ProxySync[] = [];
   for (const stream of streams) {
     const proxy = stream.proxy;
@@ -26,7 +26,7 @@ export function syncz(streams: readonly AdsStream[], proxyId?: string, now = Dat
   return { proxies };
 }
 
-export function proxySync(stream: AdsStream, now = Date.now()): ProxySync {
+export function proxySync(stream: StreamView, now = Date.now()): ProxySync {
   const proxy = stream.proxy;
   const types: Record<string, TypeSync> = {};
   const statuses = [...stream.typeStatus()].sort((a, b) => order(a.typeUrl) - order(b.typeUrl));

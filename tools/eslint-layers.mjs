@@ -43,9 +43,11 @@ function topFolder(root, file) {
 }
 
 /**
- * Inside a top-level folder: files under `from` may not import under `forbidden`, except `allowed`.
+ * Finer than folders: files under `from` may not import under `forbidden`, except `allowed`.
  * The ADS server is given its generator table and push check (by cli/): it sees the generator
  * interface, the per-view memo in the generate context and the resource names, nothing that builds.
+ * The protocol state machines (xds/protocol/) are shared by the server, the agent and SDS: they
+ * import nothing of the server, and the agent reaches the protocol only through them.
  */
 export const SEAMS = [
   {
@@ -53,6 +55,8 @@ export const SEAMS = [
     forbidden: ['xds/generators', 'xds/traffic', 'xds/validate'],
     allowed: ['xds/generators/generator.ts', 'xds/generators/view-memo.ts', 'xds/generators/names.ts'],
   },
+  { from: 'xds/protocol', forbidden: ['xds/server', 'xds/generators'], allowed: [] },
+  { from: 'agent', forbidden: ['xds/server'], allowed: [] },
 ];
 
 const rule = {
@@ -139,10 +143,11 @@ const seamRule = {
         .replace(/\.js$/, '.ts');
       for (const seam of seams) {
         if (!seam.forbidden.some((f) => under(target, f)) || seam.allowed.includes(target)) continue;
-        context.report({
-          node,
-          message: `${seam.from}/ may not import ${target}: of ${seam.forbidden.join(', ')} it may import only ${seam.allowed.join(', ')} (it is given the rest)`,
-        });
+        const may =
+          seam.allowed.length > 0
+            ? `of ${seam.forbidden.join(', ')} it may import only ${seam.allowed.join(', ')} (it is given the rest)`
+            : `it may import nothing under ${seam.forbidden.join(', ')}`;
+        context.report({ node, message: `${seam.from}/ may not import ${target}: ${may}` });
       }
     };
     return {
