@@ -11,8 +11,8 @@ import { startInProcessPlane, type InProcessPlane } from '../support/in-process.
 import { endpoint, mockService, servicePort } from '../support/model-fixtures.js';
 import { grpcNode, RawAdsClient, resourceNames } from '../support/raw-ads-client.js';
 import { deltaVersions, RawDeltaClient } from '../support/raw-delta-client.js';
-import type { DeltaStreamState } from '../../xds/server/delta-state.js';
-import type { StreamState } from '../../xds/server/sotw-state.js';
+import type { DeltaStreamState } from '../../xds/protocol/delta-state.js';
+import type { StreamState } from '../../xds/protocol/sotw-state.js';
 
 const A = 'a.mock.internal';
 const B = 'b.mock.internal';

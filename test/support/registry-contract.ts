@@ -17,7 +17,7 @@ import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AggregateDiscovery } from '../../aggregate/aggregate-discovery.js';
-import type { ChangeEvent, RegistrySnapshot } from '../../model/change.js';
+import { endpointsOnly, changedHosts, type ChangeEvent, type RegistrySnapshot } from '../../model/change.js';
 import type { Registry, SyncEvent } from '../../model/registry.js';
 import { eventually } from './eventually.js';
 import { endpoint, service, servicePort } from './model-fixtures.js';
@@ -466,7 +466,7 @@ interface ChangeSummary {
 }
 
 function summary(e: ChangeEvent): ChangeSummary {
-  return { hostnames: [...e.hostnames].sort(), endpointsOnly: e.endpointsOnly };
+  return { hostnames: [...changedHosts(e)].sort(), endpointsOnly: endpointsOnly(e) };
 }
 
 interface Recorded {

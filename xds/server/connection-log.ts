@@ -9,9 +9,8 @@
 // not the time written.
 import { systemClock, type Clock } from '../../model/clock.js';
 import { shortTypeName } from '../proto/type-urls.js';
-import type { AdsStream } from './ads-stream.js';
-import type { AdsObserver } from './observer.js';
-import { isoNow } from './wall-clock.js';
+import type { AdsObserver, StreamView } from './observer.js';
+import { isoNow } from '../protocol/wall-clock.js';
 
 export interface ConnectionLog {
   /** Returns an id to pass to `disconnected`. `at`: when the stream started (ISO time). */
@@ -144,20 +143,20 @@ export class BatchedConnectionLog {
 export class ConnectionLogObserver implements AdsObserver {
   private readonly batched: BatchedConnectionLog;
   /** Identified streams still open (removed as they close, like the stream registry's). */
-  private readonly tokens = new Map<AdsStream, ConnectionToken>();
+  private readonly tokens = new Map<StreamView, ConnectionToken>();
 
   constructor(log: ConnectionLog, intervalMs?: number, clock?: Clock) {
     this.batched = new BatchedConnectionLog(log, intervalMs, clock);
   }
 
-  streamIdentified(stream: AdsStream): void {
+  streamIdentified(stream: StreamView): void {
     const proxy = stream.proxy;
     // The stream's own start: identification comes with its first request, and the write later still.
     if (proxy)
       this.tokens.set(stream, this.batched.connected(proxy.id, stream.peer, proxy.kind, stream.connectedAt));
   }
 
-  streamClosed(stream: AdsStream): void {
+  streamClosed(stream: StreamView): void {
     const token = this.tokens.get(stream);
     if (token === undefined) return;
     this.tokens.delete(stream);

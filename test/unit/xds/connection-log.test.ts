@@ -3,7 +3,7 @@
 // its own connect's row.
 import assert from 'node:assert/strict';
 import { mock, test } from 'node:test';
-import type { AdsStream, TypeStatus } from '../../../xds/server/ads-stream.js';
+import type { StreamView, TypeStatus } from '../../../xds/server/observer.js';
 import {
   BatchedConnectionLog,
   ConnectionLogObserver,
@@ -151,16 +151,14 @@ test('a queue of MAX_QUEUED events is written at once, without waiting for its t
 });
 
 /** A stream as the observer sees it. */
-function fakeStream(nodeId: string, statuses: readonly TypeStatus[]): AdsStream {
+function fakeStream(nodeId: string, statuses: readonly TypeStatus[]): StreamView {
   return {
     id: `conn-${nodeId}`,
     peer: 'ipv4:127.0.0.1:1',
     api: 'sotw',
     connectedAt: 't0',
-    proxy: { id: nodeId, kind: 'grpc' } as AdsStream['proxy'],
-    handleRequest: () => undefined,
-    onChange: () => false,
-    close: () => undefined,
+    proxy: { id: nodeId, kind: 'grpc' } as StreamView['proxy'],
+    subscription: () => undefined,
     typeStatus: () => statuses,
     heldResources: () => [],
   };
