@@ -1,0 +1,122 @@
+// The ten config kinds the config directory serves, in one table: every list of them (the merged
+// config's lists, the mesh config's, the empty ones, which kinds are traffic config, the kind
+// names a change event carries) is derived from it. The order is the table's: lists come out
+// ServiceEntries first, as /debug/configz has always shown them.
+import type {
+  AnyConfigResource,
+  AuthorizationPolicyResource,
+  ConfigKind,
+  DestinationRuleResource,
+  GatewayResource,
+  PeerAuthenticationResource,
+  RequestAuthenticationResource,
+  ServiceEntryResource,
+  SidecarResource,
+  VirtualServiceResource,
+  WorkloadEntryResource,
+  WorkloadGroupResource,
+} from './types.js';
+
+/** Each kind's list (the name its resources are listed under, and a change event names it by). */
+export interface KindLists {
+  readonly serviceEntries: readonly ServiceEntryResource[];
+  readonly workloadEntries: readonly WorkloadEntryResource[];
+  readonly virtualServices: readonly VirtualServiceResource[];
+  readonly destinationRules: readonly DestinationRuleResource[];
+  readonly gateways: readonly GatewayResource[];
+  /** Sidecar scoping: which services each Envoy proxy is sent (mesh/sidecar-index.ts). */
+  readonly sidecars: readonly SidecarResource[];
+  /** Inbound mTLS modes (xds/traffic/peer-authentication.ts). */
+  readonly peerAuthentications: readonly PeerAuthenticationResource[];
+  /** Who may call each workload (xds/traffic/authz-rbac.ts). */
+  readonly authorizationPolicies: readonly AuthorizationPolicyResource[];
+  /** Which JWTs requests to each workload may carry (xds/traffic/jwt-authn.ts). */
+  readonly requestAuthentications: readonly RequestAuthenticationResource[];
+  /** The groups VMs register into through `portolan agent --group` (auto-registration). */
+  readonly workloadGroups: readonly WorkloadGroupResource[];
+}
+
+export type KindList = keyof KindLists;
+
+/** The kinds that are traffic config (the mesh config's), not services or endpoints. */
+export type MeshKindList = Exclude<KindList, 'serviceEntries' | 'workloadEntries'>;
+
+/** The traffic config's lists. */
+export type MeshConfigLists = Pick<KindLists, MeshKindList>;
+
+interface KindRow<L extends KindList> {
+  readonly kind: ConfigKind;
+  readonly list: L;
+}
+
+/** The table: each kind, its list, and whether it is traffic config. */
+const SERVICE_ROWS = [
+  { kind: 'ServiceEntry', list: 'serviceEntries' },
+  { kind: 'WorkloadEntry', list: 'workloadEntries' },
+] as const satisfies readonly KindRow<KindList>[];
+
+const MESH_ROWS = [
+  { kind: 'VirtualService', list: 'virtualServices' },
+  { kind: 'DestinationRule', list: 'destinationRules' },
+  { kind: 'Gateway', list: 'gateways' },
+  { kind: 'Sidecar', list: 'sidecars' },
+  { kind: 'PeerAuthentication', list: 'peerAuthentications' },
+  { kind: 'AuthorizationPolicy', list: 'authorizationPolicies' },
+  { kind: 'RequestAuthentication', list: 'requestAuthentications' },
+  { kind: 'WorkloadGroup', list: 'workloadGroups' },
+] as const satisfies readonly KindRow<MeshKindList>[];
+
+/** Every kind's list, in table order. */
+export const KIND_LISTS: readonly KindList[] = [...SERVICE_ROWS, ...MESH_ROWS].map((r) => r.list);
+
+/** The traffic config's lists, in table order. */
+export const MESH_KIND_LISTS: readonly MeshKindList[] = MESH_ROWS.map((r) => r.list);
+
+/** The kinds MeshConfig holds: files defining only these serve no service or endpoint. */
+export const MESH_CONFIG_KINDS: ReadonlySet<string> = new Set(MESH_ROWS.map((r) => r.kind));
+
+const LIST_OF: ReadonlyMap<string, KindList> = new Map(
+  [...SERVICE_ROWS, ...MESH_ROWS].map((r) => [r.kind, r.list]),
+);
+
+/** The list a kind's resources go in (`VirtualService` → `virtualServices`); undefined for another kind. */
+export function listOf(kind: string): KindList | undefined {
+  return LIST_OF.get(kind);
+}
+
+/** Whether `list` names a traffic config kind. */
+export function isMeshKindList(list: string): list is MeshKindList {
+  return (MESH_KIND_LISTS as readonly string[]).includes(list);
+}
+
+/** `resources` by kind, each list in the given order. */
+export function kindLists(resources: readonly AnyConfigResource[]): KindLists {
+  const out: Record<KindList, AnyConfigResource[]> = emptyLists();
+  for (const r of resources) {
+    const list = LIST_OF.get(r.kind);
+    if (list) out[list].push(r);
+  }
+  // Each list holds only its kind (filled by LIST_OF, the table).
+  return out as unknown as KindLists;
+}
+
+/** The traffic config's lists of `resources`, each in the given order. */
+export function meshConfigLists(resources: readonly AnyConfigResource[]): MeshConfigLists {
+  return pickMeshLists(kindLists(resources));
+}
+
+/** The traffic config's lists of a config holding every kind's. */
+export function pickMeshLists(lists: MeshConfigLists): MeshConfigLists {
+  const out: Partial<Record<MeshKindList, unknown>> = {};
+  for (const list of MESH_KIND_LISTS) out[list] = lists[list];
+  return out as MeshConfigLists;
+}
+
+/** Every list empty. */
+export const EMPTY_KIND_LISTS: KindLists = Object.freeze(emptyLists() as unknown as KindLists);
+
+function emptyLists(): Record<KindList, AnyConfigResource[]> {
+  const out: Partial<Record<KindList, AnyConfigResource[]>> = {};
+  for (const list of KIND_LISTS) out[list] = [];
+  return out as Record<KindList, AnyConfigResource[]>;
+}
