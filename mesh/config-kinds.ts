@@ -5,7 +5,6 @@
 import type {
   AnyConfigResource,
   AuthorizationPolicyResource,
-  ConfigKind,
   DestinationRuleResource,
   GatewayResource,
   PeerAuthenticationResource,
@@ -16,6 +15,36 @@ import type {
   WorkloadEntryResource,
   WorkloadGroupResource,
 } from './types.js';
+
+/**
+ * The table: each kind, the list its resources go in, whether it is traffic config (the mesh
+ * config's) rather than services and endpoints, and its Istio API group.
+ */
+const KINDS = [
+  { kind: 'ServiceEntry', list: 'serviceEntries', traffic: false, group: 'networking' },
+  { kind: 'WorkloadEntry', list: 'workloadEntries', traffic: false, group: 'networking' },
+  { kind: 'VirtualService', list: 'virtualServices', traffic: true, group: 'networking' },
+  { kind: 'DestinationRule', list: 'destinationRules', traffic: true, group: 'networking' },
+  { kind: 'Gateway', list: 'gateways', traffic: true, group: 'networking' },
+  { kind: 'Sidecar', list: 'sidecars', traffic: true, group: 'networking' },
+  { kind: 'PeerAuthentication', list: 'peerAuthentications', traffic: true, group: 'security' },
+  { kind: 'AuthorizationPolicy', list: 'authorizationPolicies', traffic: true, group: 'security' },
+  { kind: 'RequestAuthentication', list: 'requestAuthentications', traffic: true, group: 'security' },
+  { kind: 'WorkloadGroup', list: 'workloadGroups', traffic: true, group: 'networking' },
+] as const satisfies readonly {
+  kind: string;
+  list: keyof KindLists;
+  traffic: boolean;
+  group: 'networking' | 'security';
+}[];
+
+type KindRow = (typeof KINDS)[number];
+
+/** The kinds Portolan serves, as `kind:` spells them. */
+export type ConfigKind = KindRow['kind'];
+
+/** Each kind's Istio API group: networking.istio.io or security.istio.io. */
+export type ApiGroup = KindRow['group'];
 
 /** Each kind's list (the name its resources are listed under, and a change event names it by). */
 export interface KindLists {
@@ -39,35 +68,18 @@ export interface KindLists {
 export type KindList = keyof KindLists;
 
 /** The kinds that are traffic config (the mesh config's), not services or endpoints. */
-export type MeshKindList = Exclude<KindList, 'serviceEntries' | 'workloadEntries'>;
+export type MeshKindList = Extract<KindRow, { traffic: true }>['list'];
 
 /** The traffic config's lists. */
 export type MeshConfigLists = Pick<KindLists, MeshKindList>;
 
-interface KindRow<L extends KindList> {
-  readonly kind: ConfigKind;
-  readonly list: L;
-}
-
-/** The table: each kind, its list, and whether it is traffic config. */
-const SERVICE_ROWS = [
-  { kind: 'ServiceEntry', list: 'serviceEntries' },
-  { kind: 'WorkloadEntry', list: 'workloadEntries' },
-] as const satisfies readonly KindRow<KindList>[];
-
-const MESH_ROWS = [
-  { kind: 'VirtualService', list: 'virtualServices' },
-  { kind: 'DestinationRule', list: 'destinationRules' },
-  { kind: 'Gateway', list: 'gateways' },
-  { kind: 'Sidecar', list: 'sidecars' },
-  { kind: 'PeerAuthentication', list: 'peerAuthentications' },
-  { kind: 'AuthorizationPolicy', list: 'authorizationPolicies' },
-  { kind: 'RequestAuthentication', list: 'requestAuthentications' },
-  { kind: 'WorkloadGroup', list: 'workloadGroups' },
-] as const satisfies readonly KindRow<MeshKindList>[];
+/** Every kind, in table order. */
+export const CONFIG_KINDS: readonly ConfigKind[] = KINDS.map((r) => r.kind);
 
 /** Every kind's list, in table order. */
-export const KIND_LISTS: readonly KindList[] = [...SERVICE_ROWS, ...MESH_ROWS].map((r) => r.list);
+export const KIND_LISTS: readonly KindList[] = KINDS.map((r) => r.list);
+
+const MESH_ROWS = KINDS.filter((r): r is Extract<KindRow, { traffic: true }> => r.traffic);
 
 /** The traffic config's lists, in table order. */
 export const MESH_KIND_LISTS: readonly MeshKindList[] = MESH_ROWS.map((r) => r.list);
@@ -75,9 +87,13 @@ export const MESH_KIND_LISTS: readonly MeshKindList[] = MESH_ROWS.map((r) => r.l
 /** The kinds MeshConfig holds: files defining only these serve no service or endpoint. */
 export const MESH_CONFIG_KINDS: ReadonlySet<string> = new Set(MESH_ROWS.map((r) => r.kind));
 
-const LIST_OF: ReadonlyMap<string, KindList> = new Map(
-  [...SERVICE_ROWS, ...MESH_ROWS].map((r) => [r.kind, r.list]),
-);
+const LIST_OF: ReadonlyMap<string, KindList> = new Map(KINDS.map((r) => [r.kind, r.list]));
+const GROUP_OF: ReadonlyMap<ConfigKind, ApiGroup> = new Map(KINDS.map((r) => [r.kind, r.group]));
+
+/** The API group a kind is read from. */
+export function apiGroupOf(kind: ConfigKind): ApiGroup {
+  return GROUP_OF.get(kind) ?? 'networking';
+}
 
 /** The list a kind's resources go in (`VirtualService` → `virtualServices`); undefined for another kind. */
 export function listOf(kind: string): KindList | undefined {
