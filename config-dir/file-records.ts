@@ -10,6 +10,7 @@ import { resourceKey } from '../mesh/types.js';
 import { resolveClaims, type FileVersions } from './claims.js';
 import type { FileDebugState } from './debug-state.js';
 import { FileIndex } from './file-index.js';
+import type { FileStep } from './incremental.js';
 import type { ConfigIssue } from './issue.js';
 import { formatIssue, loadConfigFile, NO_POSITIONS, type FileLoad } from './load-file.js';
 import { comparePaths, mergeFiles, type ConfigConflict, type MergedConfig } from './merge.js';
@@ -148,9 +149,7 @@ export class FileRecords {
   }
 
   /** What an edit of `changes` makes of each file: the version before, and the one after if taken. */
-  steps(
-    changes: readonly FileChange[],
-  ): { path: string; before: FileLoad | undefined; after: FileLoad | undefined }[] {
+  steps(changes: readonly FileChange[]): FileStep[] {
     return changes.map(({ path, before }) => {
       const f = this.files.get(path);
       return { path, before, after: f?.candidate?.load ?? f?.good };

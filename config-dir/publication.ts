@@ -14,7 +14,7 @@ import { resourceKey, type WorkloadEntryResource } from '../mesh/types.js';
 import { buildSnapshot, type CrossResourceWarning } from './conversion.js';
 import type { FileRecords } from './file-records.js';
 import { isMeshConfigEdit, planIncremental, planWorkloadEntries, type FileStep } from './incremental.js';
-import type { ConfigConflict, MergedConfig } from './merge.js';
+import { EMPTY_MERGED, type ConfigConflict, type MergedConfig } from './merge.js';
 import { SelectionIndex } from './selection-index.js';
 import { unknownSubsetWarnings } from './validate/virtual-service.js';
 
@@ -34,6 +34,9 @@ export interface Publication {
 
 export interface FullMerge {
   readonly merged: MergedConfig;
+  /** Clashes between files' claims (the records' settle()). */
+  readonly claimConflicts: readonly ConfigConflict[];
+  /** Those and the merge's and the conversion's conflicts. */
   readonly conflicts: readonly ConfigConflict[];
   /** The part of the warnings from the services' conversion. */
   readonly conversionWarnings: readonly CrossResourceWarning[];
@@ -41,14 +44,40 @@ export interface FullMerge {
   readonly selection: SelectionIndex | undefined;
 }
 
-/** What the plans read of what is published. */
-export interface Published {
-  readonly snapshot: RegistrySnapshot;
-  /** Conflicts of the last full merge (claims, duplicates, hosts). */
-  readonly conflicts: readonly ConfigConflict[];
-  readonly conversionWarnings: readonly CrossResourceWarning[];
-  readonly selection: SelectionIndex | undefined;
+/** What the publishes so far leave in force besides the snapshot and the mesh config. */
+export interface Published extends FullMerge {
+  /** `merged`'s ServiceEntries and WorkloadEntries are behind the files (an edit host by host). */
+  readonly mergedStale: boolean;
+  /** The warnings across resources: the conversion's and the traffic config's. */
+  readonly crossWarnings: readonly CrossResourceWarning[];
 }
+
+export const NOTHING_PUBLISHED: Published = {
+  merged: EMPTY_MERGED,
+  claimConflicts: [],
+  conflicts: [],
+  conversionWarnings: [],
+  selection: undefined,
+  mergedStale: false,
+  crossWarnings: [],
+};
+
+/** What is in force after `publication`. */
+export function afterPublication(last: Published, publication: Publication): Published {
+  const { full, traffic, warnings } = publication;
+  const base: Published = full
+    ? { ...full, mergedStale: false, crossWarnings: last.crossWarnings }
+    : {
+        ...last,
+        // The services' lists stay as they are (stale or not: the registry's mergedConfig() knows).
+        ...(traffic && { merged: { ...last.merged, ...traffic } }),
+        mergedStale: last.mergedStale || publication.servicesBehind === true,
+      };
+  return warnings ? { ...base, crossWarnings: warnings } : base;
+}
+
+/** What the plans read: what is published, and the snapshot in force. */
+export type InForce = Published & { readonly snapshot: RegistrySnapshot };
 
 /**
  * The plan of an edit that needs no full merge, or undefined. Plans are tried cheapest first; none
@@ -57,7 +86,7 @@ export interface Published {
 export function planEdit(
   steps: readonly FileStep[],
   records: FileRecords,
-  published: Published,
+  published: InForce,
 ): (() => Publication) | undefined {
   return (
     planTrafficEdit(steps, records, published) ??
@@ -74,7 +103,7 @@ export function planEdit(
 function planTrafficEdit(
   steps: readonly FileStep[],
   records: FileRecords,
-  published: Published,
+  published: InForce,
 ): (() => Publication) | undefined {
   if (published.conflicts.length > 0 || !isMeshConfigEdit(steps, records.index)) return undefined;
   return () => {
@@ -92,7 +121,7 @@ function planTrafficEdit(
 function planServiceEdit(
   steps: readonly FileStep[],
   records: FileRecords,
-  published: Published,
+  published: InForce,
 ): (() => Publication) | undefined {
   const edit = planIncremental(steps, records.index);
   if (!edit) return undefined;
@@ -114,7 +143,7 @@ function planServiceEdit(
 function planWorkloadEdit(
   steps: readonly FileStep[],
   records: FileRecords,
-  published: Published,
+  published: InForce,
 ): (() => Publication) | undefined {
   const plan = planWorkloadEntries(steps, records.index);
   const change = plan && published.selection?.change(plan);
@@ -160,7 +189,7 @@ export function fullMerge(
     snapshot: conversion.snapshot,
     traffic: merged,
     warnings,
-    full: { merged, conflicts, conversionWarnings: conversion.warnings, selection },
+    full: { merged, claimConflicts, conflicts, conversionWarnings: conversion.warnings, selection },
   };
 }
 

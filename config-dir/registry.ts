@@ -20,10 +20,16 @@ import { resourcesOf, type ConfigDebugState } from './debug-state.js';
 import { FileRecords } from './file-records.js';
 import { ConfigFileReader, DEFAULT_READ_LIMITS, type ReadFs } from './read-file.js';
 import { ReadStep } from './read-step.js';
-import { EMPTY_MERGED, comparePaths, type ConfigConflict, type MergedConfig } from './merge.js';
-import { REGISTRY_NAME, type CrossResourceWarning } from './conversion.js';
-import { fullMerge, planEdit, type Publication } from './publication.js';
-import type { SelectionIndex } from './selection-index.js';
+import { comparePaths, type MergedConfig } from './merge.js';
+import { REGISTRY_NAME } from './conversion.js';
+import {
+  afterPublication,
+  fullMerge,
+  NOTHING_PUBLISHED,
+  planEdit,
+  type Published,
+  type Publication,
+} from './publication.js';
 import { REAL_TIMERS, waitOn, type Timers } from './timers.js';
 import { DirWatcher } from './watcher.js';
 
@@ -59,18 +65,9 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   private readonly watcher: DirWatcher;
   private readonly records: FileRecords;
   private readonly step: ReadStep;
-  private merged: MergedConfig = EMPTY_MERGED;
-  /** `merged.serviceEntries` is behind the files: an edit host by host changed them (mergedConfig()). */
-  private mergedStale = false;
   private mesh: MeshConfig = EMPTY_MESH_CONFIG;
-  private conflicts: readonly ConfigConflict[] = [];
-  /** Clashes between files, from the last settle. */
-  private claimConflicts: readonly ConfigConflict[] = [];
-  private crossWarnings: readonly CrossResourceWarning[] = [];
-  /** The part of crossWarnings from the services' conversion (the last full merge). */
-  private conversionWarnings: readonly CrossResourceWarning[] = [];
-  /** Who selects which WorkloadEntry, from the last full merge (publication.ts). */
-  private selection: SelectionIndex | undefined;
+  /** What the publishes so far leave in force besides the snapshot and the mesh config. */
+  private last: Published = NOTHING_PUBLISHED;
   /** WorkloadEntries from outside the directory (auto-registered VMs), selected like the files' own. */
   private entrySource: WorkloadEntrySource | undefined;
   /** Whether a snapshot read from the directory has been published (a restored one does not count). */
@@ -169,8 +166,8 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       dir: this.dir,
       synced: this.hasSynced(),
       files: this.records.debugFiles(),
-      conflicts: this.conflicts,
-      warnings: this.crossWarnings,
+      conflicts: this.last.conflicts,
+      warnings: this.last.crossWarnings,
       resources: resourcesOf(this.mergedConfig()),
     };
   }
@@ -181,12 +178,10 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     if (changes.length === 0) return false;
     const files = [...paths].sort(comparePaths).slice(0, MAX_TRIGGER_NAMES);
     const build =
-      this.published && this.claimConflicts.length === 0
+      this.published && this.last.claimConflicts.length === 0
         ? planEdit(this.records.steps(changes), this.records, {
+            ...this.last,
             snapshot: this.state.snapshot(),
-            conflicts: this.conflicts,
-            conversionWarnings: this.conversionWarnings,
-            selection: this.selection,
           })
         : undefined;
     if (!build) {
@@ -205,9 +200,9 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
    * traffic config stays as it is.
    */
   private publishAll(files: readonly string[], reuse?: MergedConfig): void {
-    if (!reuse) this.claimConflicts = this.records.settle();
+    const claimConflicts = reuse ? this.last.claimConflicts : this.records.settle();
     const merged = reuse ?? this.records.mergeAll();
-    const publication = fullMerge(merged, this.claimConflicts, this.entrySource?.workloadEntries() ?? []);
+    const publication = fullMerge(merged, claimConflicts, this.entrySource?.workloadEntries() ?? []);
     this.publish(reuse ? { ...publication, traffic: undefined } : publication, files);
   }
 
@@ -218,12 +213,12 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   private publish(publication: Publication, files: readonly string[]): void {
     const { full, traffic, warnings } = publication;
     if (full)
-      this.logNew(full.conflicts, this.conflicts, (c) => [
+      this.logNew(full.conflicts, this.last.conflicts, (c) => [
         { file: c.ignored.file, line: c.ignored.line, kept: c.kept, ignored: c.ignored },
         `${c.type === 'duplicate-host' ? 'host' : 'resource'} ${c.subject} defined twice; ignoring ${c.ignored.file}:${c.ignored.line}, keeping ${c.kept.file}:${c.kept.line}`,
       ]);
     if (warnings)
-      this.logNew(warnings, this.crossWarnings, (w) => [
+      this.logNew(warnings, this.last.crossWarnings, (w) => [
         { file: w.resource.file, line: w.resource.line, resource: w.resource },
         w.message,
       ]);
@@ -234,18 +229,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       this.mesh = step.config;
       keys = step.keys;
     }
-    if (full) {
-      this.merged = full.merged;
-      this.mergedStale = false;
-      this.conflicts = full.conflicts;
-      this.conversionWarnings = full.conversionWarnings;
-      this.selection = full.selection;
-    } else {
-      // The services' lists stay as they are (stale or not: mergedConfig() knows).
-      if (traffic) this.merged = { ...this.merged, ...traffic };
-      if (publication.servicesBehind) this.mergedStale = true;
-    }
-    if (warnings) this.crossWarnings = warnings;
+    this.last = afterPublication(this.last, publication);
     // With a file broken, the directory answered only in part: published, but still failing, so
     // an edit elsewhere records neither a recovery nor a new failure.
     this.state.replace(
@@ -260,11 +244,9 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
 
   /** The merged resources of the files in force. */
   private mergedConfig(): MergedConfig {
-    if (this.mergedStale) {
-      this.merged = this.records.mergeAll();
-      this.mergedStale = false;
-    }
-    return this.merged;
+    if (this.last.mergedStale)
+      this.last = { ...this.last, merged: this.records.mergeAll(), mergedStale: false };
+    return this.last.merged;
   }
 
   /** Logs the items of `next` not in `previous` (each once, as it appears). */
