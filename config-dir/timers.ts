@@ -1,7 +1,8 @@
 // The clock and timers the config directory's waits run on: the watcher's quiet period and
 // recheck, and the read again of files found emptied. Real ones in the product; a test may give
 // its own to run them without waiting.
-export type TimerHandle = ReturnType<typeof setTimeout>;
+/** What setTimeout returned, for clearTimeout (a real timer, or a test clock's own). */
+export type TimerHandle = unknown;
 
 export interface Timers {
   now(): number;
@@ -12,7 +13,7 @@ export interface Timers {
 export const REAL_TIMERS: Timers = {
   now: () => Date.now(),
   setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (handle) => clearTimeout(handle),
+  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout> | undefined),
 };
 
 /** Resolves after `ms` on `timers`. */

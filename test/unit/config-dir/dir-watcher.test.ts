@@ -8,12 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as pause } from 'node:timers/promises';
 import { test, type TestContext } from 'node:test';
+import type { TimerHandle, Timers } from '../../../config-dir/timers.js';
 import { DirWatcher } from '../../../config-dir/watcher.js';
 import { eventually } from '../../support/eventually.js';
 import { makeTempDir } from './helpers.js';
 
 /** A watcher whose reloads keep `files` (relative path → text) equal to what was read. */
-async function watching(t: TestContext, dir: string, cleanup: () => Promise<void>) {
+async function watching(t: TestContext, dir: string, cleanup: () => Promise<void>, timers?: Timers) {
   const files = new Map<string, string>();
   const batches: string[][] = [];
   const errors: Error[] = [];
@@ -34,6 +35,7 @@ async function watching(t: TestContext, dir: string, cleanup: () => Promise<void
     },
     onError: (e) => errors.push(e),
     onReloadError: (e) => errors.push(e),
+    ...(timers && { timers }),
   });
   // Stopped before its directory is removed, so no event of the removal outlives the test.
   t.after(async () => {
@@ -231,3 +233,57 @@ for (const linked of [false, true]) {
     assert.equal(files.get('a.yaml'), 'v: 11\n');
   });
 }
+
+/** A clock that moves only when told, and timers that fire only when told; each timer asked is noted. */
+class ManualTimers implements Timers {
+  at = 0;
+  readonly asked: number[] = [];
+  private readonly pending = new Map<number, () => void>();
+  private next = 0;
+
+  now(): number {
+    return this.at;
+  }
+
+  setTimeout(fn: () => void, ms: number): TimerHandle {
+    this.asked.push(ms);
+    this.pending.set(++this.next, fn);
+    return this.next;
+  }
+
+  clearTimeout(handle: TimerHandle): void {
+    if (typeof handle === 'number') this.pending.delete(handle);
+  }
+
+  /** Runs the timers due (all of them: the test moved the clock past them). */
+  fire(): void {
+    const due = [...this.pending.values()];
+    this.pending.clear();
+    for (const fn of due) fn();
+  }
+}
+
+test("a steady stream of writes is read at most two quiet periods after its first event (on the watcher's timers)", async (t) => {
+  const tmp = await makeTempDir();
+  await tmp.write('a.yaml', 'v: 0\n');
+  const timers = new ManualTimers();
+  const { files, batches } = await watching(t, tmp.dir, tmp.cleanup, timers);
+  const before = batches.length;
+  // Each write one write(2) of the same length, so one event; the watcher's answer is the timer it asks for.
+  const writeAt = async (at: number, v: number, delay: number) => {
+    timers.at = at;
+    const asked = timers.asked.length;
+    await writeFile(join(tmp.dir, 'a.yaml'), `v: ${v}\n`, { flag: 'r+' });
+    await eventually(() => assert.ok(timers.asked.length > asked), { what: `the event of write ${v}` });
+    assert.equal(timers.asked.at(-1), delay, `the quiet period asked after write ${v}`);
+  };
+  // debounceMs 20 (watching()): a quiet period of 20 ms, a burst read at most 40 ms after it began.
+  await writeAt(0, 1, 20); // a burst begins: a quiet period
+  await writeAt(15, 2, 20); // still a full quiet period: the burst is young
+  await writeAt(30, 3, 10); // but no later than 40 ms after its first event
+  await writeAt(45, 4, 0); // past it: at once
+  assert.deepEqual(batches.slice(before), [], 'nothing read before the timer fires');
+  timers.fire();
+  await eventually(() => assert.equal(files.get('a.yaml'), 'v: 4\n'));
+  assert.deepEqual(batches.slice(before), [['a.yaml']], 'the burst read as one batch');
+});

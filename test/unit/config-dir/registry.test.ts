@@ -557,7 +557,7 @@ test("a file found emptied is read again on the registry's timers (1, 4, 16 ms, 
       asked.push(ms);
       return setTimeout(fn, 0);
     },
-    clearTimeout: (handle) => clearTimeout(handle),
+    clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout> | undefined),
   };
   const { registry, write, events } = await started(
     t,
