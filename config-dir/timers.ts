@@ -7,7 +7,7 @@ export type TimerHandle = unknown;
 export interface Timers {
   now(): number;
   setTimeout(fn: () => void, ms: number): TimerHandle;
-  clearTimeout(handle: TimerHandle | undefined): void;
+  clearTimeout(handle: TimerHandle): void;
 }
 
 export const REAL_TIMERS: Timers = {

@@ -80,12 +80,12 @@ export class DirWatcher {
   /** Files seen and not deleted since: what to reload when a whole directory disappears. */
   private readonly known = new Set<string>();
   private readonly timers: Timers;
-  private timer: TimerHandle | undefined;
+  private timer: TimerHandle = undefined;
   private burstStartedAt = 0;
   private readonly recheck = new Set<string>();
   /** Per file chokidar last reported changed: its drop count (undefined when it cannot be read). */
   private readonly throttles = new Map<string, ChangeThrottle | undefined>();
-  private recheckTimer: TimerHandle | undefined;
+  private recheckTimer: TimerHandle = undefined;
   private running: Promise<void> = Promise.resolve();
   private busy = false;
   private idleWaiters: (() => void)[] = [];
