@@ -13,10 +13,10 @@
 // - still empty then, and not written since the empty read (a file saved in place as often as the
 //   quiet period can be caught half-way again: each of its saves is a write seen since), it is
 //   rejected, and its last good version stays in force.
-import { join } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import type { FileChange, FileRecords } from './file-records.js';
 import { comparePaths } from './merge.js';
-import type { ConfigFileReader, FileRead } from './read-file.js';
+import { ConfigFileReader, type FileRead, type ReadFs, type ReadLimits } from './read-file.js';
 
 /**
  * Waits before each read again of files found emptied, ms: 21 ms in all, well under the quiet
@@ -39,14 +39,22 @@ export class ReadStep {
    */
   private readonly emptyOnce = new Map<string, number>();
 
+  private readonly reader: ConfigFileReader;
+
   constructor(
     private readonly dir: string,
-    private readonly reader: ConfigFileReader,
     private readonly records: FileRecords,
     private readonly watch: StepWatch,
     /** Resolves after `ms` (a test's clock may resolve at once). */
     private readonly wait: (ms: number) => Promise<void>,
-  ) {}
+    limits: ReadLimits,
+    fs?: ReadFs,
+  ) {
+    // A read that timed out has returned at last: the file is read again, in a step of its own.
+    this.reader = new ConfigFileReader(limits, fs, (absolute) =>
+      this.watch.readAgain(relative(this.dir, absolute).split(sep).join('/')),
+    );
+  }
 
   /** Reads `paths` and takes each read; returns the files whose record changed, by path. */
   async read(paths: Iterable<string>): Promise<FileChange[]> {

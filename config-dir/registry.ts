@@ -7,7 +7,7 @@
 // updated, then ONE change event names what the step changed, the services and endpoints of its
 // ServiceEntries and WorkloadEntries (the snapshot's diff) and the rules and kinds of its traffic
 // config (mesh/config-change.ts).
-import { relative, resolve, sep } from 'node:path';
+import { resolve } from 'node:path';
 import type { ConfigHistory } from '../model/config-history.js';
 import type { RegistryStatus } from '../model/registry.js';
 import { MAX_TRIGGER_NAMES, type ChangeTrigger } from '../model/change.js';
@@ -18,7 +18,7 @@ import { EMPTY_MESH_CONFIG, type MeshConfig, type MeshConfigSource } from '../me
 import type { WorkloadEntrySource } from '../mesh/workload-entries.js';
 import { resourcesOf, type ConfigDebugState } from './debug-state.js';
 import { FileRecords } from './file-records.js';
-import { ConfigFileReader, DEFAULT_READ_LIMITS, type ReadFs } from './read-file.js';
+import { DEFAULT_READ_LIMITS, type ReadFs } from './read-file.js';
 import { ReadStep } from './read-step.js';
 import { comparePaths, type MergedConfig } from './merge.js';
 import { REGISTRY_NAME } from './conversion.js';
@@ -101,16 +101,12 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
         this.state.fail(error);
       },
     });
-    const reader = new ConfigFileReader(
-      {
-        ...DEFAULT_READ_LIMITS,
-        ...(options.readTimeoutMs !== undefined && { timeoutMs: options.readTimeoutMs }),
-      },
-      options.readFs,
-      // A read that timed out has returned at last: read the file again.
-      (absolute) => this.watcher.readAgain(relative(this.dir, absolute).split(sep).join('/')),
-    );
-    this.step = new ReadStep(this.dir, reader, this.records, this.watcher, (ms) => waitOn(timers, ms));
+    const limits = {
+      ...DEFAULT_READ_LIMITS,
+      ...(options.readTimeoutMs !== undefined && { timeoutMs: options.readTimeoutMs }),
+    };
+    const wait = (ms: number) => waitOn(timers, ms);
+    this.step = new ReadStep(this.dir, this.records, this.watcher, wait, limits, options.readFs);
   }
 
   async start(): Promise<void> {
