@@ -40,6 +40,10 @@ const KINDS = [
 
 type KindRow = (typeof KINDS)[number];
 
+/** The table lists every list of KindLists (a list added there and not here fails to compile). */
+const TABLE_COMPLETE: [Exclude<keyof KindLists, KindRow['list']>] extends [never] ? true : never = true;
+void TABLE_COMPLETE;
+
 /** The kinds Portolan serves, as `kind:` spells them. */
 export type ConfigKind = KindRow['kind'];
 
@@ -93,16 +97,6 @@ const GROUP_OF: ReadonlyMap<ConfigKind, ApiGroup> = new Map(KINDS.map((r) => [r.
 /** The API group a kind is read from. */
 export function apiGroupOf(kind: ConfigKind): ApiGroup {
   return GROUP_OF.get(kind) ?? 'networking';
-}
-
-/** The list a kind's resources go in (`VirtualService` → `virtualServices`); undefined for another kind. */
-export function listOf(kind: string): KindList | undefined {
-  return LIST_OF.get(kind);
-}
-
-/** Whether `list` names a traffic config kind. */
-export function isMeshKindList(list: string): list is MeshKindList {
-  return (MESH_KIND_LISTS as readonly string[]).includes(list);
 }
 
 /** `resources` by kind, each list in the given order. */
