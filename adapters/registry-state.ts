@@ -1,7 +1,9 @@
 // The state half of a registry adapter: holds the published snapshot, and on each replacement emits
 // exactly what changed (nothing when nothing did). Adapters compose it rather than re-deriving diffs.
 import {
+  changeOf,
   diffSnapshots,
+  mergeChanges,
   EMPTY_SNAPSHOT,
   type ChangeEvent,
   type ChangeTrigger,
@@ -34,7 +36,9 @@ export class RegistryState {
    * Publishes a new snapshot, marks the registry synced, and emits the difference. With `failure`,
    * the source answered only in part (some watches fail): the snapshot is published but the
    * registry stays stale with that reason, and no recovery is recorded. `trigger` says what caused
-   * it when the source knows (the config directory: the files edited), for the push.
+   * it when the source knows (the config directory: the files edited), for the push. `also`: keys
+   * the source knows changed besides the snapshot's (the config directory: the rules and kinds of
+   * its traffic config), named in the same event.
    */
   replace(
     next: RegistrySnapshot,
@@ -42,9 +46,9 @@ export class RegistryState {
     trigger?: ChangeTrigger,
     /** The only hostnames that can differ from the current snapshot, when the caller knows. */
     changed?: Iterable<string>,
+    also?: ExtraKeys,
   ): void {
-    const diff = diffSnapshots(this.current, next, changed);
-    const change = diff && trigger ? { ...diff, trigger } : diff;
+    const change = withTrigger(withKeys(diffSnapshots(this.current, next, changed), also), trigger);
     const recovered = failure === undefined && (this.error !== undefined || this.restoredFrom !== undefined);
     const notable = !this.synced || change !== undefined || recovered;
     this.endpointCount = changed ? this.countAfter(next, changed) : countEndpoints(next);
@@ -109,6 +113,22 @@ export class RegistryState {
     }
     return count;
   }
+}
+
+/** Keys of a change a snapshot does not show (model/change.ts). */
+export type ExtraKeys = Partial<Pick<ChangeEvent, 'rules' | 'kinds' | 'everything'>>;
+
+/** The snapshot's diff with `also`'s keys; undefined when neither names anything. */
+function withKeys(diff: ChangeEvent | undefined, also: ExtraKeys | undefined): ChangeEvent | undefined {
+  if (!also || (!also.everything && !also.rules?.size && !also.kinds?.size)) return diff;
+  return mergeChanges(diff ?? changeOf({}), changeOf(also));
+}
+
+function withTrigger(
+  change: ChangeEvent | undefined,
+  trigger: ChangeTrigger | undefined,
+): ChangeEvent | undefined {
+  return change && trigger ? { ...change, trigger } : change;
 }
 
 function countEndpoints(snapshot: RegistrySnapshot): number {

@@ -7,6 +7,7 @@ import { isIP } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import type { ConfigDirRegistry } from '../config-dir/registry.js';
 import type { Logger } from '../log/logger.js';
+import { kindChanged } from '../model/change.js';
 import { AutoRegistration, type AgentClaim } from '../registration/auto-registration.js';
 import { HEARTBEAT_MS } from './replication.js';
 import { PostgresRegistrations } from '../store/postgres/auto-registrations.js';
@@ -64,7 +65,10 @@ export function wireAutoRegistration(
     leads: shared?.leads ?? (() => false),
   });
   const detach = config.addWorkloadEntries(registration);
-  const unsubscribe = config.onConfigChange(() => registration.groupsChanged());
+  // The groups are config: the config registry's change event names the kind when they changed.
+  const unsubscribe = config.onChange((event) => {
+    if (kindChanged(event, 'workloadGroups')) registration.groupsChanged();
+  });
   const registering = new Set<string>();
   return {
     registration,

@@ -14,7 +14,7 @@
 // kinds the mesh config holds) under the same claim rules leaves the services and endpoints as they
 // are: only the mesh config is put together again (isMeshConfigEdit).
 import { claimsOf } from './claims.js';
-import { MESH_CONFIG_KINDS } from './merge.js';
+import { MESH_CONFIG_KINDS } from '../mesh/config-kinds.js';
 import type { FileIndex } from './file-index.js';
 import type { FileLoad } from './load-file.js';
 import type { ServiceEntryResource, WorkloadEntryResource } from '../mesh/types.js';

@@ -1,20 +1,8 @@
 // The in-force files → one set of resources. Files are taken in path order and documents in file
 // order, so "first wins" is stable and independent of the order events arrived in.
 import type { FileLoad } from './load-file.js';
-import {
-  resourceKey,
-  type AnyConfigResource,
-  type AuthorizationPolicyResource,
-  type DestinationRuleResource,
-  type GatewayResource,
-  type PeerAuthenticationResource,
-  type RequestAuthenticationResource,
-  type ServiceEntryResource,
-  type SidecarResource,
-  type VirtualServiceResource,
-  type WorkloadEntryResource,
-  type WorkloadGroupResource,
-} from '../mesh/types.js';
+import { resourceKey, type AnyConfigResource } from '../mesh/types.js';
+import { EMPTY_KIND_LISTS, kindLists, type KindLists } from '../mesh/config-kinds.js';
 
 export interface ResourceRef {
   readonly resource: string;
@@ -31,19 +19,12 @@ export interface ConfigConflict {
   readonly ignored: ResourceRef;
 }
 
-export interface MergedConfig {
-  readonly serviceEntries: readonly ServiceEntryResource[];
-  readonly workloadEntries: readonly WorkloadEntryResource[];
-  readonly virtualServices: readonly VirtualServiceResource[];
-  readonly destinationRules: readonly DestinationRuleResource[];
-  readonly gateways: readonly GatewayResource[];
-  readonly sidecars: readonly SidecarResource[];
-  readonly peerAuthentications: readonly PeerAuthenticationResource[];
-  readonly authorizationPolicies: readonly AuthorizationPolicyResource[];
-  readonly requestAuthentications: readonly RequestAuthenticationResource[];
-  readonly workloadGroups: readonly WorkloadGroupResource[];
+/** Every kind's list (mesh/config-kinds.ts), and the definitions left out as duplicates. */
+export interface MergedConfig extends KindLists {
   readonly conflicts: readonly ConfigConflict[];
 }
+
+export const EMPTY_MERGED: MergedConfig = Object.freeze({ ...EMPTY_KIND_LISTS, conflicts: [] });
 
 export function comparePaths(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
@@ -71,45 +52,5 @@ export function mergeFiles(files: Iterable<FileLoad>): MergedConfig {
       else byKey.set(key, resource);
     }
   }
-  const all = [...byKey.values()];
-  return {
-    serviceEntries: all.filter((r): r is ServiceEntryResource => r.kind === 'ServiceEntry'),
-    workloadEntries: all.filter((r): r is WorkloadEntryResource => r.kind === 'WorkloadEntry'),
-    ...meshConfigLists(all),
-    conflicts,
-  };
-}
-
-/** The kinds MeshConfig holds (meshConfigLists' lists): files defining only these serve no service or endpoint. */
-export const MESH_CONFIG_KINDS: ReadonlySet<string> = new Set([
-  'VirtualService',
-  'DestinationRule',
-  'Gateway',
-  'Sidecar',
-  'PeerAuthentication',
-  'AuthorizationPolicy',
-  'RequestAuthentication',
-  'WorkloadGroup',
-]);
-
-/** The traffic config's lists of `resources` (MergedConfig's mesh part), each in the given order. */
-export type MeshConfigLists = Omit<MergedConfig, 'serviceEntries' | 'workloadEntries' | 'conflicts'>;
-
-export function meshConfigLists(resources: readonly AnyConfigResource[]): MeshConfigLists {
-  return {
-    virtualServices: resources.filter((r): r is VirtualServiceResource => r.kind === 'VirtualService'),
-    destinationRules: resources.filter((r): r is DestinationRuleResource => r.kind === 'DestinationRule'),
-    gateways: resources.filter((r): r is GatewayResource => r.kind === 'Gateway'),
-    sidecars: resources.filter((r): r is SidecarResource => r.kind === 'Sidecar'),
-    peerAuthentications: resources.filter(
-      (r): r is PeerAuthenticationResource => r.kind === 'PeerAuthentication',
-    ),
-    authorizationPolicies: resources.filter(
-      (r): r is AuthorizationPolicyResource => r.kind === 'AuthorizationPolicy',
-    ),
-    requestAuthentications: resources.filter(
-      (r): r is RequestAuthenticationResource => r.kind === 'RequestAuthentication',
-    ),
-    workloadGroups: resources.filter((r): r is WorkloadGroupResource => r.kind === 'WorkloadGroup'),
-  };
+  return { ...kindLists([...byKey.values()]), conflicts };
 }

@@ -20,6 +20,7 @@ import { relative, resolve, sep } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import { DirTree } from './dir-tree.js';
 import { isConfigFile } from './load-file.js';
+import { REAL_TIMERS, type TimerHandle, type Timers } from './timers.js';
 
 export interface DirWatcherOptions {
   readonly dir: string;
@@ -35,6 +36,8 @@ export interface DirWatcherOptions {
    * first batch, which start() awaits. The batch's remaining files were not read.
    */
   readonly onReloadError: (error: Error, initial: boolean) => void;
+  /** The quiet period's and the recheck's timers; default the real ones. */
+  readonly timers?: Timers;
 }
 
 const RECHECK_MS = 100;
@@ -76,18 +79,20 @@ export class DirWatcher {
   private events = 0;
   /** Files seen and not deleted since: what to reload when a whole directory disappears. */
   private readonly known = new Set<string>();
-  private timer: NodeJS.Timeout | undefined;
+  private readonly timers: Timers;
+  private timer: TimerHandle = undefined;
   private burstStartedAt = 0;
   private readonly recheck = new Set<string>();
   /** Per file chokidar last reported changed: its drop count (undefined when it cannot be read). */
   private readonly throttles = new Map<string, ChangeThrottle | undefined>();
-  private recheckTimer: NodeJS.Timeout | undefined;
+  private recheckTimer: TimerHandle = undefined;
   private running: Promise<void> = Promise.resolve();
   private busy = false;
   private idleWaiters: (() => void)[] = [];
 
   constructor(private readonly options: DirWatcherOptions) {
     this.dir = resolve(options.dir);
+    this.timers = options.timers ?? REAL_TIMERS;
   }
 
   /** Resolves once the existing files have been loaded. Throws if `dir` is not a directory. */
@@ -147,8 +152,8 @@ export class DirWatcher {
   }
 
   async stop(): Promise<void> {
-    clearTimeout(this.timer);
-    clearTimeout(this.recheckTimer);
+    this.timers.clearTimeout(this.timer);
+    this.timers.clearTimeout(this.recheckTimer);
     this.timer = this.recheckTimer = undefined;
     this.tree?.close();
     this.tree = undefined;
@@ -232,12 +237,12 @@ export class DirWatcher {
     // Quiet-period debounce, but a steady stream of writes (one file after another, say) must not
     // postpone reloads: a burst is applied at most two quiet periods after its first event, and the
     // reload costs what changed, so applying a long burst in pieces costs no more than at once.
-    const now = Date.now();
+    const now = this.timers.now();
     if (this.timer === undefined) this.burstStartedAt = now;
-    clearTimeout(this.timer);
+    this.timers.clearTimeout(this.timer);
     const maxWait = 2 * this.options.debounceMs;
     const delay = Math.min(this.options.debounceMs, Math.max(0, this.burstStartedAt + maxWait - now));
-    this.timer = setTimeout(() => {
+    this.timer = this.timers.setTimeout(() => {
       this.timer = undefined;
       void this.enqueue(this.dirty);
     }, delay);
@@ -246,8 +251,8 @@ export class DirWatcher {
   private recheckLater(paths: ReadonlySet<string>): void {
     for (const path of paths) if (!this.plain.has(path)) this.recheck.add(path);
     if (this.recheck.size === 0) return; // regular files only: nothing can have gone unreported
-    clearTimeout(this.recheckTimer);
-    this.recheckTimer = setTimeout(() => {
+    this.timers.clearTimeout(this.recheckTimer);
+    this.recheckTimer = this.timers.setTimeout(() => {
       this.recheckTimer = undefined;
       // By now (RECHECK_MS > chokidar's 50 ms) a reported file's drop count is final.
       for (const path of this.recheck) {

@@ -1,34 +1,16 @@
 // The traffic config the xDS generators read besides the service catalog: one frozen value per
-// change of the config directory's VirtualServices, DestinationRules, Gateways, Sidecars,
-// PeerAuthentications, AuthorizationPolicies, RequestAuthentications and WorkloadGroups. Its
-// generation tells caches that something changed without comparing the contents.
-import type { ChangeTrigger } from '../model/change.js';
-import type {
-  AuthorizationPolicyResource,
-  DestinationRuleResource,
-  GatewayResource,
-  SidecarResource,
-  PeerAuthenticationResource,
-  RequestAuthenticationResource,
-  VirtualServiceResource,
-  WorkloadGroupResource,
-} from './types.js';
+// change of the config directory's traffic config kinds (mesh/config-kinds.ts). Its generation
+// tells caches that something changed without comparing the contents; what changed, by key, is in
+// the config directory's change event (mesh/config-change.ts).
+import { EMPTY_KIND_LISTS, pickMeshLists, type MeshConfigLists } from './config-kinds.js';
 
-export interface MeshConfig {
+export { nextMeshConfig } from './config-change.js';
+
+/** The traffic config's lists (mesh/config-kinds.ts), with the generation that moves when they change. */
+export interface MeshConfig extends Omit<MeshConfigLists, 'workloadGroups'> {
   readonly generation: number;
-  readonly virtualServices: readonly VirtualServiceResource[];
-  readonly destinationRules: readonly DestinationRuleResource[];
-  readonly gateways: readonly GatewayResource[];
-  /** Sidecar scoping: which services each Envoy proxy is sent (mesh/sidecar-index.ts). */
-  readonly sidecars: readonly SidecarResource[];
-  /** Inbound mTLS modes (xds/traffic/peer-authentication.ts). */
-  readonly peerAuthentications: readonly PeerAuthenticationResource[];
-  /** Who may call each workload (xds/traffic/authz-rbac.ts). */
-  readonly authorizationPolicies: readonly AuthorizationPolicyResource[];
-  /** Which JWTs requests to each workload may carry (xds/traffic/jwt-authn.ts). */
-  readonly requestAuthentications: readonly RequestAuthenticationResource[];
   /** The groups VMs register into through `portolan agent --group` (auto-registration); absent: none. */
-  readonly workloadGroups?: readonly WorkloadGroupResource[];
+  readonly workloadGroups?: MeshConfigLists['workloadGroups'];
   /**
    * How Envoy normalizes request paths before routing and authorization (Istio's
    * `meshConfig.pathNormalization`); absent: DEFAULT_PATH_NORMALIZATION. A serve-wide setting
@@ -63,26 +45,20 @@ export interface MeshSettings {
 
 export const EMPTY_MESH_CONFIG: MeshConfig = Object.freeze({
   generation: 0,
-  virtualServices: [],
-  destinationRules: [],
-  gateways: [],
-  sidecars: [],
-  peerAuthentications: [],
-  authorizationPolicies: [],
-  requestAuthentications: [],
-  workloadGroups: [],
+  ...pickMeshLists(EMPTY_KIND_LISTS),
 });
 
-/** Where the ADS server reads the mesh config, and learns that it changed (and, if known, why). */
+/**
+ * Where the ADS server reads the mesh config. Its changes arrive as change events of the registry
+ * that holds it (the config directory names the rules and kinds an edit changed, model/change.ts).
+ */
 export interface MeshConfigSource {
   meshConfig(): MeshConfig;
-  onConfigChange(listener: (trigger?: ChangeTrigger) => void): () => void;
 }
 
 /** The source for a plane without a config directory: no traffic config, ever. */
 export const NO_MESH_CONFIG: MeshConfigSource = {
   meshConfig: () => EMPTY_MESH_CONFIG,
-  onConfigChange: () => () => undefined,
 };
 
 /**
@@ -99,43 +75,5 @@ export function withMeshSettings(source: MeshConfigSource, settings: MeshSetting
       if (!out) seen.set(inner, (out = Object.freeze({ ...inner, ...settings })));
       return out;
     },
-    onConfigChange: (listener) => source.onConfigChange(listener),
   };
-}
-
-/**
- * The mesh config of a merge. The generation moves only when the content does: a resource that
- * merely moved (another line or file) keeps it, so nothing is pushed, yet its new place is shown.
- */
-export function nextMeshConfig(previous: MeshConfig, merged: Omit<MeshConfig, 'generation'>): MeshConfig {
-  const next = {
-    virtualServices: merged.virtualServices,
-    destinationRules: merged.destinationRules,
-    gateways: merged.gateways,
-    sidecars: merged.sidecars,
-    peerAuthentications: merged.peerAuthentications,
-    authorizationPolicies: merged.authorizationPolicies,
-    requestAuthentications: merged.requestAuthentications,
-    workloadGroups: merged.workloadGroups,
-  };
-  const changed = contentKey(next) !== contentKey(previous);
-  return Object.freeze({ generation: previous.generation + (changed ? 1 : 0), ...next });
-}
-
-// Compared without file/line, so moving a resource within or between files is no change.
-function contentKey(config: Omit<MeshConfig, 'generation'>): string {
-  return JSON.stringify(
-    [
-      config.virtualServices,
-      config.destinationRules,
-      config.gateways,
-      config.sidecars,
-      config.peerAuthentications,
-      config.authorizationPolicies,
-      config.requestAuthentications,
-      config.workloadGroups ?? [],
-    ].map((list) =>
-      list.map((r) => [r.kind, r.apiVersion, r.namespace, r.name, r.labels, r.annotations, r.spec]),
-    ),
-  );
 }

@@ -3,6 +3,7 @@
 // (`1.5s`, `100ms`) as written and are parsed with `parseDuration` where they are used.
 import type { Protocol } from '../model/service.js';
 import type { AuthorizationPolicySpec, RequestAuthenticationSpec } from './security-types.js';
+import type { ConfigKind, KindLists } from './config-kinds.js';
 
 export const SUPPORTED_API_VERSIONS = [
   'networking.istio.io/v1',
@@ -13,24 +14,8 @@ export const SUPPORTED_API_VERSIONS = [
 /** security.istio.io versions, for PeerAuthentication, AuthorizationPolicy and RequestAuthentication. */
 export const SECURITY_API_VERSIONS = ['security.istio.io/v1', 'security.istio.io/v1beta1'] as const;
 
-export type ConfigKind =
-  | 'ServiceEntry'
-  | 'WorkloadEntry'
-  | 'WorkloadGroup'
-  | 'VirtualService'
-  | 'DestinationRule'
-  | 'Gateway'
-  | 'Sidecar'
-  | 'PeerAuthentication'
-  | 'AuthorizationPolicy'
-  | 'RequestAuthentication';
-
-/** The kinds read from security.istio.io; the others are networking.istio.io. */
-export const SECURITY_KINDS: readonly ConfigKind[] = [
-  'PeerAuthentication',
-  'AuthorizationPolicy',
-  'RequestAuthentication',
-];
+/** The kinds Portolan serves: named once, in the table of config kinds. */
+export type { ConfigKind } from './config-kinds.js';
 
 /** One validated resource, with where it came from (path relative to the watched directory, 1-based line). */
 export interface ConfigResource<T, K extends ConfigKind = ConfigKind> {
@@ -58,17 +43,8 @@ export type RequestAuthenticationResource = ConfigResource<
   RequestAuthenticationSpec,
   'RequestAuthentication'
 >;
-export type AnyConfigResource =
-  | ServiceEntryResource
-  | WorkloadEntryResource
-  | WorkloadGroupResource
-  | VirtualServiceResource
-  | DestinationRuleResource
-  | GatewayResource
-  | SidecarResource
-  | PeerAuthenticationResource
-  | AuthorizationPolicyResource
-  | RequestAuthenticationResource;
+/** A resource of any kind: the union of the table's lists (mesh/config-kinds.ts). */
+export type AnyConfigResource = KindLists[keyof KindLists][number];
 
 /** `Kind/namespace/name`: the identity of a resource across files. */
 export function resourceKey(r: { kind: string; namespace: string; name: string }): string {

@@ -87,6 +87,11 @@ export function configChanged(event: ChangeEvent): boolean {
   return event.everything || event.rules.size > 0 || event.kinds.size > 0;
 }
 
+/** Whether the event may have changed the config kind `kind` (a list name of mesh/config-kinds.ts). */
+export function kindChanged(event: ChangeEvent, kind: string): boolean {
+  return event.everything || event.kinds.has(kind);
+}
+
 /** Every hostname the event names (services, endpoints or rules), each once. */
 export function changedHosts(event: ChangeEvent): ReadonlySet<string> {
   if (event.rules.size === 0 && event.endpoints.size === 0) return event.services;

@@ -7,6 +7,7 @@
 // silently drop what the file defines (a VM leaving its service) while the file showed `ok`, and as
 // an error the file's last good version stays in force, as for a misspelt field.
 import { SECURITY_API_VERSIONS, SUPPORTED_API_VERSIONS, type ConfigKind } from '../../mesh/types.js';
+import { apiGroupOf, CONFIG_KINDS } from '../../mesh/config-kinds.js';
 import { closest, editDistance } from './schema.js';
 
 export type KindVerdict =
@@ -20,20 +21,11 @@ export type KindVerdict =
 const NETWORKING = groupOf(SUPPORTED_API_VERSIONS[0]);
 const SECURITY = groupOf(SECURITY_API_VERSIONS[0]);
 
-/** Each kind's API group (a Record: a kind added to ConfigKind must be placed here). */
-const HOME: Record<ConfigKind, string> = {
-  ServiceEntry: NETWORKING,
-  WorkloadEntry: NETWORKING,
-  WorkloadGroup: NETWORKING,
-  VirtualService: NETWORKING,
-  DestinationRule: NETWORKING,
-  Gateway: NETWORKING,
-  Sidecar: NETWORKING,
-  PeerAuthentication: SECURITY,
-  AuthorizationPolicy: SECURITY,
-  RequestAuthentication: SECURITY,
-};
-const ALL_KINDS = Object.keys(HOME) as ConfigKind[];
+/** Each kind's API group, from the table of config kinds. */
+const HOME: Record<ConfigKind, string> = Object.fromEntries(
+  CONFIG_KINDS.map((kind) => [kind, apiGroupOf(kind) === 'security' ? SECURITY : NETWORKING]),
+) as Record<ConfigKind, string>;
+const ALL_KINDS = CONFIG_KINDS;
 
 /** Each Istio API group Portolan reads, with its versions and kinds. */
 const GROUPS: ReadonlyMap<string, { versions: readonly string[]; kinds: readonly ConfigKind[] }> = new Map(

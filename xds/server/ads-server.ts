@@ -147,7 +147,6 @@ export class AdsServer {
         observer.modelChanged?.(e);
         this.loop.add(e);
       }),
-      meshConfig.onConfigChange((trigger) => this.requestFullPush(trigger)),
     ];
     this.gauges = {
       streams: () => this.streams.counts(),
@@ -187,8 +186,8 @@ export class AdsServer {
   }
 
   /**
-   * A push for reasons outside the service model (traffic config changed): the push re-evaluates
-   * what the config's change reaches — the hosts whose rules changed, or everything.
+   * A push of everything, for tools and tests. A config edit needs none: the config directory names
+   * what it changed in its registry's change event, which arrives through `discovery`.
    */
   requestFullPush(trigger?: ChangeTrigger): void {
     this.loop.add(everythingChanged(trigger));

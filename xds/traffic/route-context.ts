@@ -1,7 +1,6 @@
 // What a VirtualService's routes are rendered against: which kind of client (its capabilities), the
 // proxy (namespace, labels) and the port and gateway the traffic arrives on.
 import type { Catalog } from '../../model/catalog.js';
-import type { MeshConfig } from '../../mesh/mesh-config.js';
 import type { MeshIndex } from '../../mesh/mesh-index.js';
 import type { Proxy } from '../proxy/proxy.js';
 
@@ -59,7 +58,6 @@ export function routeContext(
   };
 }
 
-/** Whether any VirtualService injects faults: only then do gRPC listeners carry the fault filter. */
-export function configHasFaults(config: MeshConfig): boolean {
-  return config.virtualServices.some((vs) => (vs.spec.http ?? []).some((r) => r.fault !== undefined));
-}
+// The predicate is the mesh model's (a config edit's change keys depend on it): re-exported here
+// for the generators that import it from this file.
+export { configHasFaults } from '../../mesh/faults.js';

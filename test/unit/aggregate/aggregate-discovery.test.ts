@@ -186,3 +186,43 @@ test('deleting the owner hands the hostname to the next registry', async () => {
   assert.deepEqual(addresses(agg, HOST, 7070), ['10.0.0.2:7072']);
   assert.deepEqual(agg.conflicts(), []);
 });
+
+/** A registry that publishes, beside its snapshot, the keys only it knows (as the config directory does). */
+class KeyedRegistry extends StubRegistry {
+  publishKeys(hosts: readonly string[], files: readonly string[]): void {
+    const trigger = { registries: [], files, debounced: true };
+    const also = { rules: new Set(hosts), kinds: new Set(['virtualServices']) };
+    this.state.replace(this.state.snapshot(), undefined, trigger, [], also);
+  }
+}
+
+test("a registry's rules and kinds reach the aggregate's listeners intact, in the same event, named for it", async () => {
+  const config = new KeyedRegistry('config');
+  const agg = new AggregateDiscovery([new MockRegistry(), config]);
+  await agg.start();
+  config.publish([mockService(HOST, [servicePort('grpc', 7070)])]);
+  const events: ChangeEvent[] = [];
+  agg.onChange((e) => events.push(e));
+  config.publishKeys(['reviews.default.svc.cluster.local'], ['vs.yaml']);
+  assert.deepEqual(
+    events.map((e) => [
+      [...e.services],
+      [...e.endpoints],
+      [...e.rules],
+      [...e.kinds],
+      e.everything,
+      e.trigger,
+    ]),
+    [
+      [
+        [],
+        [],
+        ['reviews.default.svc.cluster.local'],
+        ['virtualServices'],
+        false,
+        { registries: ['config'], files: ['vs.yaml'], debounced: true },
+      ],
+    ],
+  );
+  assert.equal(agg.service(HOST)?.registry, 'config', 'the catalog is as it was');
+});

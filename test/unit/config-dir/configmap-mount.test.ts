@@ -9,7 +9,7 @@ import { mkdir, readlink, rename, rm, symlink, unlink, writeFile } from 'node:fs
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { ConfigDirRegistry } from '../../../config-dir/registry.js';
-import { endpointsOnly, changedHosts, type ChangeEvent } from '../../../model/change.js';
+import { configChanged, endpointsOnly, changedHosts, type ChangeEvent } from '../../../model/change.js';
 import { eventually } from '../../support/eventually.js';
 import { makeTempDir, workloadEntry } from './helpers.js';
 
@@ -75,9 +75,8 @@ async function mounted(t: TestContext, data: Record<string, string>) {
   await registry.start();
   const events: ChangeEvent[] = [];
   registry.onChange((e) => events.push(e));
-  let configChanges = 0;
-  registry.onConfigChange(() => (configChanges += 1));
-  return { volume, registry, events, configChanges: () => configChanges };
+  const configChanges = () => events.filter(configChanged).length;
+  return { volume, registry, events, configChanges };
 }
 
 const addresses = (registry: ConfigDirRegistry, host: string): string[] | undefined =>

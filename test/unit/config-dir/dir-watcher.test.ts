@@ -6,14 +6,15 @@ import assert from 'node:assert/strict';
 import { mkdir, readFile, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setTimeout as pause } from 'node:timers/promises';
 import { test, type TestContext } from 'node:test';
+import type { TimerHandle, Timers } from '../../../config-dir/timers.js';
 import { DirWatcher } from '../../../config-dir/watcher.js';
 import { eventually } from '../../support/eventually.js';
 import { makeTempDir } from './helpers.js';
 
 /** A watcher whose reloads keep `files` (relative path → text) equal to what was read. */
-async function watching(t: TestContext, dir: string, cleanup: () => Promise<void>) {
+async function watching(t: TestContext, dir: string, cleanup: () => Promise<void>, timers?: Timers) {
   const files = new Map<string, string>();
   const batches: string[][] = [];
   const errors: Error[] = [];
@@ -34,6 +35,7 @@ async function watching(t: TestContext, dir: string, cleanup: () => Promise<void
     },
     onError: (e) => errors.push(e),
     onReloadError: (e) => errors.push(e),
+    ...(timers && { timers }),
   });
   // Stopped before its directory is removed, so no event of the removal outlives the test.
   t.after(async () => {
@@ -42,6 +44,15 @@ async function watching(t: TestContext, dir: string, cleanup: () => Promise<void
   });
   await watcher.start();
   return { files, batches, errors, watcher };
+}
+
+/**
+ * Writes `name` in the tree and waits until its batch is read: proof that the watcher has handled
+ * every event before it (inotify reports in order), for a check that something did not happen.
+ */
+async function processed(dir: string, files: ReadonlyMap<string, string>, name: string): Promise<void> {
+  await writeFile(join(dir, name), 'marker: true\n');
+  await eventually(() => assert.equal(files.get(name), 'marker: true\n'), { what: `${name} read` });
 }
 
 test('an edit in a directory of 2,000 files reloads that file alone', async (t) => {
@@ -62,7 +73,8 @@ test('a file deleted and written again later is still watched: its next edit arr
   const { files, watcher } = await watching(t, tmp.dir, tmp.cleanup);
   await unlink(join(tmp.dir, 'a.yaml'));
   await eventually(() => assert.equal(files.has('a.yaml'), false));
-  await sleep(200); // past chokidar's window for an atomic replace: a real delete, then a new file
+  // A regular file is the tree's to watch (chokidar, and its window for an atomic replace, see
+  // only symlinks): written again at once, it is a new file.
   await writeFile(join(tmp.dir, 'a.yaml'), 'v: 2\n');
   await eventually(() => assert.equal(files.get('a.yaml'), 'v: 2\n'));
   await watcher.settled(); // past the re-read that follows every change: the next edit needs a watch
@@ -102,8 +114,12 @@ test('a directory renamed inside the tree moves its files; one moved out removes
   await watcher.settled(); // the re-read that follows every change
   const before = batches.length;
   await writeFile(join(outside.dir, 'gone', 'b.yaml'), 'v: 2\n');
-  await sleep(300);
-  assert.deepEqual(batches.slice(before), [], 'a file moved out of the tree is no longer watched');
+  await processed(tmp.dir, files, 'marker.yaml');
+  assert.deepEqual(
+    batches.slice(before),
+    [['marker.yaml']],
+    'a file moved out of the tree is no longer watched',
+  );
 });
 
 test('a symlink loop is followed once, and an unreadable tree does not stop the rest', async (t) => {
@@ -174,7 +190,7 @@ test('a regular file replaced by a symlink is watched through the link, and agai
   const tmp = await makeTempDir();
   await tmp.write('a.yaml', 'v: 1\n');
   await tmp.write('.data/a.yaml', 'v: linked\n');
-  const { files, watcher } = await watching(t, tmp.dir, tmp.cleanup);
+  const { files, batches, watcher } = await watching(t, tmp.dir, tmp.cleanup);
   await symlink(join('.data', 'a.yaml'), join(tmp.dir, 'a.tmp'));
   await rename(join(tmp.dir, 'a.tmp'), join(tmp.dir, 'a.yaml'));
   await eventually(() => assert.equal(files.get('a.yaml'), 'v: linked\n'));
@@ -192,9 +208,10 @@ test('a regular file replaced by a symlink is watched through the link, and agai
   await eventually(() => assert.equal(files.get('a.yaml'), 'v: plain 2\n'), { what: 'an edit of the file' });
   // The old target is no longer what a.yaml is: writing it changes nothing.
   await watcher.settled();
+  const before = batches.length;
   await writeFile(join(tmp.dir, '.data', 'a.yaml'), 'v: linked 3\n');
-  await sleep(200);
-  await watcher.settled();
+  await processed(tmp.dir, files, 'marker.yaml');
+  assert.deepEqual(batches.slice(before), [['marker.yaml']], 'the old target is not watched');
   assert.equal(files.get('a.yaml'), 'v: plain 2\n');
 });
 
@@ -209,10 +226,64 @@ for (const linked of [false, true]) {
     assert.equal(files.get('a.yaml'), 'v: 1\n');
     for (let i = 2; i <= 11; i++) {
       await writeFile(target, `v: ${i}\n`);
-      await sleep(8);
+      await pause(8); // the writer's pace (the case itself), not a wait for the watcher
     }
     await eventually(() => assert.equal(files.get('a.yaml'), 'v: 11\n'));
     await watcher.settled();
     assert.equal(files.get('a.yaml'), 'v: 11\n');
   });
 }
+
+/** A clock that moves only when told, and timers that fire only when told; each timer asked is noted. */
+class ManualTimers implements Timers {
+  at = 0;
+  readonly asked: number[] = [];
+  private readonly pending = new Map<number, () => void>();
+  private next = 0;
+
+  now(): number {
+    return this.at;
+  }
+
+  setTimeout(fn: () => void, ms: number): TimerHandle {
+    this.asked.push(ms);
+    this.pending.set(++this.next, fn);
+    return this.next;
+  }
+
+  clearTimeout(handle: TimerHandle): void {
+    if (typeof handle === 'number') this.pending.delete(handle);
+  }
+
+  /** Runs the timers due (all of them: the test moved the clock past them). */
+  fire(): void {
+    const due = [...this.pending.values()];
+    this.pending.clear();
+    for (const fn of due) fn();
+  }
+}
+
+test("a steady stream of writes is read at most two quiet periods after its first event (on the watcher's timers)", async (t) => {
+  const tmp = await makeTempDir();
+  await tmp.write('a.yaml', 'v: 0\n');
+  const timers = new ManualTimers();
+  const { files, batches } = await watching(t, tmp.dir, tmp.cleanup, timers);
+  const before = batches.length;
+  // Each write one write(2) of the same length, so one event; the watcher's answer is the timer it asks for.
+  const writeAt = async (at: number, v: number, delay: number) => {
+    timers.at = at;
+    const asked = timers.asked.length;
+    await writeFile(join(tmp.dir, 'a.yaml'), `v: ${v}\n`, { flag: 'r+' });
+    await eventually(() => assert.ok(timers.asked.length > asked), { what: `the event of write ${v}` });
+    assert.equal(timers.asked.at(-1), delay, `the quiet period asked after write ${v}`);
+  };
+  // debounceMs 20 (watching()): a quiet period of 20 ms, a burst read at most 40 ms after it began.
+  await writeAt(0, 1, 20); // a burst begins: a quiet period
+  await writeAt(15, 2, 20); // still a full quiet period: the burst is young
+  await writeAt(30, 3, 10); // but no later than 40 ms after its first event
+  await writeAt(45, 4, 0); // past it: at once
+  assert.deepEqual(batches.slice(before), [], 'nothing read before the timer fires');
+  timers.fire();
+  await eventually(() => assert.equal(files.get('a.yaml'), 'v: 4\n'));
+  assert.deepEqual(batches.slice(before), [['a.yaml']], 'the burst read as one batch');
+});

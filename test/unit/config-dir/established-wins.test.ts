@@ -137,6 +137,29 @@ test('a resource identity defined by a newcomer is held back the same way', asyn
   );
 });
 
+test('a held-back file taken when its holder lets go: the one event names the rules of the file not edited', async (t) => {
+  const tmp = await makeTempDir();
+  t.after(() => tmp.cleanup());
+  const vs = `apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: echo}\nspec:\n  hosts: [routes.example.internal]\n  http: [{route: [{destination: {host: ${HOST}}}]}]\n`;
+  await tmp.write('z-echo.yaml', serviceEntry('echo-old', [HOST], '10.0.0.1'));
+  const registry = await registryOn(t, tmp);
+  // Held back whole: its ServiceEntry claims the host z-echo.yaml holds, so its VirtualService waits too.
+  await tmp.write('a-echo.yaml', `${serviceEntry('echo', [HOST], '10.0.0.2')}---\n${vs}`);
+  await eventually(() => assert.equal(statusOf(registry)['a-echo.yaml'], 'error'));
+  await registry.settled();
+  assert.deepEqual(registry.meshConfig().virtualServices, []);
+  const events: ChangeEvent[] = [];
+  registry.onChange((e) => events.push(e));
+  // Only z-echo.yaml is edited (removed); a-echo.yaml's waiting version steps in, VirtualService and all.
+  await rm(join(tmp.dir, 'z-echo.yaml'));
+  await eventually(() => assert.deepEqual(addresses(registry, HOST), ['10.0.0.2']));
+  await registry.settled();
+  assert.deepEqual(
+    events.map((e) => [[...e.endpoints], [...e.rules], [...e.kinds], e.everything]),
+    [[[HOST], ['routes.example.internal'], ['virtualServices'], false]],
+  );
+});
+
 test('across a restart: a file added while the server was down does not take over either', async (t) => {
   const tmp = await makeTempDir();
   t.after(() => tmp.cleanup());

@@ -9,6 +9,8 @@ import { test, type TestContext } from 'node:test';
 import { pino } from 'pino';
 import { ConfigDirRegistry, type ConfigDirOptions } from '../../../config-dir/registry.js';
 import type { ReadFs } from '../../../config-dir/read-file.js';
+import { REREAD_EMPTIED_MS } from '../../../config-dir/read-step.js';
+import type { Timers } from '../../../config-dir/timers.js';
 import { changeOf, endpointsOnly, changedHosts, type ChangeEvent } from '../../../model/change.js';
 import { eventually } from '../../support/eventually.js';
 import { makeTempDir, workloadEntry } from './helpers.js';
@@ -34,7 +36,7 @@ const vm = (name: string, address: string) =>
 async function started(
   t: TestContext,
   files: Record<string, string> = {},
-  options: Pick<ConfigDirOptions, 'logger' | 'readFs' | 'debounceMs'> = {},
+  options: Pick<ConfigDirOptions, 'logger' | 'readFs' | 'debounceMs' | 'timers'> = {},
 ) {
   const tmp = await makeTempDir();
   for (const [path, text] of Object.entries(files)) await tmp.write(path, text);
@@ -302,20 +304,35 @@ test('every log line about a config file carries its path and line: errors, thei
   assert.deepEqual([conflict?.file, conflict?.line], ['b.yaml', 1]);
 });
 
-test('VirtualServices and DestinationRules are exposed, and onConfigChange fires when they change', async (t) => {
+test("VirtualServices and DestinationRules are exposed; one event per edit names the rule's host and kind", async (t) => {
   const dr = (lb: string) =>
     `apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: echo}\nspec:\n  host: echo.example.internal\n  trafficPolicy: {loadBalancer: {simple: ${lb}}}\n`;
-  const { registry, write } = await started(t, { 'dr.yaml': dr('ROUND_ROBIN') });
+  const { registry, write, events } = await started(t, { 'dr.yaml': dr('ROUND_ROBIN') });
   assert.equal(
     registry.meshConfig().destinationRules[0]?.spec.trafficPolicy?.loadBalancer?.simple,
     'ROUND_ROBIN',
   );
   assert.deepEqual(registry.meshConfig().virtualServices, []);
-  let fired = 0;
-  registry.onConfigChange(() => fired++);
+  // What the push reads when the event arrives: the new config is in force already.
+  const seen: (string | undefined)[] = [];
+  registry.onChange(() =>
+    seen.push(registry.meshConfig().destinationRules[0]?.spec.trafficPolicy?.loadBalancer?.simple),
+  );
   await write('dr.yaml', dr('RANDOM'));
-  await eventually(() => fired === 1, { timeoutMs: 5000, what: 'config change' });
-  assert.equal(registry.meshConfig().destinationRules[0]?.spec.trafficPolicy?.loadBalancer?.simple, 'RANDOM');
+  await eventually(() => events.length === 1, { timeoutMs: 5000, what: 'config change' });
+  await registry.settled();
+  assert.deepEqual(seen, ['RANDOM']);
+  assert.deepEqual(
+    events.map((e) => [
+      [...e.services],
+      [...e.endpoints],
+      [...e.rules],
+      [...e.kinds],
+      e.everything,
+      e.trigger?.files,
+    ]),
+    [[[], [], ['echo.example.internal'], ['destinationRules'], false, ['dr.yaml']]],
+  );
 
   // A comment moves the resource down a line: the same config, so no change.
   await write('dr.yaml', '# comment\n' + dr('RANDOM'));
@@ -324,18 +341,43 @@ test('VirtualServices and DestinationRules are exposed, and onConfigChange fires
     what: 'reloaded',
   });
   await registry.settled();
-  assert.equal(fired, 1);
+  assert.equal(events.length, 1);
 });
 
-test('a Sidecar is mesh config: its edits fire onConfigChange; limitations show in the debug state', async (t) => {
+test('one edit of a file of a ServiceEntry and a VirtualService is one event: its services, endpoints, rules and kind', async (t) => {
+  const file = (port: number, address: string, timeout: string) =>
+    `apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: api}\nspec:\n  hosts: [api.example.internal]\n  resolution: STATIC\n  ports: [{name: http, number: ${port}, protocol: HTTP}]\n  endpoints: [{address: ${address}}]\n---\n` +
+    `apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: api}\nspec:\n  hosts: [api]\n  http: [{route: [{destination: {host: api.example.internal}}], timeout: ${timeout}}]\n`;
+  const { registry, write, events } = await started(t, { 'api.yaml': file(80, '10.0.0.1', '1s') });
+  await write('api.yaml', file(81, '10.0.0.2', '2s'));
+  await eventually(() => events.length > 0, { timeoutMs: 5000, what: 'the change event' });
+  await registry.settled();
+  assert.deepEqual(
+    events.map((e) => [[...e.services], [...e.endpoints], [...e.rules], [...e.kinds], e.everything]),
+    [
+      [
+        ['api.example.internal'],
+        ['api.example.internal'],
+        ['api.default.svc.cluster.local'],
+        ['virtualServices'],
+        false,
+      ],
+    ],
+  );
+  assert.equal(registry.meshConfig().virtualServices[0]?.spec.http?.[0]?.timeout, '2s');
+});
+
+test('a Sidecar is mesh config: its edit names its kind; limitations show in the debug state', async (t) => {
   const sidecar = (hosts: string) =>
     `apiVersion: networking.istio.io/v1\nkind: Sidecar\nmetadata: {name: default, namespace: shop}\nspec:\n  egress: [{hosts: [${hosts}]}]\n`;
-  const { registry, write } = await started(t, { 'sidecar.yaml': sidecar('"./*"') });
+  const { registry, write, events } = await started(t, { 'sidecar.yaml': sidecar('"./*"') });
   assert.deepEqual(registry.meshConfig().sidecars[0]?.spec.egress?.[0]?.hosts, ['./*']);
-  let fired = 0;
-  registry.onConfigChange(() => fired++);
   await write('sidecar.yaml', sidecar('"./*", "istio-system/*"'));
-  await eventually(() => fired === 1, { timeoutMs: 5000, what: 'config change' });
+  await eventually(() => events.length === 1, { timeoutMs: 5000, what: 'config change' });
+  assert.deepEqual(
+    events.map((e) => [[...e.rules], [...e.kinds], e.everything]),
+    [[[], ['sidecars'], false]],
+  );
   assert.deepEqual(registry.meshConfig().sidecars[0]?.spec.egress?.[0]?.hosts, ['./*', 'istio-system/*']);
   assert.deepEqual(
     trafficLimitations(registry.meshConfig()).map((l) => [l.resource, l.field, l.clients]),
@@ -504,4 +546,41 @@ test('a file emptied by a save caught half-way keeps its last good version', asy
     timeoutMs: 5000,
     what: 'new address',
   });
+});
+
+test("a file found emptied is read again on the registry's timers (1, 4, 16 ms, then a quiet period) before it is rejected", async (t) => {
+  // Timers that run at once and note what was asked: the waits are the product's, not the test's.
+  const asked: number[] = [];
+  const timers: Timers = {
+    now: () => Date.now(),
+    setTimeout: (fn, ms) => {
+      asked.push(ms);
+      return setTimeout(fn, 0);
+    },
+    clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout> | undefined),
+  };
+  const { registry, write, events } = await started(
+    t,
+    { 'echo.yaml': ECHO_SE, 'vm.yaml': vm('vm-1', '10.0.0.1') },
+    {
+      timers,
+      debounceMs: 30,
+    },
+  );
+  asked.length = 0;
+  await write('vm.yaml', '');
+  await eventually(() => registry.debugState().files.find((f) => f.path === 'vm.yaml')?.status === 'error', {
+    timeoutMs: 5000,
+    what: 'vm.yaml rejected as empty',
+  });
+  await registry.settled();
+  const reads = asked.filter((ms) => REREAD_EMPTIED_MS.includes(ms));
+  assert.deepEqual(
+    reads,
+    [...REREAD_EMPTIED_MS, ...REREAD_EMPTIED_MS],
+    'read again three times, after the edit and after the quiet period',
+  );
+  assert.ok(asked.includes(30), 'the quiet period ran on the same timers');
+  assert.deepEqual(addresses(registry, 'echo.example.internal'), ['10.0.0.1'], 'the last good version stays');
+  assert.deepEqual(events, [], 'nothing served changed');
 });

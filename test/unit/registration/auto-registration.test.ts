@@ -15,6 +15,7 @@ import { peerAddress } from '../../../cli/auto-registration.js';
 import { eventually } from '../../support/eventually.js';
 import { ManualClock } from '../../support/manual-clock.js';
 import { configResource } from '../../support/mesh-fixtures.js';
+import { kindChanged } from '../../../model/change.js';
 
 function group(name: string, spec: WorkloadGroupSpec, namespace = 'shop'): WorkloadGroupResource {
   return configResource('WorkloadGroup', name, spec, namespace, 'groups.yaml');
@@ -253,7 +254,9 @@ test('the config registry selects auto-registered entries into ServiceEntries by
     logger: silentLogger,
   });
   config.addWorkloadEntries(r);
-  config.onConfigChange(() => r.groupsChanged());
+  config.onChange((e) => {
+    if (kindChanged(e, 'workloadGroups')) r.groupsChanged();
+  });
   t.after(async () => {
     r.stop();
     await config.stop();

@@ -107,7 +107,7 @@ test(`by default (${DEFAULT_PATH_NORMALIZATION}) every Envoy HCM normalizes path
 for (const level of PATH_NORMALIZATION_LEVELS) {
   test(`--path-normalization ${level}: every Envoy HCM carries its fields, and they pass Envoy's rules`, () => {
     for (const c of envoyCases) {
-      const source: MeshConfigSource = { meshConfig: () => c.config, onConfigChange: () => () => undefined };
+      const source: MeshConfigSource = { meshConfig: () => c.config };
       const config: MeshConfig = withMeshSettings(source, { pathNormalization: level }).meshConfig();
       for (const { where, hcm } of hcmsOf({ ...c, config }))
         assert.deepEqual(actual(hcm), expected(level), where);
@@ -117,7 +117,7 @@ for (const level of PATH_NORMALIZATION_LEVELS) {
 
 test('withMeshSettings gives the same object for the same config, and the source as it is without settings', () => {
   let config: MeshConfig = envoyCases[0]!.config;
-  const source: MeshConfigSource = { meshConfig: () => config, onConfigChange: () => () => undefined };
+  const source: MeshConfigSource = { meshConfig: () => config };
   const wrapped = withMeshSettings(source, { pathNormalization: 'BASE' });
   const first = wrapped.meshConfig();
   assert.equal(wrapped.meshConfig(), first, 'same object while the config is the same');
