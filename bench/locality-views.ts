@@ -6,10 +6,11 @@
 import type { MeshConfig } from '../mesh/mesh-config.js';
 import type { DestinationRuleResource, TrafficPolicy } from '../mesh/types.js';
 import { buildCatalog, type Catalog } from '../model/catalog.js';
+import { changeOf } from '../model/change.js';
 import type { Endpoint } from '../model/endpoint.js';
 import { endpoint, service, servicePort } from '../test/support/model-fixtures.js';
 import { grpcEndpointGenerator } from '../xds/generators/grpc/endpoint.js';
-import { servingView } from '../xds/generators/view-memo.js';
+import { servingView } from '../xds/generators/serving-view.js';
 import type { ServingView } from '../xds/generators/generator.js';
 import type { EncodedResource } from '../xds/proto/resource.js';
 import { proxyFromNode, type Proxy } from '../xds/proxy/proxy.js';
@@ -172,7 +173,7 @@ function run(scenario: Scenario): Record<string, string> {
     view = servingView({ catalog: catalogAt(round), config }, view);
     const before = cache.misses;
     const start = performance.now();
-    const change = cache.apply({ hostnames: new Set([host(0)]), endpointsOnly: true }); // a NarrowedChange
+    const change = cache.apply(changeOf({ endpoints: [host(0)] })); // a NarrowedChange
     samples.push(performance.now() - start);
     if (cache.misses !== before) throw new Error('apply must rebuild in place, not miss');
     const distinct = new Set<EncodedResource | undefined>(
