@@ -64,14 +64,14 @@ class RecordingCatalog implements Catalog {
   }
 
   service(hostname: string): Service | undefined {
-    this.reads.services.add(hostname);
+    this.reads.service(hostname);
     return this.inner.service(hostname);
   }
 
   endpoints(hostname: string, port: number): readonly PortEndpoint[] {
     // The endpoints of a service port: the Service's port names map them.
-    this.reads.services.add(hostname);
-    this.reads.endpoints.add(hostname);
+    this.reads.service(hostname);
+    this.reads.endpointsOf(hostname);
     return this.inner.endpoints(hostname, port);
   }
 
@@ -123,7 +123,7 @@ for (const [field, kinds] of Object.entries(CONFIG_FIELDS)) {
   Object.defineProperty(RecordingConfig.prototype, field, {
     enumerable: true,
     get(this: RecordingConfig): unknown {
-      for (const kind of kinds) this.reads.kinds.add(kind);
+      for (const kind of kinds) this.reads.kind(kind);
       return this.inner[field as keyof MeshConfig];
     },
   });
@@ -156,12 +156,12 @@ function recorded<T extends object>(inner: T, reads: ReadSet, notes: Notes<T>): 
 }
 
 const ruleOfHost = (reads: ReadSet, host: unknown): void => {
-  reads.rules.add(String(host));
+  reads.rulesOf(String(host));
 };
 const kind =
   (k: ConfigKind) =>
   (reads: ReadSet): void => {
-    reads.kinds.add(k);
+    reads.kind(k);
   };
 
 const VIRTUAL_SERVICE_NOTES: Notes<MeshIndex['virtualServices']> = { lookup: ruleOfHost };

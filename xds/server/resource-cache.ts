@@ -49,7 +49,7 @@ export interface ChangeSet {
    */
   readonly hosts?: ReadonlySet<string>;
   /**
-   * Holds that moved to another view (what their key reads changed): each one's stream re-evaluates
+   * Holds that moved to another share (what their view key reads changed): each one's stream re-evaluates
    * that type, whatever else changed. Absent when none did.
    */
   readonly moved?: ReadonlySet<ViewHold>;
@@ -143,7 +143,7 @@ export class ResourceCache {
     return this.shares.viewKey(generator, proxy);
   }
 
-  /** Views held by open streams, per kind and type (the views a change may rebuild for). */
+  /** Shares (distinct view keys) held by open streams, per kind and type: what a change may rebuild for. */
   viewCounts(): ViewCount[] {
     return this.shares.viewCounts();
   }

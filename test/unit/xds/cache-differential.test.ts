@@ -42,6 +42,8 @@ import { fixtureCatalog, fixtureMeshConfig, fixtureProxies, VM_IP } from '../env
 
 const SEQUENCES = 12;
 const STEPS = 25;
+/** The last steps of a sequence change only the mesh config. */
+const CONFIG_TAIL = 5;
 
 /** mulberry32: a small seeded PRNG, so a failing sequence can be replayed from its seed. */
 function random(seed: number): () => number {
@@ -216,14 +218,17 @@ function initialWorld(): World {
   };
 }
 
-/** One random change to the world, as an event; `log` gets a line saying what it was. */
-function change(world: World, rnd: () => number, log: string[]): ChangeEvent {
+/**
+ * One random change to the world, as an event; `log` gets a line saying what it was. `configOnly`:
+ * a change of the mesh config (a sequence ends with some, which no later service change can hide).
+ */
+function change(world: World, rnd: () => number, log: string[], configOnly = false): ChangeEvent {
   const pick = <T>(list: readonly T[]): T => {
     const item = list[Math.floor(rnd() * list.length)];
     if (item === undefined) throw new Error('empty list');
     return item;
   };
-  const roll = rnd();
+  const roll = configOnly ? 1 : rnd();
   const hosts = [...world.services.keys()].sort();
   if (roll < 0.45) {
     // Endpoints of one service: some kept, some re-weighted or relabelled, one maybe added.
@@ -485,8 +490,9 @@ function runSequence(seed: number): { misses: number; rebuilds: number } {
   readSome(undefined);
   for (let step = 0; step < STEPS; step++) {
     // One to three changes merged into one push, as the debouncer merges them.
-    let event = change(world, rnd, log);
-    while (rnd() < 0.3) event = mergeChanges(event, change(world, rnd, log));
+    const configOnly = step >= STEPS - CONFIG_TAIL;
+    let event = change(world, rnd, log, configOnly);
+    while (rnd() < 0.3) event = mergeChanges(event, change(world, rnd, log, configOnly));
     world.catalog = buildCatalog(world.services.values(), world.endpoints);
     readSome(cache.apply(event));
   }
