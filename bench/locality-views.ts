@@ -155,6 +155,9 @@ function run(scenario: Scenario): Record<string, string> {
   let view: ServingView = servingView({ catalog: catalogAt(0), config });
   const cache = new ResourceCache((proxy) => ({ ...view, proxy }));
   const proxies = Array.from({ length: PROXIES }, (_, p) => proxyAt(p, scenario.labels(p)));
+  // Each client's stream holds its EDS view, as the server's do: a change rebuilds held entries in
+  // place (an entry no stream holds is only dropped).
+  for (const proxy of proxies) cache.retain(grpcEndpointGenerator, proxy);
   const subscriptions = (p: number): number[] => [
     0,
     ...Array.from({ length: CALLS - 1 }, (_, k) => 1 + ((p * 7 + k * 13) % (SERVICES - 1))),
