@@ -41,8 +41,7 @@ function topFolder(root, file) {
 /**
  * Inside a top-level folder: files under `from` may not import under `forbidden`, except `allowed`.
  * The ADS server is given its generator table and push check (by cli/): it sees the generator
- * interface (which also gives it serving views, contexts and recorded builds) and the resource
- * names, nothing that builds.
+ * interface, the per-view memo in the generate context and the resource names, nothing that builds.
  */
 export const SEAMS = [
   {
