@@ -12,7 +12,7 @@ import type { Service } from '../../../model/service.js';
 import { configHasFaults } from '../../../xds/traffic/route-context.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 import { configResource } from '../../support/mesh-fixtures.js';
-import { fixtureCatalog, fixtureMeshConfig, VM_IP } from '../envoy/fixture-mesh.js';
+import { ECHO, fixtureCatalog, fixtureMeshConfig, VM_IP } from '../envoy/fixture-mesh.js';
 
 /** mulberry32: a small seeded PRNG, so a failing sequence can be replayed from its seed. */
 export function random(seed: number): () => number {
@@ -91,13 +91,30 @@ const securityPool: readonly PoolEntry[] = [
   },
 ];
 
+/** Fault injection (the proxyless listeners' fault filter follows whether any route has it), off at the start. */
+const faultPool: readonly PoolEntry[] = [
+  {
+    kind: 'vs',
+    value: configResource('VirtualService', 'echo-faults', {
+      hosts: [ECHO],
+      http: [
+        {
+          fault: { abort: { httpStatus: 503, percentage: { value: 10 } } },
+          route: [{ destination: { host: ECHO } }],
+        },
+      ],
+    }),
+  },
+];
+const offAtStart = [...securityPool, ...faultPool];
+
 const fixtureConfig = fixtureMeshConfig();
 const configPool: readonly PoolEntry[] = [
   ...fixtureConfig.virtualServices.map((value) => ({ kind: 'vs' as const, value })),
   ...fixtureConfig.destinationRules.map((value) => ({ kind: 'dr' as const, value })),
   ...fixtureConfig.gateways.map((value) => ({ kind: 'gw' as const, value })),
   ...fixtureConfig.sidecars.map((value) => ({ kind: 'sidecar' as const, value })),
-  ...securityPool,
+  ...offAtStart,
 ];
 
 /** An edit of a pool entry that keeps its name: other routes or another policy and one more subset. */
@@ -157,7 +174,7 @@ export function initialWorld(): World {
     for (const p of s.ports) for (const pe of catalog.endpoints(s.hostname, p.number)) seen.add(pe.endpoint);
     endpoints.set(s.hostname, [...seen]);
   }
-  const state = configPool.map((e) => (securityPool.includes(e) ? 0 : 1));
+  const state = configPool.map((e) => (offAtStart.includes(e) ? 0 : 1));
   return {
     services,
     endpoints,
