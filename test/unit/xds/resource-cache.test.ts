@@ -446,3 +446,22 @@ test('an AuthorizationPolicy change rebuilds the server listeners that read it, 
   assert.notEqual(after?.version, before?.version);
   assert.equal(cache.get(lds.g, server, `${A}:7070`, lds.hold.key)?.version, clientListener?.version);
 });
+
+test('a change of keys no build read rebuilds nothing and reports nothing', () => {
+  const w = world();
+  const generators = [grpcClusterGenerator, grpcEndpointGenerator, grpcListenerGenerator].map(counting);
+  const holds = generators.map((g) => w.cache.retain(g, proxy));
+  generators.forEach((g, i) =>
+    w.cache.get(g, proxy, g === generators[2] ? `${A}:7070` : CLUSTER_A, holds[i]?.key),
+  );
+  const builds = generators.map((g) => g.builds);
+  const set = w.cache.apply(
+    changeOf({ kinds: ['gateways', 'sidecars'], rules: ['elsewhere.mock.internal'] }),
+  );
+  assert.deepEqual(
+    generators.map((g) => g.builds),
+    builds,
+    'proxyless clusters, load assignments and listeners read no Gateway, Sidecar or rule of another host',
+  );
+  assert.equal(set.types.length, 0);
+});
