@@ -10,7 +10,7 @@ import type { MeshConfig } from '../mesh/mesh-config.js';
 import { DEFAULT_GENERATORS, GeneratorTable } from '../xds/generators/index.js';
 import { grpcListenerGenerator } from '../xds/generators/grpc/listener.js';
 import { GRPC_SERVER_LISTENER_TEMPLATE } from '../xds/generators/grpc/server-listener.js';
-import { generateContext } from '../xds/generators/view-memo.js';
+import { generateContext } from '../xds/generators/serving-view.js';
 import { LISTENER } from '../xds/proto/type-urls.js';
 import { proxyFromNode } from '../xds/proxy/proxy.js';
 import { envoyResourceSet } from '../xds/validate/envoy-resource-set.js';

@@ -53,7 +53,7 @@ export const SEAMS = [
   {
     from: 'xds/server',
     forbidden: ['xds/generators', 'xds/traffic', 'xds/validate'],
-    allowed: ['xds/generators/generator.ts', 'xds/generators/view-memo.ts', 'xds/generators/names.ts'],
+    allowed: ['xds/generators/generator.ts', 'xds/generators/names.ts'],
   },
   { from: 'xds/protocol', forbidden: ['xds/server', 'xds/generators'], allowed: [] },
   { from: 'agent', forbidden: ['xds/server'], allowed: [] },

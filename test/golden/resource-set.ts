@@ -5,7 +5,7 @@
 // gRPC: its listeners by name (and the wildcard, for every target), then the route configurations,
 // clusters and load assignments they lead to, as a gRPC client follows them.
 import type { GenerateContext } from '../../xds/generators/generator.js';
-import { generateContext as serverContext } from '../../xds/generators/view-memo.js';
+import { generateContext as serverContext } from '../../xds/generators/serving-view.js';
 import { DEFAULT_GENERATORS, GeneratorTable } from '../../xds/generators/index.js';
 import { decodeAny } from '../../xds/proto/protos.js';
 import { proxyFromNode } from '../../xds/proxy/proxy.js';

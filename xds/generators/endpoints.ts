@@ -84,7 +84,7 @@ export function buildLoadAssignment(ctx: GenerateContext, name: string): Encoded
   const service = catalog.service(key.hostname);
   if (!service || service.resolution !== 'STATIC') return undefined;
   // Views of one namespace share the plan; each view's rebuild after a change is then two lookups.
-  const plan = ctx.memo.get(PLANS, `${name}\0${proxy.namespace}`, () =>
+  const plan = ctx.memo.get(PLANS, `${name}\0${proxy.namespace}`, ctx, (ctx) =>
     localityLbPlan(
       clusterPolicy(ctx.index, key.hostname, key.port, key.subset, proxy.namespace, service.namespace)
         ?.policy,
@@ -92,10 +92,10 @@ export function buildLoadAssignment(ctx: GenerateContext, name: string): Encoded
   );
   const place = placeOf(proxy);
   const memoKey = JSON.stringify([name, proxy.namespace, placeKey(plan, place)]);
-  return ctx.memo.get(ASSIGNMENTS, memoKey, () => {
-    let endpoints = catalog.endpoints(key.hostname, key.port);
+  return ctx.memo.get(ASSIGNMENTS, memoKey, ctx, (ctx) => {
+    let endpoints = ctx.catalog.endpoints(key.hostname, key.port);
     if (key.subset !== '') {
-      const subset = findSubset(ctx.index, catalog, key.hostname, key.subset, proxy.namespace);
+      const subset = findSubset(ctx.index, ctx.catalog, key.hostname, key.subset, proxy.namespace);
       if (!subset) return undefined;
       endpoints = subsetEndpoints(endpoints, subset);
     }

@@ -1,12 +1,17 @@
 // The seam between the ADS server and what it serves: one generator per type URL and kind of proxy,
-// looked up in a table the server is given.
+// looked up in a table the server is given, and what the server needs to run them: a serving view,
+// a context per proxy, and builds that record what they read. The server sees generation only
+// through this file (and names.ts; tools/eslint-layers.mjs SEAMS).
 import type { Catalog } from '../../model/catalog.js';
 import type { MeshConfig } from '../../mesh/mesh-config.js';
 import type { MeshIndex } from '../../mesh/mesh-index.js';
 import type { Proxy, ProxyKind } from '../proxy/proxy.js';
 import type { EncodedResource } from '../proto/resource.js';
 import type { ViewMemo } from './view-memo.js';
-import type { WholeKind } from './config-scope.js';
+import type { ReadSet } from './reads.js';
+
+export { servingView, proxyContext, recordedBuild } from './serving-view.js';
+export type { ReadSet, ConfigKind } from './reads.js';
 
 /** What one serving generation generates from: the catalog and mesh config, and what derives from them. */
 export interface ServingView {
@@ -19,10 +24,20 @@ export interface ServingView {
   readonly memo: ViewMemo;
   /** The SPIFFE trust domain of workload identities (`--trust-domain`); default cluster.local. */
   readonly trustDomain?: string;
+  /**
+   * Whether any VirtualService route injects faults (proxyless listeners add the fault filter then).
+   * Read without a record: a config change that flips it is a change of everything (model/change.ts).
+   */
+  readonly faults: boolean;
 }
 
 export interface GenerateContext extends ServingView {
   readonly proxy: Proxy;
+  /**
+   * What this build reads, noted by its catalog, config and index (recording-context.ts); absent on
+   * a context that records nothing (the server's per-proxy one, a test's).
+   */
+  readonly reads?: ReadSet;
 }
 
 export interface ResourceGenerator {
@@ -47,19 +62,26 @@ export interface ResourceGenerator {
    */
   viewKeyReads?(view: ServingView): unknown;
   /**
-   * The mesh config reaches these resources only through the index's VirtualService and
-   * DestinationRule lookups (recorded per host) and through what configChangeReach compares as a
-   * whole (config-scope.ts). Then a config change rebuilds only those that looked up a host whose
-   * rules changed, or that read a kind read wholesale that changed (`wholeKinds`); without it, every
-   * one of them is rebuilt on any config change.
+   * The hostname the resource `name` belongs to, if one: a name that builds to nothing may appear
+   * when a change names its host (a cluster when its service comes, a subset cluster when its
+   * DestinationRule defines the subset). Absent: no name belongs to one host.
    */
-  readonly configByHost?: boolean;
-  /**
-   * With configByHost: the kinds read wholesale (config-scope.ts WHOLE_KINDS) the resource `name`
-   * depends on; a change of any other leaves it as it is. Absent: every such kind. The cache
-   * differential test holds each generator to what it says here.
-   */
-  wholeKinds?(name: string): readonly WholeKind[];
+  hostOf?(name: string): string | undefined;
+}
+
+/**
+ * `inner` with its build replaced by `build` (given inner's): every other member is inner's, by
+ * prototype, so a wrapper cannot drop one.
+ */
+export function withBuild(
+  inner: ResourceGenerator,
+  build: (ctx: GenerateContext, name: string, inner: ResourceGenerator) => EncodedResource | undefined,
+): ResourceGenerator {
+  const wrapped = Object.create(inner) as ResourceGenerator;
+  Object.defineProperty(wrapped, 'build', {
+    value: (ctx: GenerateContext, name: string) => build(ctx, name, inner),
+  });
+  return wrapped;
 }
 
 /** Which generator serves a type URL to a kind of proxy (xds/generators/index.ts has the table). */

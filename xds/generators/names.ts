@@ -1,5 +1,7 @@
 // Every xDS resource name format Portolan uses, in one place. Istio's formats, so tooling and
 // habits carry over: clusters `outbound|PORT|SUBSET|HOST`, gRPC listeners `HOST:PORT`.
+import type { ProxyKind } from '../proxy/proxy.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../proto/type-urls.js';
 
 export type TrafficDirection = 'outbound' | 'inbound';
 
@@ -87,4 +89,27 @@ export function portRouteName(port: number): string {
 
 export function gatewayRouteName(port: number): string {
   return `http.${port}`;
+}
+
+/** The host an outbound cluster (or its load assignment) `outbound|PORT|SUBSET|HOST` belongs to. */
+export function clusterHost(name: string): string | undefined {
+  const key = parseClusterName(name);
+  return key?.direction === 'outbound' ? key.hostname : undefined;
+}
+
+/** The host a proxyless listener or route `HOST[:PORT]` belongs to. */
+export function hostPortHost(name: string): string | undefined {
+  return parseHostPort(name)?.hostname;
+}
+
+/**
+ * The host a resource name belongs to, when it belongs to one, as the generators' hostOf say it:
+ * clusters and load assignments of every kind, proxyless listeners and routes. Envoy's listeners
+ * and routes span many services: undefined. (For the subscription index, which keeps a stream's
+ * names that do not exist yet by host.)
+ */
+export function nameHost(kind: ProxyKind, typeUrl: string, name: string): string | undefined {
+  if (typeUrl === CLUSTER || typeUrl === ENDPOINT) return clusterHost(name);
+  if (kind === 'grpc' && (typeUrl === LISTENER || typeUrl === ROUTE)) return hostPortHost(name);
+  return undefined;
 }

@@ -1,6 +1,6 @@
 // The push loop: model and config changes are debounced into pushes (push-debouncer.ts); each push
-// takes a new serving view (catalog, mesh config and what derives from them), applies it to the
-// shared resource cache, which reports exactly what changed, hands that to the streams it concerns
+// takes a new serving view (catalog, mesh config and what derives from them), applies the merged
+// change event to the shared resource cache, which reports exactly what changed, hands that to the streams it concerns
 // (the registry's subscription index), and follows the push until every stream it touched has sent
 // it (convergence). It reports each step to the observer.
 import type { MeshConfigSource } from '../../mesh/mesh-config.js';
@@ -12,9 +12,12 @@ import {
   type ChangeEvent,
 } from '../../model/change.js';
 import type { ServiceDiscovery } from '../../model/discovery.js';
-import type { GenerateContext, ServingView } from '../generators/generator.js';
-import { servingView } from '../generators/view-memo.js';
-import { narrowChange } from './narrow-change.js';
+import {
+  proxyContext,
+  servingView,
+  type GenerateContext,
+  type ServingView,
+} from '../generators/generator.js';
 import type { Proxy } from '../proxy/proxy.js';
 import type { PushLimiter } from './flow-control.js';
 import type { AdsObserver, PushInfo, PushKind, PushTrigger } from './observer.js';
@@ -38,12 +41,13 @@ export interface PushLoopOptions {
 }
 
 export class PushLoop {
-  /** Encoded resources of the current view, shared by every stream. */
+  /** Encoded resources of the current serving view, shared by every stream. */
   readonly cache: ResourceCache;
-  private view: ServingView;
+  /** The catalog and mesh config being served, and what derives from them. */
+  private serving: ServingView;
   /**
-   * Each proxy's context in the current view, made once: a stream asks for it per type it
-   * subscribes to and per resource built. A new view starts a new map.
+   * Each proxy's context in the current serving view, made once: a stream asks for it per type it
+   * subscribes to and per resource built. A new serving view starts a new map.
    */
   private contexts = new WeakMap<Proxy, GenerateContext>();
   private readonly debouncer: PushDebouncer;
@@ -51,7 +55,7 @@ export class PushLoop {
   pushes = 0;
 
   constructor(private readonly options: PushLoopOptions) {
-    this.view = this.nextView();
+    this.serving = this.nextServing();
     this.cache = new ResourceCache((proxy) => this.context(proxy));
     const { limiter } = options;
     this.debouncer = new PushDebouncer(
@@ -73,18 +77,14 @@ export class PushLoop {
     this.cache.stop();
   }
 
-  /** What generators build from for `proxy`, in the current view. */
+  /** What generators build from for `proxy`, in the current serving view. */
   context(proxy: Proxy): GenerateContext {
     let ctx = this.contexts.get(proxy);
-    if (!ctx) {
-      // Field by field: a spread copy of the view cost more than the rest of this call.
-      const { catalog, config, index, memo, trustDomain } = this.view;
-      this.contexts.set(proxy, (ctx = { catalog, config, index, memo, trustDomain, proxy }));
-    }
+    if (!ctx) this.contexts.set(proxy, (ctx = proxyContext(this.serving, proxy)));
     return ctx;
   }
 
-  private nextView(previous?: ServingView): ServingView {
+  private nextServing(previous?: ServingView): ServingView {
     const { discovery, meshConfig, trustDomain } = this.options;
     return servingView(
       { catalog: discovery.catalog(), config: meshConfig.meshConfig(), ...(trustDomain && { trustDomain }) },
@@ -103,10 +103,10 @@ export class PushLoop {
       trigger: pushTrigger(change.event),
     };
     observer.pushStarted?.(push);
-    const previous = this.view;
-    this.view = this.nextView(previous);
+    this.serving = this.nextServing(this.serving);
     this.contexts = new WeakMap();
-    const changes = this.cache.apply(narrowChange(change.event, previous.config, this.view.config));
+    // The event names what changed by key; the cache rebuilds what read one of them.
+    const changes = this.cache.apply(change.event);
     const round = this.round(push, change.firstSeen);
     let touched = 0;
     // Only the streams that subscribe to something that changed (every stream on a config change).

@@ -1,4 +1,4 @@
-// Shared SotW responses: streams of one view that subscribe to the same names send the same bytes,
+// Shared SotW responses: streams of one view key that subscribe to the same names send the same bytes,
 // encoded once (without the nonce, which each stream sends after the body). Entries live for one
 // epoch of their type (ResourceCache.epoch): when anything of that type changes, the type's responses
 // are dropped. Bounded besides: at most `maxEntries` responses and `maxBytes` of bodies, least
@@ -23,8 +23,8 @@ export interface ResponseCacheLimits {
 }
 
 export const DEFAULT_RESPONSE_CACHE_LIMITS: ResponseCacheLimits = {
-  // A distinct response per view and subscription: thousands of gRPC clients with their own
-  // targets, a wildcard CDS per Envoy view (about 0.5 MB at 1,000 services).
+  // A distinct response per view key and subscription: thousands of gRPC clients with their own
+  // targets, a wildcard CDS per Envoy view key (about 0.5 MB at 1,000 services).
   maxEntries: 10_000,
   maxBytes: 256 * 1024 * 1024,
   idleMs: 5 * 60_000,

@@ -2,7 +2,7 @@
 // (validate.rules) before it is sent; an invalid one is logged and withheld (the proxy keeps what it
 // has rather than NACKing). Costs a decode per generated resource, so it is off by default.
 import { createLogger, type Logger } from '../../log/logger.js';
-import type { ResourceGenerator } from '../generators/generator.js';
+import { withBuild, type ResourceGenerator } from '../generators/generator.js';
 import { TYPE_URL_PREFIX } from '../proto/type-urls.js';
 import { validateEncoded } from './pgv-validator.js';
 
@@ -14,32 +14,24 @@ export function validatePushesEnabled(env: NodeJS.ProcessEnv = process.env): boo
 
 let defaultLogger: Logger | undefined;
 
+/** `inner` with its builds checked; every other member is inner's (withBuild). */
 export function validatingGenerator(inner: ResourceGenerator, logger?: Logger): ResourceGenerator {
-  return {
-    typeUrl: inner.typeUrl,
-    proxyKind: inner.proxyKind,
-    ...(inner.configByHost && { configByHost: true }),
-    ...(inner.wholeKinds && { wholeKinds: inner.wholeKinds.bind(inner) }),
-    ...(inner.viewKeyReads && { viewKeyReads: inner.viewKeyReads.bind(inner) }),
-    viewKey: (proxy, view) => inner.viewKey(proxy, view),
-    wildcardNames: (ctx) => inner.wildcardNames(ctx),
-    build(ctx, name) {
-      const built = inner.build(ctx, name);
-      if (!built) return built;
-      const violations = validateEncoded(built.typeUrl.slice(TYPE_URL_PREFIX.length), built.value);
-      if (violations.length === 0) return built;
-      const log = logger ?? (defaultLogger ??= createLogger('warn').child({ component: 'validate-pushes' }));
-      log.error(
-        {
-          type: inner.typeUrl,
-          name,
-          node: ctx.proxy.id,
-          proxy: ctx.proxy.id,
-          violations: violations.slice(0, 20),
-        },
-        'generated resource fails Envoy validation rules: not sent',
-      );
-      return undefined;
-    },
-  };
+  return withBuild(inner, (ctx, name) => {
+    const built = inner.build(ctx, name);
+    if (!built) return built;
+    const violations = validateEncoded(built.typeUrl.slice(TYPE_URL_PREFIX.length), built.value);
+    if (violations.length === 0) return built;
+    const log = logger ?? (defaultLogger ??= createLogger('warn').child({ component: 'validate-pushes' }));
+    log.error(
+      {
+        type: inner.typeUrl,
+        name,
+        node: ctx.proxy.id,
+        proxy: ctx.proxy.id,
+        violations: violations.slice(0, 20),
+      },
+      'generated resource fails Envoy validation rules: not sent',
+    );
+    return undefined;
+  });
 }

@@ -25,7 +25,7 @@ import {
   WEB,
   type Collected,
 } from './fixture-mesh.js';
-import { generateContext } from '../../../xds/generators/view-memo.js';
+import { generateContext } from '../../../xds/generators/serving-view.js';
 import { destinationRule } from '../../support/mesh-fixtures.js';
 
 type Obj = Record<string, unknown>;

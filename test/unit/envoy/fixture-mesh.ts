@@ -23,7 +23,7 @@ import { proxyFromNode, type Proxy } from '../../../xds/proxy/proxy.js';
 import type { EncodedResource } from '../../../xds/proto/resource.js';
 import { configResource } from '../../support/mesh-fixtures.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
-import { generateContext } from '../../../xds/generators/view-memo.js';
+import { generateContext } from '../../../xds/generators/serving-view.js';
 
 export const WEB = 'web.mesh.internal';
 export const SHOP = 'shop.mesh.internal';

@@ -29,7 +29,7 @@ import {
   SHOP,
   WEB,
 } from './fixture-mesh.js';
-import { generateContext } from '../../../xds/generators/view-memo.js';
+import { generateContext } from '../../../xds/generators/serving-view.js';
 
 const catalog = fixtureCatalog();
 const proxies = fixtureProxies();

@@ -15,7 +15,7 @@ import { CLUSTER, LISTENER, ROUTE } from '../../../xds/proto/type-urls.js';
 import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
 import { checkPushConsistency } from '../../../xds/validate/push-consistency.js';
 import { collect, fixtureCatalog, fixtureMeshConfig, fixtureProxies } from './fixture-mesh.js';
-import { generateContext } from '../../../xds/generators/view-memo.js';
+import { generateContext } from '../../../xds/generators/serving-view.js';
 
 const catalog = fixtureCatalog();
 

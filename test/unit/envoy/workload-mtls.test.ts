@@ -23,7 +23,7 @@ import { validateEncoded } from '../../../xds/validate/pgv-validator.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 import { at, list } from './at.js';
 import { collect, envoyProxy } from './fixture-mesh.js';
-import { generateContext } from '../../../xds/generators/view-memo.js';
+import { generateContext } from '../../../xds/generators/serving-view.js';
 
 type Obj = Record<string, unknown>;
 

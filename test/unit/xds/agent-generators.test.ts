@@ -12,7 +12,7 @@ import { nameTableGenerator } from '../../../xds/generators/agent/name-table.js'
 import { registrationGenerator } from '../../../xds/generators/agent/registration.js';
 import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
 import { GeneratorTable } from '../../../xds/generators/index.js';
-import { generateContext } from '../../../xds/generators/view-memo.js';
+import { generateContext } from '../../../xds/generators/serving-view.js';
 import { decodeAny } from '../../../xds/proto/protos.js';
 import { LISTENER } from '../../../xds/proto/type-urls.js';
 import { proxyFromNode, type Proxy } from '../../../xds/proxy/proxy.js';

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { NO_MESH_CONFIG } from '../../../mesh/mesh-config.js';
 import { buildCatalog } from '../../../model/catalog.js';
 import { grpcClusterGenerator } from '../../../xds/generators/grpc/cluster.js';
-import { generateContext } from '../../../xds/generators/view-memo.js';
+import { generateContext } from '../../../xds/generators/serving-view.js';
 import { encodeResource } from '../../../xds/proto/resource.js';
 import { CLUSTER } from '../../../xds/proto/type-urls.js';
 import { proxyFromNode } from '../../../xds/proxy/proxy.js';

@@ -12,7 +12,7 @@ import { buildCatalog } from '../../../model/catalog.js';
 import type { Locality } from '../../../model/endpoint.js';
 import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
 import { grpcEndpointGenerator } from '../../../xds/generators/grpc/endpoint.js';
-import { generateContext, servingView } from '../../../xds/generators/view-memo.js';
+import { generateContext, servingView } from '../../../xds/generators/serving-view.js';
 import { ENDPOINT } from '../../../xds/proto/type-urls.js';
 import { proxyFromNode, type Proxy } from '../../../xds/proxy/proxy.js';
 import { ResourceCache } from '../../../xds/server/resource-cache.js';

@@ -32,7 +32,7 @@ import {
 } from '../../support/decoded-xds.js';
 import { DNS, grpcFixtureServices, NONE, ONE, TWO } from '../../support/grpc-fixture-mesh.js';
 import { endpoint } from '../../support/model-fixtures.js';
-import { generateContext } from '../../../xds/generators/view-memo.js';
+import { generateContext } from '../../../xds/generators/serving-view.js';
 
 function ctxFor(services: readonly Service[], endpoints: Record<string, Endpoint[]> = {}): GenerateContext {
   const catalog = buildCatalog(services, new Map(Object.entries(endpoints)));

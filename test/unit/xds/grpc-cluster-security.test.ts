@@ -16,7 +16,7 @@ import { CLUSTER } from '../../../xds/proto/type-urls.js';
 import { validateEncoded } from '../../../xds/validate/pgv-validator.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 import { at } from '../envoy/at.js';
-import { generateContext } from '../../../xds/generators/view-memo.js';
+import { generateContext } from '../../../xds/generators/serving-view.js';
 
 const PAYMENTS = 'payments.shop.internal';
 const NAME = `outbound|7070||${PAYMENTS}`;

@@ -22,7 +22,7 @@ import {
   VM_IP,
   WEB,
 } from '../envoy/fixture-mesh.js';
-import { generateContext } from '../../../xds/generators/view-memo.js';
+import { generateContext } from '../../../xds/generators/serving-view.js';
 
 const catalog = fixtureCatalog();
 const config = fixtureMeshConfig();

@@ -16,7 +16,7 @@ import { EMPTY_MESH_CONFIG, nextMeshConfig, type MeshConfig } from '../../../mes
 import { buildCatalog } from '../../../model/catalog.js';
 import { grpcListenerGenerator } from '../../../xds/generators/grpc/listener.js';
 import { GRPC_SERVER_LISTENER_TEMPLATE } from '../../../xds/generators/grpc/server-listener.js';
-import { generateContext } from '../../../xds/generators/view-memo.js';
+import { generateContext } from '../../../xds/generators/serving-view.js';
 import { decodeAny } from '../../../xds/proto/protos.js';
 import { LISTENER } from '../../../xds/proto/type-urls.js';
 import { proxyFromNode } from '../../../xds/proxy/proxy.js';

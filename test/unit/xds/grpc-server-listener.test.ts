@@ -19,7 +19,7 @@ import { proxyFromNode } from '../../../xds/proxy/proxy.js';
 import { LISTENER } from '../../../xds/proto/type-urls.js';
 import { validateEncoded } from '../../../xds/validate/pgv-validator.js';
 import { at } from '../envoy/at.js';
-import { generateContext } from '../../../xds/generators/view-memo.js';
+import { generateContext } from '../../../xds/generators/serving-view.js';
 
 const proxy = proxyFromNode({
   id: 'ledger-1',

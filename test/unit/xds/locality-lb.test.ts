@@ -11,7 +11,7 @@ import { buildCatalog, type Catalog } from '../../../model/catalog.js';
 import type { Endpoint, Locality } from '../../../model/endpoint.js';
 import { grpcEndpointGenerator } from '../../../xds/generators/grpc/endpoint.js';
 import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
-import { generateContext, servingView } from '../../../xds/generators/view-memo.js';
+import { generateContext, servingView } from '../../../xds/generators/serving-view.js';
 import { decodeAny } from '../../../xds/proto/protos.js';
 import { CLUSTER, ENDPOINT } from '../../../xds/proto/type-urls.js';
 import { proxyFromNode, type NodeInfo, type Proxy } from '../../../xds/proxy/proxy.js';

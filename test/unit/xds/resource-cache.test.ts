@@ -10,14 +10,14 @@ import { grpcEndpointGenerator } from '../../../xds/generators/grpc/endpoint.js'
 import { grpcListenerGenerator } from '../../../xds/generators/grpc/listener.js';
 import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
 import { proxyFromNode } from '../../../xds/proxy/proxy.js';
-import { narrowChange } from '../../../xds/server/narrow-change.js';
-import { everythingChanged } from '../../../model/change.js';
+import { changeOf, everythingChanged } from '../../../model/change.js';
 import { ResourceCache, typeKey, wildcardKey } from '../../../xds/server/resource-cache.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../../xds/proto/type-urls.js';
 import { configResource, destinationRule } from '../../support/mesh-fixtures.js';
 import { GRPC_SERVER_LISTENER_TEMPLATE } from '../../../xds/generators/grpc/server-listener.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
-import { generateContext, memoSlot, servingView } from '../../../xds/generators/view-memo.js';
+import { generateContext, proxyContext, servingView } from '../../../xds/generators/serving-view.js';
+import { memoSlot } from '../../../xds/generators/view-memo.js';
 import type { GenerateContext, ResourceGenerator, ServingView } from '../../../xds/generators/generator.js';
 import { encodeResource } from '../../../xds/proto/resource.js';
 
@@ -64,7 +64,7 @@ test('an endpoint change rebuilds the load assignment of that host only, and rep
   w.endpoints.set(A, [endpoint('10.0.0.9', { grpc: 9000 })]);
   w.rebuild();
   const epoch = w.cache.epoch('grpc', ENDPOINT);
-  const set = w.cache.apply({ hostnames: new Set([A]), endpointsOnly: true });
+  const set = w.cache.apply(changeOf({ endpoints: [A] }));
   assert.equal(set.all, false);
   assert.deepEqual(changed(set, ENDPOINT), [CLUSTER_A]);
   assert.deepEqual(changed(set, CLUSTER), [], 'an EDS cluster does not embed endpoints: unchanged bytes');
@@ -83,7 +83,7 @@ test('a change that leaves the bytes equal reports nothing', () => {
   w.cache.get(grpcEndpointGenerator, proxy, CLUSTER_A);
   w.endpoints.set(A, [endpoint('10.0.0.1', { grpc: 9000 })]);
   w.rebuild();
-  const set = w.cache.apply({ hostnames: new Set([A]), endpointsOnly: true });
+  const set = w.cache.apply(changeOf({ endpoints: [A] }));
   assert.equal(set.names.size, 0);
 });
 
@@ -94,7 +94,7 @@ test('a new service changes the wildcard lists it appears in', () => {
   const C = 'c.mock.internal';
   w.services.set(C, service(C, [servicePort('grpc', 7070)]));
   w.rebuild();
-  const set = w.cache.apply({ hostnames: new Set([C]), endpointsOnly: false });
+  const set = w.cache.apply(changeOf({ services: [C] }));
   assert.ok(set.wildcards.has(wildcardKey('grpc', CLUSTER, grpcClusterGenerator.viewKey(proxy))));
   assert.ok(set.wildcards.has(wildcardKey('grpc', LISTENER, grpcListenerGenerator.viewKey(proxy))));
   assert.ok(w.cache.wildcardNames(grpcClusterGenerator, proxy).set.has(`outbound|7070||${C}`));
@@ -105,7 +105,7 @@ test('endpoint-only changes leave proxyless wildcard lists alone', () => {
   w.cache.wildcardNames(grpcClusterGenerator, proxy);
   w.endpoints.set(A, []);
   w.rebuild();
-  const set = w.cache.apply({ hostnames: new Set([A]), endpointsOnly: true });
+  const set = w.cache.apply(changeOf({ endpoints: [A] }));
   assert.equal(set.wildcards.size, 0);
 });
 
@@ -115,16 +115,16 @@ test('a removed service reports its resources as changed (gone)', () => {
   w.services.delete(B);
   w.endpoints.delete(B);
   w.rebuild();
-  const set = w.cache.apply({ hostnames: new Set([B]), endpointsOnly: false });
+  const set = w.cache.apply(changeOf({ services: [B] }));
   assert.deepEqual(changed(set, CLUSTER), [CLUSTER_B]);
   assert.equal(w.cache.get(grpcClusterGenerator, proxy, CLUSTER_B), undefined);
 });
 
-test('a change without hostnames (config) drops everything', () => {
+test('a change of everything drops everything', () => {
   const w = world();
   w.cache.get(grpcClusterGenerator, proxy, CLUSTER_A);
   const epoch = w.cache.epoch('grpc', CLUSTER);
-  const set = w.cache.apply({ hostnames: new Set(), endpointsOnly: false });
+  const set = w.cache.apply(everythingChanged());
   assert.equal(set.all, true);
   assert.equal(w.cache.size, 0);
   assert.notEqual(w.cache.epoch('grpc', CLUSTER), epoch);
@@ -150,7 +150,7 @@ test('a change drops, and does not build, the entries of a view no stream holds;
   w.rebuild();
   const epoch = w.cache.epoch('grpc', ENDPOINT);
   const builds = eds.builds;
-  const set = w.cache.apply({ hostnames: new Set([A]), endpointsOnly: true });
+  const set = w.cache.apply(changeOf({ endpoints: [A] }));
   assert.equal(eds.builds, builds, 'nothing was built for the unheld view');
   assert.deepEqual(changed(set, ENDPOINT), [], 'no stream to tell');
   assert.notEqual(w.cache.epoch('grpc', ENDPOINT), epoch, "the type's shared responses are stale");
@@ -168,7 +168,7 @@ test('a change rebuilds and reports the entries of a view a stream still holds',
   w.endpoints.set(A, [endpoint('10.0.0.9', { grpc: 9000 })]);
   w.rebuild();
   const builds = eds.builds;
-  const set = w.cache.apply({ hostnames: new Set([A]), endpointsOnly: true });
+  const set = w.cache.apply(changeOf({ endpoints: [A] }));
   assert.equal(eds.builds, builds + 1);
   assert.deepEqual(changed(set, ENDPOINT), [CLUSTER_A]);
 });
@@ -182,7 +182,7 @@ test('a change drops the wildcard list of a view no stream holds, and moves its 
   const epoch = w.cache.epoch('grpc', CLUSTER);
   w.services.set('c.mock.internal', service('c.mock.internal', [servicePort('grpc', 7070)]));
   w.rebuild();
-  const set = w.cache.apply({ hostnames: new Set(['c.mock.internal']), endpointsOnly: false });
+  const set = w.cache.apply(changeOf({ services: ['c.mock.internal'] }));
   assert.equal(set.wildcards.size, 0);
   assert.notEqual(w.cache.epoch('grpc', CLUSTER), epoch);
   assert.ok(w.cache.wildcardNames(cds, proxy).names.includes('outbound|7070||c.mock.internal'));
@@ -206,7 +206,7 @@ test("an Envoy listener (catalog-wide) of a view no stream holds is dropped, not
   w.services.set(A, service(A, [servicePort('grpc', 7070)], { labels: { edited: 'yes' } }));
   w.rebuild();
   const builds = lds.builds;
-  const set = w.cache.apply({ hostnames: new Set([A]), endpointsOnly: false });
+  const set = w.cache.apply(changeOf({ services: [A] }));
   assert.equal(lds.builds, builds, 'nothing was built for the unheld view');
   assert.equal(set.names.get(typeKey('envoy', LISTENER)), undefined, 'no stream to tell');
   assert.notEqual(w.cache.epoch('envoy', LISTENER), epoch, "the type's shared responses are stale");
@@ -222,12 +222,12 @@ test('a service change rebuilds the resources of its own host, not those of ever
   w.services.set(C, service(C, [servicePort('grpc', 7070)]));
   w.rebuild();
   let builds = cds.builds;
-  w.cache.apply({ hostnames: new Set([C]), endpointsOnly: false });
+  w.cache.apply(changeOf({ services: [C] }));
   assert.equal(cds.builds, builds, 'a new service rebuilds no cluster of another host');
   w.services.set(B, service(B, [servicePort('grpc', 7070), servicePort('http', 8080)]));
   w.rebuild();
   builds = cds.builds;
-  w.cache.apply({ hostnames: new Set([B]), endpointsOnly: false });
+  w.cache.apply(changeOf({ services: [B] }));
   assert.equal(cds.builds, builds + 1, "B's cluster alone");
   assert.equal(w.cache.get(cds, proxy, CLUSTER_B, hold.key)?.name, b?.name);
 });
@@ -243,12 +243,12 @@ test('an endpoint change rebuilds a DNS cluster, which embeds an address, and le
   let builds = cds.builds;
   w.endpoints.set(A, [endpoint('10.0.0.9', { grpc: 9000 })]);
   w.rebuild();
-  w.cache.apply({ hostnames: new Set([A]), endpointsOnly: true });
+  w.cache.apply(changeOf({ endpoints: [A] }));
   assert.equal(cds.builds, builds, 'the EDS cluster of A read no endpoint');
   w.endpoints.set(B, [endpoint('10.0.0.8', { grpc: 9000 })]);
   w.rebuild();
   builds = cds.builds;
-  const set = w.cache.apply({ hostnames: new Set([B]), endpointsOnly: true });
+  const set = w.cache.apply(changeOf({ endpoints: [B] }));
   assert.equal(cds.builds, builds + 1, "B's DNS cluster");
   assert.deepEqual(changed(set, CLUSTER), [CLUSTER_B]);
   const address = w.cache.get(cds, proxy, CLUSTER_B, hold.key);
@@ -265,7 +265,7 @@ test('a resource that read another host, directly or through a shared memoized v
   let view: ServingView | undefined;
   const cache = new ResourceCache((p) => {
     view = servingView({ catalog, config: NO_MESH_CONFIG.meshConfig() }, view);
-    return { ...view, proxy: p };
+    return proxyContext(view, p);
   });
   // Clusters of A whose bytes follow B's ports, as a route to another service's port follows them.
   const PORTS_OF_B = memoSlot<number>('ports of B');
@@ -280,7 +280,7 @@ test('a resource that read another host, directly or through a shared memoized v
   const memoized: ResourceGenerator = {
     ...grpcClusterGenerator,
     build: (ctx, name) => {
-      const ports = ctx.memo.get(PORTS_OF_B, '', () => ctx.catalog.service(B)?.ports.length ?? 0);
+      const ports = ctx.memo.get(PORTS_OF_B, '', ctx, (ctx) => ctx.catalog.service(B)?.ports.length ?? 0);
       return encodeResource(CLUSTER, name, { name, connect_timeout: { seconds: ports } });
     },
   };
@@ -291,13 +291,13 @@ test('a resource that read another host, directly or through a shared memoized v
   );
   services.set(B, service(B, [servicePort('grpc', 7070), servicePort('http', 8080)]));
   catalog = buildCatalog(services.values(), new Map());
-  const set = cache.apply({ hostnames: new Set([B]), endpointsOnly: false });
+  const set = cache.apply(changeOf({ services: [B] }));
   assert.deepEqual(changed(set, CLUSTER), [...names].sort());
   const after = names.flatMap((n) => [direct, memoized].map((g, i) => cache.get(g, proxy, n, holds[i]?.key)));
   after.forEach((r, i) => assert.notEqual(r?.version, before[i]?.version, `${r?.name} rebuilt`));
 });
 
-test('a config change narrowed to a host rebuilds what looked up its rules, and all of what reads the config otherwise', () => {
+test('a change of a host’s rules rebuilds what looked up its rules, and what read their kind as a whole', () => {
   const services = new Map<string, Service>([
     [A, service(A, [servicePort('grpc', 7070)])],
     [B, service(B, [servicePort('grpc', 7070)])],
@@ -312,7 +312,7 @@ test('a config change narrowed to a host rebuilds what looked up its rules, and 
   let view: ServingView | undefined;
   const cache = new ResourceCache((p) => {
     view = servingView({ catalog, config }, view);
-    return { ...view, proxy: p };
+    return proxyContext(view, p);
   });
   const limitOfB = (ctx: GenerateContext): number =>
     ctx.index.destinationRules.lookup(B, ctx.proxy.namespace)?.spec.trafficPolicy?.connectionPool?.http
@@ -320,7 +320,7 @@ test('a config change narrowed to a host rebuilds what looked up its rules, and 
   const cluster = (name: string, seconds: number) =>
     encodeResource(CLUSTER, name, { name, connect_timeout: { seconds } });
   // A's clusters, built from B's rule directly or through a memoized value; from nothing of B; and
-  // by a generator that reads the config without saying how (not configByHost).
+  // from every DestinationRule (the kind read as a whole).
   const LIMIT = memoSlot<number>('limit of B');
   const direct = counting({ ...grpcClusterGenerator, build: (ctx, name) => cluster(name, limitOfB(ctx)) });
   const memoized = counting({
@@ -328,13 +328,12 @@ test('a config change narrowed to a host rebuilds what looked up its rules, and 
     build: (ctx, name) =>
       cluster(
         name,
-        ctx.memo.get(LIMIT, '', () => limitOfB(ctx)),
+        ctx.memo.get(LIMIT, '', ctx, (ctx) => limitOfB(ctx)),
       ),
   });
   const unrelated = counting({ ...grpcClusterGenerator, build: (_ctx, name) => cluster(name, 1) });
   const wide = counting({
     ...grpcClusterGenerator,
-    configByHost: false,
     build: (ctx, name) => cluster(name, ctx.config.destinationRules.length),
   });
   const generators = [direct, memoized, unrelated, wide];
@@ -343,16 +342,15 @@ test('a config change narrowed to a host rebuilds what looked up its rules, and 
   const before = read();
   const builds = generators.map((g) => g.builds);
 
-  const previous = config;
   config = { ...config, destinationRules: [rule(9)] };
-  const set = cache.apply(narrowChange(everythingChanged(), previous, config));
+  const set = cache.apply(changeOf({ rules: [B], kinds: ['destinationRules'] }));
   assert.equal(set.all, false);
   assert.deepEqual([...(set.hosts ?? [])], [B]);
   assert.deepEqual(changed(set, CLUSTER), [CLUSTER_A]);
   assert.deepEqual(
     generators.map((g, i) => g.builds - (builds[i] ?? 0)),
     [1, 1, 0, 1],
-    'rebuilt: what read B’s rule (directly, through the memo) and the config-wide generator; not the rest',
+    'rebuilt: what read B’s rule (directly, through the memo) and what read every rule; not the rest',
   );
   const after = read();
   assert.notEqual(after[0], before[0]);
@@ -375,7 +373,7 @@ test('a config change that moves EDS views reports the moved holds and keeps eve
   let view: ServingView | undefined;
   const cache = new ResourceCache((p) => {
     view = servingView({ catalog, config }, view);
-    return { ...view, proxy: p };
+    return proxyContext(view, p);
   });
   const eds = cache.retain(grpcEndpointGenerator, proxy);
   const cds = cache.retain(grpcClusterGenerator, proxy);
@@ -383,9 +381,8 @@ test('a config change that moves EDS views reports the moved holds and keeps eve
   const assignmentA = cache.get(grpcEndpointGenerator, proxy, CLUSTER_A, eds.key);
   const keyBefore = eds.key;
 
-  const previous = config;
   config = { ...config, destinationRules: [outlierOnB] };
-  const set = cache.apply(narrowChange(everythingChanged(), previous, config));
+  const set = cache.apply(changeOf({ rules: [B], kinds: ['destinationRules'] }));
   assert.equal(set.all, false, 'not a change to everything');
   assert.notEqual(eds.key, keyBefore, 'the EDS hold moved to the view that reads the locality');
   assert.deepEqual([...(set.moved ?? [])], [eds], 'reported: the moved hold, not the CDS one');
@@ -414,7 +411,7 @@ test('an AuthorizationPolicy change rebuilds the server listeners that read it, 
   let view: ServingView | undefined;
   const cache = new ResourceCache((p) => {
     view = servingView({ catalog, config }, view);
-    return { ...view, proxy: p };
+    return proxyContext(view, p);
   });
   const generators = [grpcClusterGenerator, grpcEndpointGenerator, grpcListenerGenerator].map(counting);
   const [cds, eds, lds] = generators.map((g) => ({ g, hold: cache.retain(g, server) }));
@@ -425,7 +422,6 @@ test('an AuthorizationPolicy change rebuilds the server listeners that read it, 
   const clientListener = cache.get(lds.g, server, `${A}:7070`, lds.hold.key);
   const builds = generators.map((g) => g.builds);
 
-  const previous = config;
   const policy = configResource(
     'AuthorizationPolicy',
     'ledger-callers',
@@ -436,7 +432,7 @@ test('an AuthorizationPolicy change rebuilds the server listeners that read it, 
     'shop',
   );
   config = { ...config, authorizationPolicies: [policy] };
-  const set = cache.apply(narrowChange(everythingChanged(), previous, config));
+  const set = cache.apply(changeOf({ kinds: ['authorizationPolicies'] }));
   assert.equal(set.all, false, 'not a change to everything');
   assert.deepEqual(changed(set, LISTENER), [serverListener], 'the server listener gained its RBAC filter');
   assert.deepEqual(changed(set, CLUSTER), []);
@@ -449,4 +445,23 @@ test('an AuthorizationPolicy change rebuilds the server listeners that read it, 
   const after = cache.get(lds.g, server, serverListener, lds.hold.key);
   assert.notEqual(after?.version, before?.version);
   assert.equal(cache.get(lds.g, server, `${A}:7070`, lds.hold.key)?.version, clientListener?.version);
+});
+
+test('a change of keys no build read rebuilds nothing and reports nothing', () => {
+  const w = world();
+  const generators = [grpcClusterGenerator, grpcEndpointGenerator, grpcListenerGenerator].map(counting);
+  const holds = generators.map((g) => w.cache.retain(g, proxy));
+  generators.forEach((g, i) =>
+    w.cache.get(g, proxy, g === generators[2] ? `${A}:7070` : CLUSTER_A, holds[i]?.key),
+  );
+  const builds = generators.map((g) => g.builds);
+  const set = w.cache.apply(
+    changeOf({ kinds: ['gateways', 'sidecars'], rules: ['elsewhere.mock.internal'] }),
+  );
+  assert.deepEqual(
+    generators.map((g) => g.builds),
+    builds,
+    'proxyless clusters, load assignments and listeners read no Gateway, Sidecar or rule of another host',
+  );
+  assert.equal(set.types.length, 0);
 });

@@ -20,7 +20,7 @@ import { decodeAny } from '../../../xds/proto/protos.js';
 import { proxyFromNode } from '../../../xds/proxy/proxy.js';
 import { encodeResource } from '../../../xds/proto/resource.js';
 import { MeshIndex } from '../../../mesh/mesh-index.js';
-import { generateContext } from '../../../xds/generators/view-memo.js';
+import { generateContext } from '../../../xds/generators/serving-view.js';
 import { routesForHost, virtualServiceRoutes } from '../../../xds/traffic/http-routes.js';
 import {
   proxyLabels,

@@ -13,7 +13,7 @@ import { grpcClusterGenerator } from '../../../xds/generators/grpc/cluster.js';
 import { grpcEndpointGenerator } from '../../../xds/generators/grpc/endpoint.js';
 import { grpcRouteGenerator } from '../../../xds/generators/grpc/route.js';
 import { BLACKHOLE_CLUSTER } from '../../../xds/generators/names.js';
-import { generateContext } from '../../../xds/generators/view-memo.js';
+import { generateContext } from '../../../xds/generators/serving-view.js';
 import { decodeAny } from '../../../xds/proto/protos.js';
 import { proxyFromNode } from '../../../xds/proxy/proxy.js';
 import { CLUSTER, ENDPOINT, ROUTE, TYPE_URL_PREFIX } from '../../../xds/proto/type-urls.js';

@@ -18,7 +18,7 @@ import { MeshIndex } from '../../../mesh/mesh-index.js';
 import { visibleTo } from '../../../mesh/visibility.js';
 import { ENDPOINT } from '../../../xds/proto/type-urls.js';
 import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
-import { generateContext } from '../../../xds/generators/view-memo.js';
+import { generateContext } from '../../../xds/generators/serving-view.js';
 
 function dr(name: string, namespace: string, spec: DestinationRuleSpec): DestinationRuleResource {
   return envelope('DestinationRule', name, namespace, spec);

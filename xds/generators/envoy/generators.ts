@@ -3,6 +3,7 @@
 import type { GenerateContext, ResourceGenerator } from '../generator.js';
 import {
   BLACKHOLE_CLUSTER,
+  clusterHost,
   HTTP_PROXY_ROUTE,
   INBOUND_PASSTHROUGH_CLUSTER,
   inboundClusterName,
@@ -38,10 +39,7 @@ function clusters(): ResourceGenerator {
   return {
     typeUrl: CLUSTER,
     proxyKind: 'envoy',
-    // Rules read through per-host lookups; the Sidecar scope, outbound policy and
-    // RequestAuthentications (JWKS clusters) are of kinds read wholesale.
-    configByHost: true,
-    wholeKinds: () => ['sidecars', 'requestAuthentications'],
+    hostOf: clusterHost,
     // Outbound clusters depend on the DestinationRules and Sidecar the proxy sees (by namespace
     // and labels; gateways are not scoped) and, for TLS, on the certificate directory; inbound ones
     // on where the app listens, and which ports they are on the sidecar's IPs; JWKS clusters on the
@@ -91,9 +89,7 @@ function endpoints(): ResourceGenerator {
   return {
     typeUrl: ENDPOINT,
     proxyKind: 'envoy',
-    // The same load assignments as proxyless EDS: the config read through per-host rule lookups.
-    configByHost: true,
-    wholeKinds: () => [],
+    hostOf: clusterHost,
     viewKey: loadAssignmentViewKey,
     viewKeyReads: loadAssignmentViewKeyReads,
     wildcardNames: () => [],

@@ -42,7 +42,7 @@ export function proxyScope(ctx: GenerateContext): ProxyScope {
   const node = envoyNode(ctx.proxy);
   if (node.role !== 'sidecar') return UNSCOPED;
   // Asked once per cluster, listener and route built; the widening reads the whole catalog.
-  return ctx.memo.get(WIDENED_SCOPES, scopeViewKey(ctx.proxy), () => {
+  return ctx.memo.get(WIDENED_SCOPES, scopeViewKey(ctx.proxy), ctx, (ctx) => {
     const scope = ctx.index.sidecars.scope(ctx.proxy.namespace, node.labels);
     return withRouteDestinations(scope, ctx.index, ctx.catalog, ctx.proxy.namespace);
   });
@@ -73,7 +73,7 @@ const LISTENERS = memoSlot<Map<string, Listener>>('envoy listeners');
 
 /** The listeners of the proxy's view, by name: built once per serving view and listener view key. */
 export function listenersFor(ctx: GenerateContext): Map<string, Listener> {
-  return ctx.memo.get(LISTENERS, listenerViewKey(ctx.proxy), () => {
+  return ctx.memo.get(LISTENERS, listenerViewKey(ctx.proxy), ctx, (ctx) => {
     const node = effectiveNode(ctx);
     return node.role === 'router'
       ? gatewayListeners(ctx, inboundAuthzFor(ctx))

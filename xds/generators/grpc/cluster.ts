@@ -11,7 +11,7 @@
 // is an EDS cluster without endpoints; so is a DNS service's subset that matches no endpoint.
 import type { Cluster } from '../../generated/envoy/config/cluster/v3/Cluster.js';
 import type { GenerateContext, ResourceGenerator } from '../generator.js';
-import { BLACKHOLE_CLUSTER, clusterName, parseClusterName } from '../names.js';
+import { BLACKHOLE_CLUSTER, clusterHost, clusterName, parseClusterName } from '../names.js';
 import { encodeResource } from '../../proto/resource.js';
 import { CLUSTER } from '../../proto/type-urls.js';
 import { findPort, type Service, type ServicePort } from '../../../model/service.js';
@@ -27,9 +27,7 @@ import { withGrpcClientTls } from './cluster-security.js';
 export const grpcClusterGenerator: ResourceGenerator = {
   typeUrl: CLUSTER,
   proxyKind: 'grpc',
-  configByHost: true,
-  // Client TLS comes from DestinationRules and the service's identities, not PeerAuthentications.
-  wholeKinds: () => [],
+  hostOf: clusterHost,
   // DestinationRules (policies and subsets) are seen by namespace; clients with a known defect get
   // their own rendering (client-capabilities.ts).
   viewKey: (proxy) => {

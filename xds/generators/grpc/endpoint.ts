@@ -1,7 +1,7 @@
 // EDS for proxyless gRPC: the shared load-assignment builder, and BlackHoleCluster's assignment
 // without endpoints (grpc/cluster.ts).
 import type { ResourceGenerator } from '../generator.js';
-import { BLACKHOLE_CLUSTER } from '../names.js';
+import { BLACKHOLE_CLUSTER, clusterHost } from '../names.js';
 import { encodeResource } from '../../proto/resource.js';
 import { ENDPOINT } from '../../proto/type-urls.js';
 import { buildLoadAssignment, loadAssignmentViewKey, loadAssignmentViewKeyReads } from '../endpoints.js';
@@ -9,8 +9,7 @@ import { buildLoadAssignment, loadAssignmentViewKey, loadAssignmentViewKeyReads 
 export const grpcEndpointGenerator: ResourceGenerator = {
   typeUrl: ENDPOINT,
   proxyKind: 'grpc',
-  configByHost: true,
-  wholeKinds: () => [],
+  hostOf: clusterHost,
   viewKey: loadAssignmentViewKey,
   viewKeyReads: loadAssignmentViewKeyReads,
   wildcardNames: () => [],

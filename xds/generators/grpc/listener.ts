@@ -4,11 +4,9 @@
 import type { Listener } from '../../generated/envoy/config/listener/v3/Listener.js';
 import type { HttpConnectionManager } from '../../generated/envoy/extensions/filters/network/http_connection_manager/v3/HttpConnectionManager.js';
 import type { GenerateContext, ResourceGenerator } from '../generator.js';
-import type { WholeKind } from '../config-scope.js';
-import { grpcListenerName } from '../names.js';
+import { grpcListenerName, hostPortHost } from '../names.js';
 import { encodeResource, toAny } from '../../proto/resource.js';
 import { faultHttpFilter } from '../../traffic/fault.js';
-import { configHasFaults } from '../../traffic/route-context.js';
 import { LISTENER } from '../../proto/type-urls.js';
 import { grpcLabels, grpcServerListener, isGrpcServerListenerName } from './server-listener.js';
 import { allHostPorts, resolveServicePort } from './service-port.js';
@@ -17,19 +15,10 @@ const HCM_TYPE =
   'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
 const ROUTER_TYPE = 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router';
 
-const SERVER_LISTENER_KINDS: readonly WholeKind[] = [
-  'peerAuthentications',
-  'authorizationPolicies',
-  'requestAuthentications',
-];
-
 export const grpcListenerGenerator: ResourceGenerator = {
   typeUrl: LISTENER,
   proxyKind: 'grpc',
-  configByHost: true,
-  // Server listeners (A36): mTLS mode and RBAC (PeerAuthentications, AuthorizationPolicies, and the
-  // RequestAuthentications those read). Client listeners read none.
-  wholeKinds: (name) => (isGrpcServerListenerName(name) ? SERVER_LISTENER_KINDS : []),
+  hostOf: hostPortHost,
   // Server listeners (A36) depend on the server's namespace and labels (PeerAuthentication).
   viewKey: (proxy) => JSON.stringify([proxy.namespace, grpcLabels(proxy)]),
   wildcardNames: (ctx: GenerateContext) => allHostPorts(ctx.catalog),
@@ -42,7 +31,7 @@ export const grpcListenerGenerator: ResourceGenerator = {
       stat_prefix: routeName,
       rds: { route_config_name: routeName, config_source: { ads: {}, resource_api_version: 'V3' } },
       http_filters: [
-        ...(configHasFaults(ctx.config) ? [faultHttpFilter()] : []),
+        ...(ctx.faults ? [faultHttpFilter()] : []),
         { name: 'envoy.filters.http.router', typed_config: toAny(ROUTER_TYPE, {}) },
       ],
     };

@@ -3,7 +3,7 @@
 // (xds/traffic/http-routes.ts), or the default route to the service port's cluster.
 import type { RouteConfiguration } from '../../generated/envoy/config/route/v3/RouteConfiguration.js';
 import type { ResourceGenerator } from '../generator.js';
-import { grpcListenerName } from '../names.js';
+import { grpcListenerName, hostPortHost } from '../names.js';
 import { encodeResource } from '../../proto/resource.js';
 import { routesForHost } from '../../traffic/http-routes.js';
 import { routeContext, routeViewKey } from '../../traffic/route-context.js';
@@ -13,9 +13,7 @@ import { resolveServicePort } from './service-port.js';
 export const grpcRouteGenerator: ResourceGenerator = {
   typeUrl: ROUTE,
   proxyKind: 'grpc',
-  configByHost: true,
-  // Sidecar scoping does not apply to gRPC clients (docs/traffic.md).
-  wholeKinds: () => [],
+  hostOf: hostPortHost,
   // VirtualService visibility and sourceLabels matches depend on the client's namespace and labels.
   viewKey: routeViewKey,
   wildcardNames: () => [],
