@@ -28,10 +28,7 @@ interface NamespaceEntry {
 export class DestinationRuleIndex {
   private readonly byNamespace = new Map<string, NamespaceEntry>();
 
-  constructor(
-    rules: readonly DestinationRuleResource[],
-    private readonly onLookup?: (host: string) => void,
-  ) {
+  constructor(rules: readonly DestinationRuleResource[]) {
     for (const rule of mergeDestinationRules(rules).rules) {
       let entry = this.byNamespace.get(rule.namespace);
       if (!entry) this.byNamespace.set(rule.namespace, (entry = { exact: new Map(), wildcard: [] }));
@@ -50,7 +47,6 @@ export class DestinationRuleIndex {
     proxyNamespace: string,
     serviceNamespace?: string,
   ): DestinationRuleResource | undefined {
-    this.onLookup?.(host);
     for (const ns of [proxyNamespace, serviceNamespace, ROOT_NAMESPACE]) {
       if (ns === undefined) continue;
       const entry = this.byNamespace.get(ns);

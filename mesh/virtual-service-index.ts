@@ -36,10 +36,7 @@ interface GatewayEntry {
 export class VirtualServiceIndex {
   private readonly byGateway = new Map<string, GatewayEntry>();
 
-  constructor(
-    virtualServices: readonly VirtualServiceResource[],
-    private readonly onLookup?: (host: string) => void,
-  ) {
+  constructor(virtualServices: readonly VirtualServiceResource[]) {
     for (const vs of virtualServices) {
       const hosts = resolvedHosts(vs);
       const bound: Bound = { vs, wildcards: hosts.filter((h) => h.startsWith('*')) };
@@ -62,7 +59,6 @@ export class VirtualServiceIndex {
     proxyNamespace: string,
     gateway: string = MESH_GATEWAY,
   ): VirtualServiceResource | undefined {
-    this.onLookup?.(host);
     const entry = this.byGateway.get(gateway);
     if (!entry) return undefined;
     // Gateways see every VirtualService bound to them; exportTo is about the mesh.

@@ -85,6 +85,8 @@ export class RegistryPersistence {
     for (const registry of this.registries) {
       this.unsubscribes.push(
         registry.onChange((event) => {
+          // A rules-only event (a VirtualService edit) leaves the snapshot as it was: nothing to save.
+          if (event.services.size === 0 && event.endpoints.size === 0) return;
           const changed = this.changed.get(registry.name);
           // The snapshot's hosts: rules and kinds are the config directory's, kept apart (history).
           for (const host of event.services) changed?.add(host);

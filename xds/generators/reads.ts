@@ -4,17 +4,10 @@
 // config and index record into it: recording-context.ts) and rebuilds a resource when a change names
 // one of its keys. A value memoized for the serving view keeps the ReadSet it was built with, which
 // each use adds to the using build's (view-memo.ts).
+import type { MeshKindList } from '../../mesh/config-kinds.js';
 
-/** A config kind of MeshConfig read as a whole (by namespace and selector, or listed). */
-export type ConfigKind =
-  | 'virtualServices'
-  | 'destinationRules'
-  | 'gateways'
-  | 'sidecars'
-  | 'peerAuthentications'
-  | 'authorizationPolicies'
-  | 'requestAuthentications'
-  | 'workloadGroups';
+/** A config kind of MeshConfig read as a whole (by namespace and selector, or listed): mesh's table names them. */
+export type ConfigKind = MeshKindList;
 
 const NONE: ReadonlySet<never> = new Set();
 
