@@ -7,6 +7,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log/logger.js';
 import type { HeldCertificate } from '../../ca/cert-dir.js';
+import { listenGrpc, plaintextCredentials, stopGrpc } from '../../ca/grpc-listener.js';
 import { CERT_SECRET, ROOT_SECRET } from '../../mesh/workload-certs.js';
 import { encodeResource, versionOf, type EncodedResource } from '../../xds/proto/resource.js';
 import { DeltaStreamState } from '../../xds/server/delta-state.js';
@@ -102,14 +103,7 @@ export class SdsServer {
     const cert = this.options.source.current();
     if (cert) this.secrets = secretsOf(cert);
     this.stopSource = this.options.source.onChange((c) => this.update(c));
-    const port = await new Promise<number>((resolve, reject) =>
-      this.server.bindAsync(this.options.listen, grpc.ServerCredentials.createInsecure(), (err, p) =>
-        err ? reject(new Error(`cannot listen on ${this.options.listen}: ${err.message}`)) : resolve(p),
-      ),
-    );
-    this.address = this.options.listen.startsWith('unix:')
-      ? this.options.listen
-      : this.options.listen.replace(/:\d+$/, `:${port}`);
+    this.address = await listenGrpc(this.server, this.options.listen, plaintextCredentials());
   }
 
   get streamCount(): number {
@@ -118,16 +112,7 @@ export class SdsServer {
 
   async stop(): Promise<void> {
     this.stopSource?.();
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        this.server.forceShutdown();
-        resolve();
-      }, 1000);
-      this.server.tryShutdown(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+    await stopGrpc(this.server, 1000);
   }
 
   private update(cert: HeldCertificate): void {

@@ -4,6 +4,7 @@
 // from the node cache while the control plane is unreachable.
 import type { Http2Session } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
+import { listenGrpc, plaintextCredentials, stopGrpc } from '../../ca/grpc-listener.js';
 import type { Logger } from '../../log/logger.js';
 import { http2StreamOf } from '../../xds/server/call-internals.js';
 import type { UpstreamConnection } from '../upstream/connection.js';
@@ -91,14 +92,8 @@ export class XdsProxy {
   }
 
   async start(): Promise<void> {
-    for (const address of this.options.listen) {
-      const port = await new Promise<number>((resolve, reject) =>
-        this.server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, p) =>
-          err ? reject(new Error(`cannot listen on ${address}: ${err.message}`)) : resolve(p),
-        ),
-      );
-      this.addresses.push(address.startsWith('unix:') ? address : address.replace(/:\d+$/, `:${port}`));
-    }
+    for (const address of this.options.listen)
+      this.addresses.push(await listenGrpc(this.server, address, plaintextCredentials()));
   }
 
   /** The open local streams. */
@@ -114,16 +109,7 @@ export class XdsProxy {
 
   async stop(): Promise<void> {
     for (const s of [...this.streams]) s.end(grpc.status.UNAVAILABLE, 'the agent is shutting down');
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        this.server.forceShutdown();
-        resolve();
-      }, 2000);
-      this.server.tryShutdown(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+    await stopGrpc(this.server, 2000);
   }
 
   private serve(call: LocalCall, api: Api): void {
