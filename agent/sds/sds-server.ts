@@ -32,6 +32,8 @@ export interface SdsServerOptions {
   readonly onPush?: (responses: number) => void;
   /** Streams at once (default 256). */
   readonly maxStreams?: number;
+  /** Checked as each call opens: a reason to refuse it (PERMISSION_DENIED); see XdsProxyOptions.admit. */
+  readonly admit?: () => string | undefined;
 }
 
 type Call = grpc.ServerDuplexStream<Buffer, Buffer>;
@@ -123,6 +125,11 @@ export class SdsServer {
   }
 
   private admit(call: Call): boolean {
+    const denied = this.options.admit?.();
+    if (denied) {
+      call.emit('error', { code: grpc.status.PERMISSION_DENIED, details: denied });
+      return false;
+    }
     const max = this.options.maxStreams ?? 256;
     if (this.streams.size < max) return true;
     call.emit('error', { code: grpc.status.RESOURCE_EXHAUSTED, details: `at most ${max} SDS streams` });
@@ -208,6 +215,11 @@ export class SdsServer {
   }
 
   private fetch(call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>): void {
+    const denied = this.options.admit?.();
+    if (denied) {
+      callback({ code: grpc.status.PERMISSION_DENIED, details: denied });
+      return;
+    }
     let names: readonly string[];
     try {
       names = decodeDiscoveryRequest(call.request).resourceNames;

@@ -41,6 +41,11 @@ export interface XdsProxyOptions {
   /** A subscription the control plane has not answered within this is served from the cache (default 3 s). */
   readonly fallbackMs?: number;
   readonly observer?: ProxyObserver;
+  /**
+   * Checked as each local stream opens: a reason to refuse it (PERMISSION_DENIED), e.g. a workload's
+   * socket whose permissions no longer keep other users out (unix-socket.ts `ownedSocketProblem`).
+   */
+  readonly admit?: () => string | undefined;
 }
 
 const identity = (b: Buffer): Buffer => b;
@@ -118,6 +123,12 @@ export class XdsProxy {
     const peer = call.getPeer();
     const client = http2StreamOf(call)?.session ?? peer;
     const held = this.perClient.get(client) ?? 0;
+    const denied = this.options.admit?.();
+    if (denied) {
+      this.options.logger.warn({ peer, api }, `local xDS stream refused: ${denied}`);
+      call.emit('error', { code: grpc.status.PERMISSION_DENIED, details: denied });
+      return;
+    }
     const refusal =
       held >= perClient
         ? `this client holds ${held} local xDS streams, the most one client may (--max-local-streams-per-client)`
