@@ -150,9 +150,9 @@ export class Workload {
   async prepare(): Promise<void> {
     const owner = this.config.owner;
     for (const s of this.sockets) {
+      await prepareSocket(s, owner);
       // A named workload's directory sits in the run dir: that one must be the agent's own too.
       if (this.config.name) checkSocketDir(dirname(dirname(s)));
-      await prepareSocket(s, owner);
     }
   }
 
