@@ -118,7 +118,6 @@ export async function startAgent(
     logger,
   };
   for (const w of workloadConfigs(config)) workloads.push(new Workload(w, shared));
-  const named = workloads.some((w) => w.name !== undefined);
   const first = workloads[0] as Workload;
 
   const status = new StatusServer({
@@ -201,7 +200,6 @@ export async function startAgent(
     });
     supervisor.start();
   }
-  if (named) logger.debug({ workloads: workloads.map((w) => w.name) }, 'workloads started');
   return {
     context,
     workloads,

@@ -24,6 +24,7 @@ export class SocketError extends Error {}
 export interface SocketOwner {
   readonly user: string;
   readonly uid: number;
+  /** Its primary group (the sockets' group stays the agent's, which binds and removes them). */
   readonly gid: number;
 }
 
