@@ -22,6 +22,7 @@ import { overviewz, readiness } from './overviewz.js';
 import { proxyConfigz } from './proxy-configz.js';
 import type { PushHistory } from './push-history.js';
 import type { HistoryEntry } from '../store/history.js';
+import type { CazView, HistoryzView, PushStatusView } from '../model/admin-api.js';
 import { servicez } from './servicez.js';
 import { syncz } from './syncz.js';
 import { UiAssets } from './ui-assets.js';
@@ -141,7 +142,7 @@ export class AdminServer {
           recent: history.pushes(),
           series: history.series(),
           nacks: history.nacks(),
-        });
+        } satisfies PushStatusView);
       }
       case '/debug/edsz': {
         const proxyId = url.searchParams.get('proxyID');
@@ -181,13 +182,13 @@ export class AdminServer {
           res,
           200,
           this.deps.replicas
-            ? {
+            ? ({
                 ...view,
                 joinTokens: [],
                 issued: [],
                 sharedStore:
                   'join tokens and issued certificates are in the shared store: portolan token list --store URL',
-              }
+              } satisfies CazView)
             : view,
         );
       }
@@ -230,7 +231,7 @@ export class AdminServer {
           changes: changes ?? this.deps.store.history.recent(limit),
           changesFrom: from,
           proxies: this.deps.store.proxies.recent(limit),
-        });
+        } satisfies HistoryzView);
       }
       case '/debug/adsz':
         return sendJson(res, 200, adsz(this.deps.ads));

@@ -2,31 +2,11 @@
 // identities, state, uses left; never a token or its hash) and the newest certificates issued.
 import { createHash } from 'node:crypto';
 import type { CertificateAuthority } from '../ca/authority.js';
-import { joinTokenState, type JoinTokenState } from '../ca/join-tokens.js';
-import type { IssuedCertificate } from '../store/ca-material.js';
+import { joinTokenState } from '../ca/join-tokens.js';
+import type { CazView } from '../model/admin-api.js';
 import type { Store } from '../store/store.js';
 
-export interface CazView {
-  readonly trustDomain: string;
-  readonly plugin: boolean;
-  readonly roots: readonly {
-    readonly subject: string;
-    readonly serial: string;
-    readonly notBefore: string;
-    readonly notAfter: string;
-    readonly sha256: string;
-  }[];
-  readonly joinTokens: readonly {
-    readonly id: string;
-    readonly identity: string;
-    readonly state: JoinTokenState;
-    readonly usesLeft: number;
-    readonly expiresAt: string;
-    readonly createdAt: string;
-    readonly revokedAt: string | null;
-  }[];
-  readonly issued: readonly IssuedCertificate[];
-}
+export type { CazView } from '../model/admin-api.js';
 
 export function caz(ca: CertificateAuthority, store: Store, limit = 100): CazView {
   const now = ca.now();

@@ -1,6 +1,6 @@
 // GET /debug/edsz?proxyID=ID: the load assignments that proxy was last sent, decoded, as clusters of
 // localities of endpoints with health and weight (the bytes on the wire, not the catalog).
-import type { AdsStream } from '../xds/server/ads-stream.js';
+import type { StreamView } from '../xds/server/observer.js';
 import { decodeAny } from '../xds/proto/protos.js';
 import { ENDPOINT } from '../xds/proto/type-urls.js';
 
@@ -46,7 +46,7 @@ interface DecodedAssignment {
   }[];
 }
 
-export function edsz(stream: AdsStream, proxyId: string): EdszView {
+export function edsz(stream: StreamView, proxyId: string): EdszView {
   const status = stream.typeStatus().find((t) => t.typeUrl === ENDPOINT);
   const clusters = stream
     .heldResources(ENDPOINT)

@@ -3,37 +3,12 @@
 // failing registries, NACKs).
 import type { AggregateDiscovery } from '../aggregate/aggregate-discovery.js';
 import type { ConfigDebugState } from '../config-dir/debug-state.js';
-import type { RegistryStatus } from '../model/registry.js';
+import type { OverviewzView, Readiness, RecentError, SyncState } from '../model/admin-api.js';
 import type { AdsServer } from '../xds/server/ads-server.js';
 import type { PushHistory } from './push-history.js';
-import { syncz, type SyncState } from './syncz.js';
+import { syncz } from './syncz.js';
 
-export interface Readiness {
-  readonly ready: boolean;
-  /** What /ready says, without the newline. */
-  readonly detail: string;
-}
-
-export interface RecentError {
-  readonly at: string;
-  readonly source: 'config' | 'registry' | 'proxy';
-  readonly subject: string;
-  readonly message: string;
-}
-
-export interface OverviewzView extends Readiness {
-  readonly registries: readonly { readonly name: string; readonly status: RegistryStatus }[];
-  readonly counts: {
-    readonly services: number;
-    readonly endpoints: number;
-    readonly proxies: number;
-    readonly configFiles: number;
-    readonly configFilesWithErrors: number;
-  };
-  readonly proxiesByState: Readonly<Record<SyncState, number>>;
-  readonly pushes: number;
-  readonly recentErrors: readonly RecentError[];
-}
+export type { OverviewzView, Readiness, RecentError } from '../model/admin-api.js';
 
 export function readiness(discovery: AggregateDiscovery): Readiness {
   const waiting = discovery.registries.filter((r) => !r.hasSynced()).map((r) => r.name);

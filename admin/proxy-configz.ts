@@ -3,59 +3,18 @@
 // (virtual host, domains, match, destination) and endpoints (address, health, weight, locality).
 // `portolan proxy-config` prints these rows as tables and the dashboard shows them; the full
 // resources are at /debug/config_dump.
-import type { AdsStream } from '../xds/server/ads-stream.js';
+import type { StreamView } from '../xds/server/observer.js';
 import { parseClusterName } from '../xds/generators/names.js';
 import { decodeAny } from '../xds/proto/protos.js';
 import { CLUSTER, LISTENER, ROUTE } from '../xds/proto/type-urls.js';
+import type { ClusterRow, EndpointRow, ListenerRow, ProxyConfigzView, RouteRow } from '../model/admin-api.js';
 import { edsz, type EdszView } from './edsz.js';
 
 type Resource = Record<string, unknown>;
 
-export interface ClusterRow {
-  readonly name: string;
-  readonly service: string;
-  readonly port: number | null;
-  readonly subset: string;
-  readonly direction: string;
-  readonly type: string;
-  readonly lb: string;
-}
+export type { ClusterRow, EndpointRow, ListenerRow, ProxyConfigzView, RouteRow } from '../model/admin-api.js';
 
-export interface ListenerRow {
-  readonly name: string;
-  /** The bound address, or null for a gRPC client's api_listener. */
-  readonly address: string | null;
-  readonly port: number | null;
-  readonly destination: string;
-}
-
-export interface RouteRow {
-  readonly name: string;
-  readonly virtualHost: string;
-  readonly domains: readonly string[];
-  readonly match: string;
-  readonly destination: string;
-}
-
-export interface EndpointRow {
-  readonly cluster: string;
-  readonly address: string;
-  readonly port: number;
-  readonly health: string;
-  readonly weight: number;
-  readonly locality: string;
-  readonly priority: number;
-}
-
-export interface ProxyConfigzView {
-  readonly proxyID: string;
-  readonly clusters: readonly ClusterRow[];
-  readonly listeners: readonly ListenerRow[];
-  readonly routes: readonly RouteRow[];
-  readonly endpoints: readonly EndpointRow[];
-}
-
-export function proxyConfigz(stream: AdsStream, proxyId: string): ProxyConfigzView {
+export function proxyConfigz(stream: StreamView, proxyId: string): ProxyConfigzView {
   const held = (typeUrl: string): Resource[] =>
     stream.heldResources(typeUrl).map((r) => decodeAny(r.typeUrl, r.value));
   return {

@@ -3,52 +3,27 @@
 // responses it caused per type, how long it took and when it converged; plus per-interval buckets of
 // push rate and convergence for a chart of the last minutes. Everything is bounded: a ring of the
 // newest pushes and NACKs, and a fixed number of buckets.
-import type { AdsStream } from '../xds/server/ads-stream.js';
+import type * as Api from '../model/admin-api.js';
+import type { NackRecord } from '../model/admin-api.js';
 import { CLIENT_INPUT_LIMITS, truncated } from '../xds/server/client-input.js';
 import type {
   AdsObserver,
   NackReceived,
   PushInfo,
-  PushKind,
-  PushTrigger,
   ResponseSent,
+  StreamView,
 } from '../xds/server/observer.js';
 
-export interface PushRecord {
-  readonly round: number;
-  readonly kind: PushKind;
-  readonly startedAt: string;
-  readonly trigger: PushTrigger;
-  readonly changesMerged: number;
-  readonly debounceMs: number;
-  /** Time to rebuild what changed and hand it to the streams; null until handed out. */
-  pushMs: number | null;
-  /** Streams (proxies) the push gave work to; null until handed out. */
-  proxies: number | null;
-  /** Responses sent per type while this was the newest push converging. */
-  readonly responses: Record<string, number>;
-  /** From the first change being seen to the last affected stream having sent; null until then. */
-  convergenceMs: number | null;
-}
+export type { NackRecord, PushStatusView } from '../model/admin-api.js';
 
-export interface NackRecord {
-  readonly at: string;
-  readonly node: string | null;
-  readonly connection: string;
-  readonly type: string;
-  readonly nonce: string;
-  readonly code: number;
-  readonly message: string;
-}
+/** Writable: the ring fills in a push's figures as it is handed out and converges. */
+type Writable<T> = { -readonly [K in keyof T]: T[K] };
 
-export interface PushBucket {
-  /** Start of the interval (ISO time). */
-  readonly at: string;
-  pushes: number;
-  converged: number;
-  convergenceMaxMs: number;
-  convergenceSumMs: number;
-}
+/** A push as the ring holds it; sent as the admin API's PushRecord. */
+export type PushRecord = Writable<Api.PushRecord> & { readonly responses: Record<string, number> };
+
+/** A chart interval as the ring counts into it; sent as the admin API's PushBucket. */
+export type PushBucket = Writable<Api.PushBucket>;
 
 export interface PushHistoryOptions {
   /** Pushes kept (default 100). */
@@ -120,13 +95,13 @@ export class PushHistory implements AdsObserver {
     bucket.convergenceMaxMs = Math.max(bucket.convergenceMaxMs, round2(convergenceMs));
   }
 
-  responseSent(_stream: AdsStream, response: ResponseSent): void {
+  responseSent(_stream: StreamView, response: ResponseSent): void {
     let newest: PushRecord | undefined;
     for (const r of this.open.values()) newest = r;
     if (newest) newest.responses[response.type] = (newest.responses[response.type] ?? 0) + 1;
   }
 
-  nack(stream: AdsStream, nack: NackReceived): void {
+  nack(stream: StreamView, nack: NackReceived): void {
     ring(
       this.nackRecords,
       {

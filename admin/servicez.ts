@@ -3,37 +3,9 @@
 // registry each came from. At most `limit` services (those whose hostname contains TEXT).
 import type { AggregateDiscovery } from '../aggregate/aggregate-discovery.js';
 import { localityKey, type Endpoint } from '../model/endpoint.js';
-import type { ServicePort } from '../model/service.js';
+import type { ServicezEndpoint, ServicezService, ServicezView } from '../model/admin-api.js';
 
-export interface ServicezEndpoint {
-  readonly address: string;
-  readonly ports: Readonly<Record<string, number>>;
-  readonly health: string;
-  readonly weight: number;
-  readonly labels: Readonly<Record<string, string>>;
-  readonly registry: string;
-}
-
-export interface ServicezService {
-  readonly hostname: string;
-  readonly namespace: string;
-  readonly ports: readonly ServicePort[];
-  readonly resolution: string;
-  readonly location: string;
-  readonly registry: string;
-  /** Registries that also define this hostname; their endpoints are merged, their Service is not. */
-  readonly shadowed: readonly string[];
-  /** `region/zone/subzone` → endpoints there. */
-  readonly localities: Readonly<Record<string, readonly ServicezEndpoint[]>>;
-  readonly endpointCount: number;
-  readonly healthyCount: number;
-}
-
-export interface ServicezView {
-  readonly total: number;
-  readonly matched: number;
-  readonly services: readonly ServicezService[];
-}
+export type { ServicezEndpoint, ServicezService, ServicezView } from '../model/admin-api.js';
 
 export function servicez(discovery: AggregateDiscovery, query = '', limit = 500): ServicezView {
   const all = discovery.catalog().services();

@@ -5,51 +5,15 @@
 //   STALE     a response was sent and is not answered yet (sinceSentMs says for how long)
 //   NACK      the client rejected the last response sent
 // `portolan proxy-status` and the dashboard read this view; the state is decided here, once.
-import type { AdsStream, TypeStatus } from '../xds/server/ads-stream.js';
+import type { StreamView, TypeStatus } from '../xds/server/observer.js';
 import { PUSH_ORDER, shortTypeName } from '../xds/proto/type-urls.js';
-import type { Nack } from '../xds/server/sotw-state.js';
+import type { ProxySync, SyncState, SynczView, TypeSync } from '../model/admin-api.js';
 
-export type SyncState = 'SYNCED' | 'NOT SENT' | 'STALE' | 'NACK';
-
-export interface TypeSync {
-  readonly state: SyncState;
-  readonly sentVersion: string | null;
-  readonly sentNonce: string | null;
-  readonly sentAt: string | null;
-  readonly ackedVersion: string | null;
-  readonly ackedNonce: string | null;
-  readonly ackedAt: string | null;
-  /** Milliseconds since the last response was sent, while it is unanswered (STALE); else null. */
-  readonly sinceSentMs: number | null;
-  /** The rejection in force (until the next ACK). */
-  readonly lastNack: Nack | null;
-}
-
-/** grpc: a proxyless gRPC client or server; sidecar and gateway: Envoy by its role. */
-export type ProxyType = 'grpc' | 'sidecar' | 'gateway';
-
-export interface ProxySync {
-  readonly node: string;
-  readonly connection: string;
-  /** The generator family (as in /debug/adsz): grpc or envoy. */
-  readonly kind: string;
-  readonly proxyType: ProxyType;
-  readonly api: string;
-  readonly peer: string;
-  readonly connectedAt: string;
-  /** The worst state over its types: NACK, then STALE, then NOT SENT, then SYNCED. */
-  readonly state: SyncState;
-  /** Per subscribed type (CDS, EDS, LDS, RDS, in push order). */
-  readonly types: Readonly<Record<string, TypeSync>>;
-}
-
-export interface SynczView {
-  readonly proxies: readonly ProxySync[];
-}
+export type { ProxySync, ProxyType, SyncState, SynczView, TypeSync } from '../model/admin-api.js';
 
 const SEVERITY: readonly SyncState[] = ['SYNCED', 'NOT SENT', 'STALE', 'NACK'];
 
-export function syncz(streams: readonly AdsStream[], proxyId?: string, now = Date.now()): SynczView {
+export function syncz(streams: readonly StreamView[], proxyId?: string, now = Date.now()): SynczView {
   const proxies: ProxySync[] = [];
   for (const stream of streams) {
     const proxy = stream.proxy;
@@ -62,7 +26,7 @@ export function syncz(streams: readonly AdsStream[], proxyId?: string, now = Dat
   return { proxies };
 }
 
-export function proxySync(stream: AdsStream, now = Date.now()): ProxySync {
+export function proxySync(stream: StreamView, now = Date.now()): ProxySync {
   const proxy = stream.proxy;
   const types: Record<string, TypeSync> = {};
   const statuses = [...stream.typeStatus()].sort((a, b) => order(a.typeUrl) - order(b.typeUrl));

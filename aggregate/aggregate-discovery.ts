@@ -39,7 +39,8 @@ export class AggregateDiscovery implements ServiceDiscovery {
     for (const registry of registries) {
       this.unsubscribes.push(
         registry.onChange((event) => {
-          for (const host of event.hostnames) this.stale.add(host);
+          for (const host of event.services) this.stale.add(host);
+          for (const host of event.endpoints) this.stale.add(host);
           this.conflictList = undefined;
           // Named for the push history: which registry published it (and which files, if it says).
           this.listeners.emit({

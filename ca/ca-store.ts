@@ -36,18 +36,22 @@ export interface StoreState {
 
 export class StoreHealth {
   private down: { at: number; since: string; error: string } | undefined;
-  private upSince = new Date().toISOString();
+  private upSince: string;
 
   constructor(
     readonly kind: 'sqlite' | 'postgres',
     private readonly retryMs = 2000,
     private readonly onChange: (state: StoreState) => void = () => undefined,
-  ) {}
+    /** Epoch milliseconds (tests pass a manual clock's). */
+    private readonly now: () => number = Date.now,
+  ) {
+    this.upSince = this.isoNow();
+  }
 
   /** Runs one store call; an unreachable store is StoreUnavailable (at once while known down). */
   async run<T>(what: string, fn: () => Promise<T>): Promise<T> {
     const down = this.down;
-    if (down && Date.now() - down.at < this.retryMs)
+    if (down && this.now() - down.at < this.retryMs)
       throw new StoreUnavailable(unavailableMessage(this.kind, what, down.error));
     try {
       const result = await fn();
@@ -63,14 +67,14 @@ export class StoreHealth {
   markUp(): void {
     if (!this.down) return;
     this.down = undefined;
-    this.upSince = new Date().toISOString();
+    this.upSince = this.isoNow();
     this.onChange(this.state());
   }
 
   markDown(err: unknown): void {
     const error = err instanceof Error ? err.message : String(err);
     const was = this.down;
-    this.down = { at: Date.now(), since: was?.since ?? new Date().toISOString(), error };
+    this.down = { at: this.now(), since: was?.since ?? this.isoNow(), error };
     if (!was) this.onChange(this.state());
   }
 
@@ -78,6 +82,10 @@ export class StoreHealth {
     return this.down
       ? { kind: this.kind, state: 'unreachable', since: this.down.since, lastError: this.down.error }
       : { kind: this.kind, state: 'up', since: this.upSince };
+  }
+
+  private isoNow(): string {
+    return new Date(this.now()).toISOString();
   }
 }
 

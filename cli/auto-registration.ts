@@ -12,9 +12,8 @@ import { HEARTBEAT_MS } from './replication.js';
 import { PostgresRegistrations } from '../store/postgres/auto-registrations.js';
 import type { PostgresStore } from '../store/postgres/postgres-store.js';
 import type { Store } from '../store/store.js';
-import type { AdsStream } from '../xds/server/ads-stream.js';
 import type { StreamAdmission } from '../xds/server/ads-server.js';
-import type { AdsObserver } from '../xds/server/observer.js';
+import type { AdsObserver, StreamView } from '../xds/server/observer.js';
 import type { Proxy } from '../xds/proxy/proxy.js';
 
 /** The node metadata an agent started with `--group` sets (Istio's name). */
@@ -101,7 +100,7 @@ export function wireAutoRegistration(
 }
 
 /** What an agent's stream claims for auto-registration; undefined for any other stream. */
-function claimOf(stream: AdsStream, proxy: Proxy): AgentClaim | undefined {
+function claimOf(stream: StreamView, proxy: Proxy): AgentClaim | undefined {
   const group = proxy.metadata[GROUP_META];
   if (typeof group !== 'string' || group === '') return undefined;
   const sa = proxy.metadata.SERVICE_ACCOUNT;

@@ -1,8 +1,7 @@
 // The ADS server's observer for Prometheus: responses, resources, bytes and build time per type,
 // NACKs, model changes, and each push's debounce, size, hand-out and convergence times. The server
 // reports through xds's observer seam; this side only counts.
-import type { ChangeEvent } from '../model/change.js';
-import type { AdsStream } from '../xds/server/ads-stream.js';
+import { endpointsOnly, type ChangeEvent } from '../model/change.js';
 import type {
   AdsObserver,
   NackReceived,
@@ -10,6 +9,7 @@ import type {
   PushKind,
   RefusalReason,
   ResponseSent,
+  StreamView,
 } from '../xds/server/observer.js';
 import type { PortolanMetrics } from './metrics.js';
 
@@ -35,7 +35,7 @@ export class AdsMetrics implements AdsObserver {
     metrics.onCollect(() => this.flush());
   }
 
-  responseSent(_stream: AdsStream, r: ResponseSent): void {
+  responseSent(_stream: StreamView, r: ResponseSent): void {
     let m = this.byType.get(r.typeUrl);
     if (!m)
       this.byType.set(
@@ -58,7 +58,7 @@ export class AdsMetrics implements AdsObserver {
     }
   }
 
-  nack(_stream: AdsStream, n: NackReceived): void {
+  nack(_stream: StreamView, n: NackReceived): void {
     this.metrics.nacks.inc({ type: n.type });
   }
 
@@ -67,7 +67,7 @@ export class AdsMetrics implements AdsObserver {
   }
 
   modelChanged(event: ChangeEvent): void {
-    const kind = event.endpointsOnly ? 'endpoints' : 'services';
+    const kind = endpointsOnly(event) ? 'endpoints' : 'services';
     let child = this.changeKinds.get(kind);
     if (!child) this.changeKinds.set(kind, (child = this.metrics.modelChanges.labels({ kind })));
     child.inc();

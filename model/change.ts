@@ -1,19 +1,30 @@
-// What a registry or the aggregate says when something changed: which hostnames, and whether only
-// endpoints did (then an EDS-only push suffices). A change of the mesh config says so (`config`):
-// as it arrives it may reach anything; the push loop narrows it, when it can, to the hostnames
-// whose rules changed.
+// One vocabulary for a change, from its source to the resource cache. A change names what changed
+// by key — the services, the endpoints and the traffic rules of hostnames, the config kinds read
+// wholesale, or everything — and is made once, where that is known: a registry's snapshot diff
+// (services, endpoints), the config directory's file step (rules, kinds, and the services of its
+// ServiceEntries). Events merge by union in the push debouncer; the resource cache rebuilds what read
+// one of the keys (Istio's PushRequest.ConfigsUpdated and its cache entries' DependentConfigs()).
 import type { Endpoint } from './endpoint.js';
 import type { Service } from './service.js';
 
 export interface ChangeEvent {
-  readonly hostnames: ReadonlySet<string>;
-  readonly endpointsOnly: boolean;
+  /** Hostnames whose Service was added, removed or changed. */
+  readonly services: ReadonlySet<string>;
+  /** Hostnames whose endpoints changed (a removed service's host is here only if it had endpoints). */
+  readonly endpoints: ReadonlySet<string>;
   /**
-   * The mesh config changed too. `all`: in ways that may reach any resource; `hosts`: only in the
-   * rules of `hostnames` (besides what spans the config). Absent: no config change — except that
-   * an event naming no hostname is read as `all` (configScope).
+   * Hostnames whose traffic rules changed: a VirtualService or DestinationRule for the host (resolved
+   * to its FQDN, as the mesh index's lookups name it) was added, removed or changed.
    */
-  readonly config?: ConfigScope;
+  readonly rules: ReadonlySet<string>;
+  /**
+   * Config kinds that changed as a whole (mesh/config-kinds.ts names them: `sidecars`,
+   * `authorizationPolicies`, ...): a resource of the kind was added, removed or changed. A change of
+   * VirtualServices or DestinationRules also names their hosts in `rules`.
+   */
+  readonly kinds: ReadonlySet<string>;
+  /** Anything may have changed (a rule with a wildcard host, a reordering, a tool's full push). */
+  readonly everything: boolean;
   /** Where the change came from, for the push history (/debug/push_status); absent when unknown. */
   readonly trigger?: ChangeTrigger;
 }
@@ -29,11 +40,58 @@ export interface ChangeTrigger {
   readonly debounced?: boolean;
 }
 
-export type ConfigScope = 'all' | 'hosts';
+const NONE: ReadonlySet<string> = new Set();
 
-/** How far an event's config change reaches; an event naming nothing counts as one that may reach anything. */
-export function configScope(event: ChangeEvent): ConfigScope | undefined {
-  return event.config ?? (event.hostnames.size === 0 ? 'all' : undefined);
+/** An event naming the given keys; every key left out is empty. */
+export function changeOf(keys: {
+  readonly services?: Iterable<string>;
+  readonly endpoints?: Iterable<string>;
+  readonly rules?: Iterable<string>;
+  readonly kinds?: Iterable<string>;
+  readonly everything?: boolean;
+  readonly trigger?: ChangeTrigger;
+}): ChangeEvent {
+  return {
+    services: keys.services ? new Set(keys.services) : NONE,
+    endpoints: keys.endpoints ? new Set(keys.endpoints) : NONE,
+    rules: keys.rules ? new Set(keys.rules) : NONE,
+    kinds: keys.kinds ? new Set(keys.kinds) : NONE,
+    everything: keys.everything ?? false,
+    ...(keys.trigger && { trigger: keys.trigger }),
+  };
+}
+
+/** A change that may reach anything (a tool's or a test's full push). */
+export function everythingChanged(trigger?: ChangeTrigger): ChangeEvent {
+  return changeOf({ everything: true, ...(trigger && { trigger }) });
+}
+
+/** Whether the event names nothing at all. */
+export function isEmptyChange(event: ChangeEvent): boolean {
+  return (
+    !event.everything &&
+    event.services.size === 0 &&
+    event.endpoints.size === 0 &&
+    event.rules.size === 0 &&
+    event.kinds.size === 0
+  );
+}
+
+/** Only endpoints changed: an EDS-only push suffices. */
+export function endpointsOnly(event: ChangeEvent): boolean {
+  return !event.everything && event.services.size === 0 && event.rules.size === 0 && event.kinds.size === 0;
+}
+
+/** The mesh config changed (rules, a kind, or everything). */
+export function configChanged(event: ChangeEvent): boolean {
+  return event.everything || event.rules.size > 0 || event.kinds.size > 0;
+}
+
+/** Every hostname the event names (services, endpoints or rules), each once. */
+export function changedHosts(event: ChangeEvent): ReadonlySet<string> {
+  if (event.rules.size === 0 && event.endpoints.size === 0) return event.services;
+  if (event.rules.size === 0 && event.services.size === 0) return event.endpoints;
+  return new Set([...event.services, ...event.endpoints, ...event.rules]);
 }
 
 /** Names kept per trigger list when changes merge; a storm of edits must not grow a push's record. */
@@ -56,57 +114,50 @@ export function diffSnapshots(
   next: RegistrySnapshot,
   only?: Iterable<string>,
 ): ChangeEvent | undefined {
-  if (only) return diffHosts(prev, next, only);
-  const hostnames = new Set<string>();
-  // Two passes instead of a union of the keys: a registry shares unchanged objects between
-  // snapshots, so the common case is one identity check per host and no allocation.
-  for (const [host, service] of next.services) {
-    if (!sameData(prev.services.get(host), service)) hostnames.add(host);
+  const services = new Set<string>();
+  const endpoints = new Set<string>();
+  if (only) {
+    for (const host of only) {
+      if (!sameData(prev.services.get(host), next.services.get(host))) services.add(host);
+      if (!sameData(prev.endpoints.get(host) ?? [], next.endpoints.get(host) ?? [])) endpoints.add(host);
+    }
+  } else {
+    // Two passes instead of a union of the keys: a registry shares unchanged objects between
+    // snapshots, so the common case is one identity check per host and no allocation.
+    for (const [host, service] of next.services) {
+      if (!sameData(prev.services.get(host), service)) services.add(host);
+    }
+    for (const host of prev.services.keys()) if (!next.services.has(host)) services.add(host);
+    for (const [host, list] of next.endpoints) {
+      if (!sameData(prev.endpoints.get(host) ?? [], list)) endpoints.add(host);
+    }
+    for (const [host, list] of prev.endpoints) {
+      if (!next.endpoints.has(host) && !sameData(list, [])) endpoints.add(host);
+    }
   }
-  for (const host of prev.services.keys()) if (!next.services.has(host)) hostnames.add(host);
-  const serviceChanged = hostnames.size > 0;
-  for (const [host, list] of next.endpoints) {
-    if (!sameData(prev.endpoints.get(host) ?? [], list)) hostnames.add(host);
-  }
-  for (const [host, list] of prev.endpoints) {
-    if (!next.endpoints.has(host) && !sameData(list, [])) hostnames.add(host);
-  }
-  if (hostnames.size === 0) return undefined;
-  return { hostnames, endpointsOnly: !serviceChanged };
+  if (services.size === 0 && endpoints.size === 0) return undefined;
+  return { services, endpoints, rules: NONE, kinds: NONE, everything: false };
 }
 
-function diffHosts(
-  prev: RegistrySnapshot,
-  next: RegistrySnapshot,
-  only: Iterable<string>,
-): ChangeEvent | undefined {
-  const hostnames = new Set<string>();
-  let serviceChanged = false;
-  for (const host of only) {
-    if (!sameData(prev.services.get(host), next.services.get(host))) {
-      hostnames.add(host);
-      serviceChanged = true;
-    } else if (!sameData(prev.endpoints.get(host) ?? [], next.endpoints.get(host) ?? [])) hostnames.add(host);
-  }
-  if (hostnames.size === 0) return undefined;
-  return { hostnames, endpointsOnly: !serviceChanged };
-}
-
-/**
- * Merges events: the union of hostnames; endpoints-only only if every part was; a config change if
- * either was, reaching as far as the farther. The hostnames are kept either way: when the push
- * narrows a config change to some hosts, the registries' hosts must still be among them.
- */
+/** Merges events: the union of every key; everything if either was. */
 export function mergeChanges(a: ChangeEvent, b: ChangeEvent): ChangeEvent {
   const trigger = mergeTriggers(a.trigger, b.trigger);
-  const scopes = [configScope(a), configScope(b)];
-  const config = scopes.includes('all') ? 'all' : scopes.includes('hosts') ? 'hosts' : undefined;
   return {
-    hostnames: new Set([...a.hostnames, ...b.hostnames]),
-    endpointsOnly: a.endpointsOnly && b.endpointsOnly && config === undefined,
-    ...(config && { config }),
+    services: union(a.services, b.services),
+    endpoints: union(a.endpoints, b.endpoints),
+    rules: union(a.rules, b.rules),
+    kinds: union(a.kinds, b.kinds),
+    everything: a.everything || b.everything,
     ...(trigger && { trigger }),
   };
+}
+
+function union(a: ReadonlySet<string>, b: ReadonlySet<string>): ReadonlySet<string> {
+  if (b.size === 0) return a;
+  if (a.size === 0) return b;
+  const out = new Set(a);
+  for (const x of b) out.add(x);
+  return out;
 }
 
 /** The union of two triggers, each list capped at MAX_TRIGGER_NAMES. */

@@ -1,31 +1,10 @@
 // The contract every service registry adapter (config-dir, mock, consul, zookeeper, kubernetes) fulfils.
 // Adapters are level-triggered: they publish a whole snapshot, and say which hostnames changed.
+import type { RegistryStatus } from './admin-api.js';
 import type { ChangeEvent, RegistrySnapshot } from './change.js';
 
-export interface RegistryStatus {
-  readonly synced: boolean;
-  /** Serving a last known good state because the source is failing. */
-  readonly stale: boolean;
-  readonly lastError?: string;
-  readonly lastErrorAt?: string;
-  /** When the source last answered in full (the published snapshot is from then). */
-  readonly lastSyncAt?: string;
-  /** Serving a snapshot persisted by an earlier run (synced at this time) until the first live sync. */
-  readonly restoredFrom?: string;
-  readonly services: number;
-  readonly endpoints: number;
-  /**
-   * Parts of the source the registry became ready without, each with the reason (e.g. a Consul
-   * service whose query kept failing at start, past --consul-sync-timeout). Absent when none.
-   */
-  readonly incomplete?: readonly string[];
-  /**
-   * Parts of the source the registry is not ready without, each with the reason: /ready answers 503
-   * while any is listed, though what did load is served (the config directory: a file of the initial
-   * load that could not be read). Absent when none.
-   */
-  readonly unready?: readonly string[];
-}
+// The status is what the admin API shows of a registry, so its one definition is the API's.
+export type { RegistryStatus } from './admin-api.js';
 
 export interface Registry {
   /** The name used in `--registries` and in Service.registry. */

@@ -12,6 +12,7 @@
 // plane learns of agent streams through the ADS
 // server's observer seam (cli/ wires it); nothing here knows about xDS.
 import type { Logger } from '../log/logger.js';
+import { systemClock, type Clock } from '../model/clock.js';
 import { Listeners } from '../model/listeners.js';
 import type { WorkloadEntryResource, WorkloadGroupResource } from '../mesh/types.js';
 import type { WorkloadEntrySource } from '../mesh/workload-entries.js';
@@ -46,6 +47,8 @@ export interface AutoRegistrationOptions {
   readonly logger: Logger;
   /** Registrations kept at most (a bound on what agents can make the control plane hold). */
   readonly maxEntries?: number;
+  /** The grace timers and the times shown (default: the system clock; tests pass a manual one). */
+  readonly clock?: Clock;
 }
 
 export type ConnectionState = 'connected' | 'disconnected';
@@ -58,7 +61,8 @@ interface Held {
   /** Every open stream claiming it, oldest first, with what each claims (the last is `connection`). */
   readonly claimants: Map<string, Registration>;
   since: string;
-  graceTimer: NodeJS.Timeout | undefined;
+  /** Cancels the grace timer, while one runs. */
+  cancelGrace: (() => void) | undefined;
 }
 
 /** One row of /debug/registryz's `autoRegistered`. */
@@ -96,7 +100,11 @@ export class AutoRegistration implements WorkloadEntrySource {
   /** Registrations other replicas hold, by key (with a shared store; empty otherwise). */
   private elsewhere = new Map<string, { registration: Registration; replica: string }>();
 
-  constructor(private readonly options: AutoRegistrationOptions) {}
+  private readonly clock: Clock;
+
+  constructor(private readonly options: AutoRegistrationOptions) {
+    this.clock = options.clock ?? systemClock;
+  }
 
   /**
    * Registrations stored by an earlier run, each disconnected with a fresh grace: the agents have
@@ -117,8 +125,8 @@ export class AutoRegistration implements WorkloadEntrySource {
         state: 'disconnected',
         connection: undefined,
         claimants: new Map(),
-        since: new Date().toISOString(),
-        graceTimer: undefined,
+        since: this.isoNow(),
+        cancelGrace: undefined,
       };
       this.held.set(key, held);
       this.startGrace(key, held);
@@ -152,7 +160,7 @@ export class AutoRegistration implements WorkloadEntrySource {
   connected(connection: string, claim: AgentClaim): void {
     const key = registrationKey(claim);
     const previous = this.held.get(key);
-    if (previous?.graceTimer) clearTimeout(previous.graceTimer);
+    previous?.cancelGrace?.();
     const claimants = previous?.claimants ?? new Map<string, Registration>();
     const registration: Registration = {
       group: claim.group,
@@ -170,8 +178,8 @@ export class AutoRegistration implements WorkloadEntrySource {
       state: 'connected',
       connection,
       claimants,
-      since: new Date().toISOString(),
-      graceTimer: undefined,
+      since: this.isoNow(),
+      cancelGrace: undefined,
     });
     this.byConnection.set(connection, key);
     this.save(key, registration);
@@ -197,7 +205,7 @@ export class AutoRegistration implements WorkloadEntrySource {
       const [next, registration] = older;
       held.connection = next;
       held.registration = registration;
-      held.since = new Date().toISOString();
+      held.since = this.isoNow();
       this.save(key, registration);
       this.options.logger.info(
         { entry: key, node: registration.nodeId, left: connection },
@@ -208,7 +216,7 @@ export class AutoRegistration implements WorkloadEntrySource {
     }
     held.state = 'disconnected';
     held.connection = undefined;
-    held.since = new Date().toISOString();
+    held.since = this.isoNow();
     this.startGrace(key, held);
     this.options.logger.info(
       { entry: key, node: held.registration.nodeId, graceMs: this.options.graceMs },
@@ -224,12 +232,12 @@ export class AutoRegistration implements WorkloadEntrySource {
     const own = held.claimants.get(connection);
     if (own && held.connection !== connection) {
       // An older claimant's report: kept for when it holds the entry again, not applied now.
-      held.claimants.set(connection, { ...own, health: { healthy, message, at: new Date().toISOString() } });
+      held.claimants.set(connection, { ...own, health: { healthy, message, at: this.isoNow() } });
       return;
     }
     const before = held.registration.health;
     if (before && before.healthy === healthy && before.message === message) return;
-    const health: ProbeHealth = { healthy, message, at: new Date().toISOString() };
+    const health: ProbeHealth = { healthy, message, at: this.isoNow() };
     held.registration = { ...held.registration, health };
     held.claimants.set(connection, held.registration);
     this.save(key, held.registration);
@@ -333,22 +341,30 @@ export class AutoRegistration implements WorkloadEntrySource {
   }
 
   stop(): void {
-    for (const h of this.held.values()) if (h.graceTimer) clearTimeout(h.graceTimer);
+    for (const h of this.held.values()) h.cancelGrace?.();
   }
 
   private startGrace(key: string, held: Held): void {
-    if (held.graceTimer) clearTimeout(held.graceTimer);
-    held.graceTimer = setTimeout(() => {
-      if (this.held.get(key) !== held || held.state !== 'disconnected') return;
-      this.held.delete(key);
-      this.options.store?.delete(key);
-      this.options.logger.info(
-        { entry: key, node: held.registration.nodeId },
-        'auto-registration: grace period over; entry removed',
-      );
-      this.recompute();
-    }, this.options.graceMs);
-    held.graceTimer.unref();
+    held.cancelGrace?.();
+    held.cancelGrace = this.clock.after(
+      this.options.graceMs,
+      () => {
+        held.cancelGrace = undefined;
+        if (this.held.get(key) !== held || held.state !== 'disconnected') return;
+        this.held.delete(key);
+        this.options.store?.delete(key);
+        this.options.logger.info(
+          { entry: key, node: held.registration.nodeId },
+          'auto-registration: grace period over; entry removed',
+        );
+        this.recompute();
+      },
+      { unref: true },
+    );
+  }
+
+  private isoNow(): string {
+    return new Date(this.clock.now()).toISOString();
   }
 
   private findGroup(namespace: string, name: string): WorkloadGroupResource | undefined {

@@ -86,7 +86,9 @@ export class RegistryPersistence {
       this.unsubscribes.push(
         registry.onChange((event) => {
           const changed = this.changed.get(registry.name);
-          for (const host of event.hostnames) changed?.add(host);
+          // The snapshot's hosts: rules and kinds are the config directory's, kept apart (history).
+          for (const host of event.services) changed?.add(host);
+          for (const host of event.endpoints) changed?.add(host);
           this.schedule(registry);
         }),
       );

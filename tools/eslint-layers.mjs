@@ -26,9 +26,13 @@ export const ALLOWED = {
   cli: '*',
   // The demo (npm run demo) runs `portolan serve` as a process; it imports none of the sources.
   demo: [],
-  // The dashboard runs in the browser: it reads the admin API over HTTP and imports no server code.
+  // The dashboard runs in the browser: it reads the admin API over HTTP and imports no server code,
+  // only the types of that API's JSON (ONLY_TYPES_OF below; not even the leaves).
   ui: [],
 };
+
+/** Folders that may import nothing outside themselves but the types of these files. */
+const ONLY_TYPES_OF = { ui: ['model/admin-api.ts'] };
 
 /** Imports of these pairs must be `import type`: metrics implements xds's observer, nothing more. */
 const TYPE_ONLY = { metrics: ['xds'] };
@@ -39,9 +43,11 @@ function topFolder(root, file) {
 }
 
 /**
- * Inside a top-level folder: files under `from` may not import under `forbidden`, except `allowed`.
+ * Finer than folders: files under `from` may not import under `forbidden`, except `allowed`.
  * The ADS server is given its generator table and push check (by cli/): it sees the generator
  * interface, the per-view memo in the generate context and the resource names, nothing that builds.
+ * The protocol state machines (xds/protocol/) are shared by the server, the agent and SDS: they
+ * import nothing of the server, and the agent reaches the protocol only through them.
  */
 export const SEAMS = [
   {
@@ -49,6 +55,8 @@ export const SEAMS = [
     forbidden: ['xds/generators', 'xds/traffic', 'xds/validate'],
     allowed: ['xds/generators/generator.ts', 'xds/generators/view-memo.ts', 'xds/generators/names.ts'],
   },
+  { from: 'xds/protocol', forbidden: ['xds/server', 'xds/generators'], allowed: [] },
+  { from: 'agent', forbidden: ['xds/server'], allowed: [] },
 ];
 
 const rule = {
@@ -66,7 +74,22 @@ const rule = {
     const check = (node, source, typeOnly) => {
       if (typeof source !== 'string' || !source.startsWith('.')) return;
       const to = topFolder(root, resolve(dirname(file), source));
-      if (to === undefined || to === from || LEAVES.includes(to)) return;
+      if (to === from) return;
+      const only = ONLY_TYPES_OF[from];
+      if (only) {
+        // Sources name the compiled .js; the list names the .ts files.
+        const target = relative(root, resolve(dirname(file), source))
+          .split(sep)
+          .join('/')
+          .replace(/\.js$/, '.ts');
+        if (!only.includes(target) || !typeOnly)
+          context.report({
+            node,
+            message: `${from}/ may import only types ("import type") from ${only.join(', ')}`,
+          });
+        return;
+      }
+      if (to === undefined || LEAVES.includes(to)) return;
       if (!(to in ALLOWED)) return;
       if (!allowed.includes(to)) {
         const may = [...allowed, ...LEAVES].join(', ');
@@ -120,10 +143,11 @@ const seamRule = {
         .replace(/\.js$/, '.ts');
       for (const seam of seams) {
         if (!seam.forbidden.some((f) => under(target, f)) || seam.allowed.includes(target)) continue;
-        context.report({
-          node,
-          message: `${seam.from}/ may not import ${target}: of ${seam.forbidden.join(', ')} it may import only ${seam.allowed.join(', ')} (it is given the rest)`,
-        });
+        const may =
+          seam.allowed.length > 0
+            ? `of ${seam.forbidden.join(', ')} it may import only ${seam.allowed.join(', ')} (it is given the rest)`
+            : `it may import nothing under ${seam.forbidden.join(', ')}`;
+        context.report({ node, message: `${seam.from}/ may not import ${target}: ${may}` });
       }
     };
     return {

@@ -1,6 +1,6 @@
 // A small SVG chart of the last minutes: pushes per interval as bars, and the slowest convergence in
 // each interval as a line on its own scale.
-import type { PushStatus } from './api.js';
+import type { PushStatusView } from '../model/admin-api.js';
 import { clock, ms } from './format.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -19,7 +19,7 @@ function el<K extends keyof SVGElementTagNameMap>(
   return e;
 }
 
-export function pushChart(series: PushStatus['series']): SVGSVGElement {
+export function pushChart(series: PushStatusView['series']): SVGSVGElement {
   const buckets = series.buckets;
   const n = Math.max(buckets.length, 1);
   // An even top, so the middle tick is a whole number of pushes too (not "1, 1, 0" for a top of 1).

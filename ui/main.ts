@@ -1,6 +1,7 @@
 // The dashboard: a page per tab (hash routes), each refreshed every 2 s while the tab is visible —
 // no reload, no framework. The header shows readiness from /debug/overviewz on every refresh.
-import { getJson, type Overviewz } from './api.js';
+import type { OverviewzView } from '../model/admin-api.js';
+import { getJson } from './api.js';
 import { h } from './dom.js';
 import { clock } from './format.js';
 import { caPage } from './pages/ca.js';
@@ -63,7 +64,7 @@ async function refresh(): Promise<void> {
   const live = document.getElementById('live');
   try {
     const page = current?.page;
-    const [overview] = await Promise.all([getJson<Overviewz>('/debug/overviewz'), page?.update()]);
+    const [overview] = await Promise.all([getJson<OverviewzView>('/debug/overviewz'), page?.update()]);
     header(overview);
     if (current?.page === page) document.getElementById('page')?.classList.remove('loading');
     if (banner) banner.hidden = true;
@@ -80,7 +81,7 @@ async function refresh(): Promise<void> {
   if (!document.hidden) timer = window.setTimeout(() => void refresh(), REFRESH_MS);
 }
 
-function header(o: Overviewz): void {
+function header(o: OverviewzView): void {
   const ready = document.getElementById('ready');
   if (!ready) return;
   ready.textContent = o.ready ? 'ready' : 'not ready';

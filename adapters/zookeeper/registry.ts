@@ -1,5 +1,6 @@
 // The `zookeeper` registry: Curator x-discovery and Dubbo providers read from ZooKeeper, published as
-// whole snapshots.
+// whole snapshots. This file is the connection's lifecycle and the publishing; what the nodes make
+// (parsed groups, hostnames, remembered services, node problems) is node-model.ts.
 //
 // Lifecycle of the connection:
 // - connected (first time, or again within the same session): full resync — every watched node is
@@ -22,14 +23,13 @@ import type { Endpoint } from '../../model/endpoint.js';
 import type { Service } from '../../model/service.js';
 import { silentLogger, type Logger } from '../../log/logger.js';
 import { StateBackedRegistry } from '../registry-state.js';
-import { assembleServices, type AssembledService } from './conversion.js';
 import { LayeredMap } from '../../model/layered-map.js';
 import { Backoff, type BackoffOptions } from '../../model/backoff.js';
-import type { NodeProblem, ParseResult, ZkInstance } from './instance.js';
 import { layoutsFor, type Layout } from './layouts.js';
-import type { LayoutName, ZooKeeperOptions } from './flags.js';
+import type { ZooKeeperOptions } from './flags.js';
 import type { RegistrySnapshot } from '../../model/change.js';
-import { emptyMirror, TreeWatcher, type Mirror } from './tree-watcher.js';
+import { emptyMirror, TreeWatcher } from './tree-watcher.js';
+import { ZkNodeModel } from './node-model.js';
 import { ZkSession } from './client.js';
 import { DEFAULT_VANISH_HOLD, VanishHold } from '../vanish-hold.js';
 import { parseDurationMs } from '../option-values.js';
@@ -43,38 +43,6 @@ export interface ZooKeeperRegistryConfig extends ZooKeeperOptions {
 }
 
 type Connection = 'connecting' | 'connected' | 'disconnected' | 'expired' | 'closed';
-
-/** A service seen with instances, kept (empty) while a group it came from still exists. */
-interface Remembered {
-  readonly layout: LayoutName;
-  readonly groups: ReadonlySet<string>;
-  readonly service: Service;
-}
-
-/** One group's nodes as last parsed. */
-interface GroupRead {
-  /** leaf → its data and what the layout's parser made of it (reused while the data is the same). */
-  readonly parsed: ReadonlyMap<string, { data: string | undefined; result: ParseResult }>;
-  /** hostname → this group's instances of it. */
-  readonly instances: ReadonlyMap<string, ZkInstance[]>;
-  readonly disabled: number;
-  readonly problems: readonly NodeProblem[];
-}
-
-/** What the registry keeps per layout between publishes. */
-interface LayoutState {
-  readonly groups: Map<string, GroupRead>;
-  /** hostname → group → that group's instances of it. */
-  readonly byHost: Map<string, Map<string, ZkInstance[]>>;
-  /** hostname → its last assembly (reused while built from the same instance objects). */
-  readonly assembled: Map<string, AssembledService>;
-  /** group → the hostnames remembered from it. */
-  readonly rememberedByGroup: Map<string, Set<string>>;
-}
-
-function emptyLayoutState(): LayoutState {
-  return { groups: new Map(), byHost: new Map(), assembled: new Map(), rememberedByGroup: new Map() };
-}
 
 const MAX_REPORTED_PROBLEMS = 100;
 
@@ -96,16 +64,11 @@ export class ZooKeeperRegistry extends StateBackedRegistry {
   private publishPending: NodeJS.Immediate | undefined;
   private firstSync: (() => void) | undefined;
   private started: Promise<void> | undefined;
-  private readonly remembered = new Map<string, Remembered>();
-  private readonly layoutStates: LayoutState[];
+  private readonly nodes: ZkNodeModel;
   /** Per layout (by index), the groups changed since the last publish. */
   private readonly dirtyGroups: Set<string>[];
   /** Hostnames to recompute at the next publish besides those of the dirty groups (held ones). */
   private readonly dirtyHosts = new Set<string>();
-  /** Node problems: per `layout/group` (parsing), per hostname (assembly, collisions). */
-  private readonly groupProblems = new Map<string, readonly NodeProblem[]>();
-  private readonly hostProblems = new Map<string, readonly NodeProblem[]>();
-  private disabled = 0;
   private readonly stats = { sessions: 0, resyncs: 0, resyncFailures: 0, unansweredConnections: 0 };
   private lastResync: { at: string; durationMs: number } | undefined;
   private readonly hold: VanishHold;
@@ -117,9 +80,9 @@ export class ZooKeeperRegistry extends StateBackedRegistry {
   constructor(private readonly config: ZooKeeperRegistryConfig) {
     super();
     this.layouts = layoutsFor(config);
-    this.layoutStates = this.layouts.map(() => emptyLayoutState());
     this.dirtyGroups = this.layouts.map(() => new Set<string>());
     this.logger = config.logger ?? silentLogger;
+    this.nodes = new ZkNodeModel(this.layouts, this.name, this.logger);
     this.hold = new VanishHold({
       holdMs: config.emptyHoldMs ?? parseDurationMs(DEFAULT_VANISH_HOLD, '--zk-empty-hold'),
       expired: () => {
@@ -190,9 +153,9 @@ export class ZooKeeperRegistry extends StateBackedRegistry {
         held: this.hold.held(),
         heldCount: this.hold.size,
       },
-      disabledInstances: this.disabled,
-      invalidNodeCount: this.problemCount(),
-      invalidNodes: this.problemList().slice(0, MAX_REPORTED_PROBLEMS),
+      disabledInstances: this.nodes.disabled,
+      invalidNodeCount: this.nodes.problemCount(),
+      invalidNodes: this.nodes.problemList().slice(0, MAX_REPORTED_PROBLEMS),
     };
   }
 
@@ -375,13 +338,8 @@ export class ZooKeeperRegistry extends StateBackedRegistry {
     const current = this.state.snapshot();
     const hosts = new Set<string>(this.dirtyHosts);
     this.dirtyHosts.clear();
-    this.layouts.forEach((layout, i) => {
-      const dirty = this.dirtyGroups[i];
-      const state = this.layoutStates[i];
-      if (!dirty || !state) return;
-      const mirror: Mirror = this.watchers[i]?.mirror() ?? emptyMirror();
-      const groups = full ? new Set([...state.groups.keys(), ...mirror.keys()]) : dirty;
-      for (const group of groups) this.readGroup(layout, state, group, mirror.get(group), hosts);
+    this.dirtyGroups.forEach((dirty, i) => {
+      this.nodes.readLayout(i, this.watchers[i]?.mirror() ?? emptyMirror(), dirty, full, hosts);
       dirty.clear();
     });
     if (full) {
@@ -391,7 +349,7 @@ export class ZooKeeperRegistry extends StateBackedRegistry {
     const services: [string, Service | undefined][] = [];
     const endpoints: [string, readonly Endpoint[] | undefined][] = [];
     for (const host of [...hosts].sort()) {
-      const resolved = this.resolveHost(host);
+      const resolved = this.nodes.resolveHost(host);
       services.push([host, resolved?.service]);
       endpoints.push([host, resolved && this.holdVanished(host, resolved.endpoints, current)]);
       if (!resolved) this.hold.release(host);
@@ -403,127 +361,6 @@ export class ZooKeeperRegistry extends StateBackedRegistry {
           endpoints: LayeredMap.of(current.endpoints).with(endpoints),
         };
     this.state.replace(next, this.hold.problem(), undefined, full ? undefined : [...hosts]);
-  }
-
-  /** Parses one group's nodes again (an unchanged node's result is reused); adds the hosts it touches. */
-  private readGroup(
-    layout: Layout,
-    state: LayoutState,
-    group: string,
-    leaves: ReadonlyMap<string, string | undefined> | undefined,
-    hosts: Set<string>,
-  ): void {
-    const before = state.groups.get(group);
-    for (const host of before?.instances.keys() ?? []) hosts.add(host);
-    for (const host of state.rememberedByGroup.get(group) ?? []) hosts.add(host);
-    for (const host of before?.instances.keys() ?? []) {
-      const byGroup = state.byHost.get(host);
-      byGroup?.delete(group);
-      if (byGroup?.size === 0) state.byHost.delete(host);
-    }
-    this.disabled -= before?.disabled ?? 0;
-    const problemKey = `${layout.name}/${group}`;
-    if (!leaves) {
-      state.groups.delete(group);
-      this.setProblems(this.groupProblems, problemKey, []);
-      return;
-    }
-    const parsed = new Map<string, { data: string | undefined; result: ParseResult }>();
-    const instances = new Map<string, ZkInstance[]>();
-    const problems: NodeProblem[] = [];
-    let disabled = 0;
-    for (const [leaf, data] of leaves) {
-      const path = `${layout.leavesPath(group)}/${leaf}`;
-      const cached = before?.parsed.get(leaf);
-      const result = cached && cached.data === data ? cached.result : layout.parse(group, leaf, data);
-      parsed.set(leaf, { data, result });
-      if (result.kind === 'instance') {
-        const list = instances.get(result.instance.hostname) ?? [];
-        list.push(result.instance);
-        instances.set(result.instance.hostname, list);
-      } else if (result.kind === 'disabled') disabled++;
-      else problems.push({ layout: layout.name, path, reason: result.reason });
-    }
-    state.groups.set(group, { parsed, instances, disabled, problems });
-    this.disabled += disabled;
-    this.setProblems(this.groupProblems, problemKey, problems);
-    for (const [host, list] of instances) {
-      hosts.add(host);
-      const byGroup = state.byHost.get(host) ?? new Map<string, ZkInstance[]>();
-      byGroup.set(group, list);
-      state.byHost.set(host, byGroup);
-    }
-  }
-
-  /**
-   * What `host` serves: layout by layout, its instances assembled (the first layout with any owns
-   * the hostname; the others' instances are reported), else the service remembered from that layout
-   * while one of its groups exists (with no endpoints).
-   */
-  private resolveHost(host: string): { service: Service; endpoints: readonly Endpoint[] } | undefined {
-    let owner: { layout: LayoutName; service: Service; endpoints: readonly Endpoint[] } | undefined;
-    const problems: NodeProblem[] = [];
-    this.layouts.forEach((layout, i) => {
-      const state = this.layoutStates[i];
-      if (!state) return;
-      const instances = [...(state.byHost.get(host)?.values() ?? [])].flat();
-      let assembled: AssembledService | undefined;
-      if (instances.length === 0) state.assembled.delete(host);
-      else {
-        const assembly = assembleServices(instances, this.name, state.assembled);
-        assembled = assembly.services.get(host);
-        problems.push(...assembly.problems);
-        if (assembled) state.assembled.set(host, assembled);
-        else state.assembled.delete(host);
-      }
-      if (assembled) {
-        if (owner) {
-          const reason = `hostname ${host} is already defined by the ${owner.layout} layout`;
-          for (const instance of assembled.instances)
-            problems.push({ layout: layout.name, path: instance.path, reason });
-          return;
-        }
-        owner = { layout: layout.name, service: assembled.service, endpoints: assembled.endpoints };
-        this.remember(host, { layout: layout.name, groups: assembled.groups, service: assembled.service });
-        return;
-      }
-      // A service whose last instance went away has no endpoints; it stays while its node does.
-      const memory = this.remembered.get(host);
-      if (memory?.layout !== layout.name) return;
-      if (![...memory.groups].some((g) => state.groups.has(g))) {
-        this.remember(host, undefined);
-        return;
-      }
-      owner ??= { layout: layout.name, service: memory.service, endpoints: [] };
-    });
-    this.setProblems(this.hostProblems, host, problems);
-    return owner;
-  }
-
-  /** Sets (or, undefined, forgets) what is remembered of `host`, keeping the group index. */
-  private remember(host: string, memory: Remembered | undefined): void {
-    const before = this.remembered.get(host);
-    if (before) {
-      const index =
-        this.layoutStates[this.layouts.findIndex((l) => l.name === before.layout)]?.rememberedByGroup;
-      for (const group of before.groups) {
-        const set = index?.get(group);
-        set?.delete(host);
-        if (set?.size === 0) index?.delete(group);
-      }
-    }
-    if (!memory) {
-      this.remembered.delete(host);
-      return;
-    }
-    this.remembered.set(host, memory);
-    const index =
-      this.layoutStates[this.layouts.findIndex((l) => l.name === memory.layout)]?.rememberedByGroup;
-    for (const group of memory.groups) {
-      const set = index?.get(group) ?? new Set<string>();
-      set.add(host);
-      index?.set(group, set);
-    }
   }
 
   /** The endpoints to publish for `host`: its last ones if it just lost all of them while the hold is armed. */
@@ -546,38 +383,9 @@ export class ZooKeeperRegistry extends StateBackedRegistry {
     return list;
   }
 
-  /** Replaces one key's problems, logging each that is new (or whose reason changed). */
-  private setProblems(
-    map: Map<string, readonly NodeProblem[]>,
-    key: string,
-    problems: readonly NodeProblem[],
-  ): void {
-    const before = new Map((map.get(key) ?? []).map((p) => [p.path, p.reason]));
-    for (const p of problems) {
-      if (before.get(p.path) !== p.reason) {
-        this.logger.warn({ layout: p.layout, path: p.path, reason: p.reason }, 'skipping ZooKeeper node');
-      }
-    }
-    if (problems.length > 0) map.set(key, problems);
-    else map.delete(key);
-  }
-
-  /** Every current node problem, in path order (for debug(); not on the publish path). */
-  private problemList(): NodeProblem[] {
-    const all = [...this.groupProblems.values(), ...this.hostProblems.values()].flat();
-    return all.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  }
-
-  private problemCount(): number {
-    let count = 0;
-    for (const list of this.groupProblems.values()) count += list.length;
-    for (const list of this.hostProblems.values()) count += list.length;
-    return count;
-  }
-
   private counts(): { services: number; endpoints: number; invalidNodes: number } {
     const { services, endpoints } = this.status();
-    return { services, endpoints, invalidNodes: this.problemCount() };
+    return { services, endpoints, invalidNodes: this.nodes.problemCount() };
   }
 }
 

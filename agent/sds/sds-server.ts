@@ -3,15 +3,15 @@
 // as the certificate is renewed or the bundle changes — Envoy swaps them without a restart. The
 // socket is the only way in (mode 0660: the agent's user and group); nothing crosses the network.
 // StreamSecrets (SotW), DeltaSecrets and FetchSecrets are served; the protocol rules are the ADS
-// server's own (xds/server/sotw-state.ts, delta-state.ts).
+// server's own (xds/protocol/sotw-state.ts, delta-state.ts).
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log/logger.js';
 import type { HeldCertificate } from '../../ca/cert-dir.js';
 import { listenGrpc, plaintextCredentials, stopGrpc } from '../../ca/grpc-listener.js';
 import { CERT_SECRET, ROOT_SECRET } from '../../mesh/workload-certs.js';
 import { encodeResource, versionOf, type EncodedResource } from '../../xds/proto/resource.js';
-import { DeltaStreamState } from '../../xds/server/delta-state.js';
-import { StreamState } from '../../xds/server/sotw-state.js';
+import { DeltaStreamState } from '../../xds/protocol/delta-state.js';
+import { StreamState } from '../../xds/protocol/sotw-state.js';
 import {
   decodeDeltaDiscoveryRequest,
   decodeDiscoveryRequest,

@@ -2,8 +2,8 @@
 // the agent keeps the client's subscriptions and the version of every resource it holds (its ACKs),
 // so a new upstream stream starts with those as initial_resource_versions and the control plane
 // sends only what changed; a subscription nobody has answered is served from the node cache.
-import { DeltaStreamState } from '../../xds/server/delta-state.js';
-import { readPlainDeltaRequest } from '../../xds/server/request-reader.js';
+import { DeltaStreamState } from '../../xds/protocol/delta-state.js';
+import { readPlainDeltaRequest } from '../../xds/protocol/request-reader.js';
 import type { EncodedResource } from '../../xds/proto/resource.js';
 import {
   appendNonce,

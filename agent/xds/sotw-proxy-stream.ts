@@ -1,6 +1,6 @@
 // A local client's state-of-the-world ADS stream, proxied to the control plane. The agent speaks the
 // protocol on both sides: to the client it is a server (its own nonces, the protocol rules of
-// xds/server/sotw-state.ts), to the control plane a client that mirrors the client's subscriptions.
+// xds/protocol/sotw-state.ts), to the control plane a client that mirrors the client's subscriptions.
 // That is what lets the local stream outlive the upstream one:
 //
 // - what the client ACKs goes into the node cache; a subscription the control plane has not
@@ -8,8 +8,8 @@
 // - a new upstream stream (after an outage, or a renewed certificate) is given the client's
 //   subscriptions and ACKed versions, and the answers are forwarded — except a response the client
 //   already holds, which the agent ACKs itself, so a reconnect changes nothing the client sees.
-import { StreamState } from '../../xds/server/sotw-state.js';
-import { readPlainRequest } from '../../xds/server/request-reader.js';
+import { StreamState } from '../../xds/protocol/sotw-state.js';
+import { readPlainRequest } from '../../xds/protocol/request-reader.js';
 import type { EncodedResource } from '../../xds/proto/resource.js';
 import { supportsWildcard } from '../../xds/proto/type-urls.js';
 import {

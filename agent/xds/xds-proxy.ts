@@ -6,7 +6,7 @@ import type { Http2Session } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { listenGrpc, plaintextCredentials, stopGrpc } from '../../ca/grpc-listener.js';
 import type { Logger } from '../../log/logger.js';
-import { http2StreamOf } from '../../xds/server/call-internals.js';
+import { http2StreamOf } from '../../xds/protocol/call-internals.js';
 import type { UpstreamConnection } from '../upstream/connection.js';
 import { DeltaProxyStream } from './delta-proxy-stream.js';
 import {

@@ -285,7 +285,16 @@ test('node ids and NACK messages of megabytes are bounded at the agent', async (
   await closeAll([c]);
 });
 
-test('the cache is per whole node: another node with the Envoy’s id is never served its entry', async () => {
+test('the cache is per whole node: another node with the Envoy’s id is never served its entry', async (t) => {
+  // The control plane this test stops is back, and the agent on it, for any test after this one.
+  t.after(async () => {
+    portolan ??= await startServe();
+    await eventually(
+      async () =>
+        /control plane: connected/.test(await (await fetch(`${statusBase()}/healthz/ready`)).text()),
+      { what: 'the agent back on the control plane', timeoutMs: 20_000 },
+    );
+  });
   // A local process takes the Envoy's guessable id with other labels, and ACKs what it gets.
   const c = connection();
   const poison = c.open({ node: localNode('cart.vm-1', {}, { app: 'evil' }), type_url: CLUSTER });

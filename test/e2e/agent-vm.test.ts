@@ -8,7 +8,7 @@
 // the new bundle on the open stream. A crash between writing the key and the certificate, and the
 // old layout's mismatched pair, leave states the agent recovers from.
 import assert from 'node:assert/strict';
-import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { X509Certificate, createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import {
   mkdirSync,
   mkdtempSync,
@@ -144,7 +144,13 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-test('a VM joins with a token; grpc-js and C-core route through the agent; the control plane sees its identity', async () => {
+/**
+ * The VM's agent (node cart-app-1, enrolled with a join token) against a running serve, ready:
+ * started unless it runs, so that each test has it whatever ran before.
+ */
+async function ensureAgent(): Promise<AgentProcess> {
+  portolan ??= await startServe();
+  if (agent) return agent;
   const token = (
     await cli([
       'token',
@@ -157,13 +163,17 @@ test('a VM joins with a token; grpc-js and C-core route through the agent; the c
       join(dir, 'data'),
     ])
   ).trim();
-  agent = await startAgentProcess(
+  const started = await startAgentProcess(
     agentArgs('vm', ['--node-id', 'cart-app-1', '--grpc-bootstrap', join(dir, 'grpc-bootstrap.json')]),
     { env: { PORTOLAN_JOIN_TOKEN: token } },
   );
-  await eventually(async () => assert.match(await ready(agent as AgentProcess), /^200 ready/), {
-    timeoutMs: 15_000,
-  });
+  agent = started;
+  await eventually(async () => assert.match(await ready(started), /^200 ready/), { timeoutMs: 15_000 });
+  return started;
+}
+
+test('a VM joins with a token; grpc-js and C-core route through the agent; the control plane sees its identity', async () => {
+  await ensureAgent();
 
   const app = grpcJsClient();
   assert.equal(await callEcho(app), 'v1');
@@ -196,17 +206,14 @@ test('a VM joins with a token; grpc-js and C-core route through the agent; the c
   );
 });
 
-test('control plane stopped: a new client still gets its config and its calls succeed; back: an endpoint edit reaches it', async () => {
-  assert.ok(agent && portolan);
-  await portolan.stop();
+test('control plane stopped: a new client still gets its config and its calls succeed; back: an endpoint edit reaches it', async (t) => {
+  const vm = await ensureAgent();
+  await portolan?.stop();
   portolan = undefined;
-  await eventually(
-    async () => assert.match(await ready(agent as AgentProcess), /control plane: unreachable/),
-    {
-      timeoutMs: 15_000,
-    },
-  );
-  assert.match(await ready(agent), /^200 ready\n/, 'ready: serving from the cache');
+  await eventually(async () => assert.match(await ready(vm), /control plane: unreachable/), {
+    timeoutMs: 15_000,
+  });
+  assert.match(await ready(vm), /^200 ready\n/, 'ready: serving from the cache');
 
   // An app (re)started during the outage, and a C-core one.
   const restarted = grpcJsClient();
@@ -220,8 +227,13 @@ test('control plane stopped: a new client still gets its config and its calls su
   );
 
   portolan = await startServe();
-  await eventually(async () => assert.match(await ready(agent as AgentProcess), /control plane: connected/), {
+  await eventually(async () => assert.match(await ready(vm), /control plane: connected/), {
     timeoutMs: 20_000,
+  });
+  // The other tests expect v1: the edit is undone, and served, when this test ends.
+  t.after(async () => {
+    writeConfig(['127.0.0.7']);
+    await eventually(async () => assert.equal(await callEcho(restarted), 'v1'), { timeoutMs: 20_000 });
   });
   writeConfig(['127.0.0.8']);
   await eventually(async () => assert.equal(await callEcho(restarted), 'v2'), {
@@ -231,7 +243,7 @@ test('control plane stopped: a new client still gets its config and its calls su
 });
 
 test('SDS on the Unix socket: default and ROOTCA (= portolan ca root); a root rotation pushes the new bundle', async () => {
-  assert.ok(portolan);
+  portolan ??= await startServe();
   const token = (
     await cli([
       'token',
@@ -273,25 +285,25 @@ test('SDS on the Unix socket: default and ROOTCA (= portolan ca root); a root ro
 });
 
 test('a crash between writing the key and the certificate: the restarted agent keeps its certificate', async () => {
-  assert.ok(agent);
+  const running = await ensureAgent();
   const certs = join(dir, 'vm', 'certs');
   const before = new X509Certificate(readFileSync(join(certs, 'cert-chain.pem'))).serialNumber;
   // grpc-js-xds clients of this agent go first: one whose xDS server vanished keeps a queued ADS
   // call (and the test process) alive after it is closed.
   for (const c of clients.splice(0)) c.close();
-  await agent.kill();
+  await running.kill();
+  agent = undefined;
   // What a crash leaves after the new key was written and before its certificate: a version
   // directory that `..data` does not name, holding a key alone.
   mkdirSync(join(certs, '..v-crashed'));
   writeFileSync(join(certs, '..v-crashed', 'key.pem'), readFileSync(join(certs, 'key.pem')), { mode: 0o600 });
   // No token this time; the bootstrap is written again, with the restarted agent's port.
-  agent = await startAgentProcess(
+  const restarted = await startAgentProcess(
     agentArgs('vm', ['--node-id', 'cart-app-1', '--grpc-bootstrap', join(dir, 'grpc-bootstrap.json')]),
   );
-  assert.ok(agent.logs.some((l) => l.msg === 'using the certificate on disk'));
-  await eventually(async () => assert.match(await ready(agent as AgentProcess), /^200 ready/), {
-    timeoutMs: 15_000,
-  });
+  agent = restarted;
+  assert.ok(restarted.logs.some((l) => l.msg === 'using the certificate on disk'));
+  await eventually(async () => assert.match(await ready(restarted), /^200 ready/), { timeoutMs: 15_000 });
   assert.ok(!existsSync(join(certs, '..v-crashed')), 'the half-written version is removed');
   const chain = readFileSync(join(certs, 'cert-chain.pem'), 'utf8');
   assert.equal(new X509Certificate(chain).serialNumber, before);
@@ -299,20 +311,24 @@ test('a crash between writing the key and the certificate: the restarted agent k
     new X509Certificate(chain).checkPrivateKey(createPrivateKey(readFileSync(join(certs, 'key.pem')))),
   );
   const app = grpcJsClient('cart-app-2');
-  await eventually(async () => assert.equal(await callEcho(app), 'v2'), {
+  await eventually(async () => assert.equal(await callEcho(app), 'v1'), {
     timeoutMs: 20_000,
     what: 'a new client served through the restarted agent',
   });
 });
 
 test('the old layout with a mismatched pair: the agent says so and enrolls with its token', async () => {
-  // What the old `portolan cert` left after a crash between its two renames.
+  await ensureAgent(); // its certificate is the one of the pair
+  // What the old `portolan cert` left after a crash between its two renames: a certificate and a
+  // key that is not its own.
   const certs = join(dir, 'legacy', 'certs');
   mkdirSync(certs, { recursive: true });
   const vm = join(dir, 'vm', 'certs');
-  const other = join(dir, 'sds', 'certs');
+  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   writeFileSync(join(certs, 'cert-chain.pem'), readFileSync(join(vm, 'cert-chain.pem')));
-  writeFileSync(join(certs, 'key.pem'), readFileSync(join(other, 'key.pem')), { mode: 0o600 });
+  writeFileSync(join(certs, 'key.pem'), privateKey.export({ type: 'pkcs8', format: 'pem' }), {
+    mode: 0o600,
+  });
   const token = (
     await cli([
       'token',

@@ -61,6 +61,11 @@ spec:
   const serving = portolan.logs.find((l) => l.msg === 'portolan serving');
   secureAddress = String(serving?.secureXdsAddress);
   assert.match(secureAddress, /^127\.0\.0\.1:\d+$/);
+  // Every test's `portolan cert` trusts this root; written here so that no test relies on another.
+  writeFileSync(
+    join(dir, 'root-cert.pem'),
+    (await portolanCli(['ca', 'root', '--data-dir', join(dir, 'data')])).stdout,
+  );
 });
 
 after(async () => {

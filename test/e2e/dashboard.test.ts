@@ -3,7 +3,7 @@
 // nothing from another origin; the proxy table is live; a new proxy and a broken config file show
 // up within seconds, without a reload.
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Page } from 'playwright-core';
@@ -100,12 +100,15 @@ test('the proxy table is live: SYNCED, NACK and STALE rows, and a new proxy appe
   }
 });
 
-test('a config file error shows with file:line and field path on the config page, without a reload', async () => {
+test('a config file error shows with file:line and field path on the config page, without a reload', async (t) => {
   const { page, problems } = await open('#/config');
+  const bad = join(mesh.dir, 'traffic', 'bad-split.yaml');
+  // The mesh the other tests share keeps no broken file of this one's.
+  t.after(() => rmSync(bad, { force: true }));
   try {
     await page.getByText('traffic/echo-rules.yaml').first().waitFor({ timeout: 10_000 });
     writeFileSync(
-      join(mesh.dir, 'traffic', 'bad-split.yaml'),
+      bad,
       `apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: { name: bad-split, namespace: default }

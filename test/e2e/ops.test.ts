@@ -154,12 +154,18 @@ test('/debug/edsz: the load assignments as sent, by locality with health and wei
   assert.equal((await fetch(`${mesh.portolan.httpBase}/debug/edsz?proxyID=nobody`)).status, 404);
 });
 
-test('/debug/push_status: an edit is pushed with its trigger (registry, file, hostnames), proxies, responses and convergence', async () => {
+test('/debug/push_status: an edit is pushed with its trigger (registry, file, hostnames), proxies, responses and convergence', async (t) => {
   const file = join(mesh.dir, 'traffic', 'echo-rules.yaml');
-  writeFileSync(
-    file,
-    readFileSync(file, 'utf8').replace('weight: 80', 'weight: 50').replace('weight: 20', 'weight: 50'),
-  );
+  const original = readFileSync(file, 'utf8');
+  // The other tests read the 80/20 split: it is back, and served, when this one ends.
+  t.after(async () => {
+    writeFileSync(file, original);
+    await eventually(async () => {
+      const routes = mesh.cli(['proxy-config', 'routes', 'echo-client-1', '--http-addr', mesh.httpAddr]);
+      assert.match(routes.stdout, / 80%, .* 20%/);
+    });
+  });
+  writeFileSync(file, original.replace('weight: 80', 'weight: 50').replace('weight: 20', 'weight: 50'));
   // The split follows the edit (the call lands on the new routes), then the push record is complete.
   await eventually(async () => {
     const routes = mesh.cli(['proxy-config', 'routes', 'echo-client-1', '--http-addr', mesh.httpAddr]);
@@ -212,7 +218,12 @@ test('process metrics are named portolan_process_* and portolan_nodejs_*, the pr
   assert.doesNotMatch(text, /portolan_process_process_|portolan_process_nodejs_/);
 });
 
-test('proxy-status exits 0 once no proxy NACKs (a deploy gate opens)', async () => {
+test('proxy-status exits 0 once no proxy NACKs (a deploy gate opens)', async (t) => {
+  // The other tests read the nacker: it NACKs again when this one ends.
+  t.after(async () => {
+    await mesh.reconnectNacker();
+    await eventually(async () => assert.equal((await proxies()).get('nacker')?.state, 'NACK'));
+  });
   mesh.disconnect('nacker');
   await eventually(() => assert.equal(mesh.cli(['proxy-status', '--http-addr', mesh.httpAddr]).status, 0));
 });

@@ -198,8 +198,12 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-test('the VM registers into its group; grpc-js and C-core reach it; a failing probe takes it out of rotation and back', async () => {
-  agent = await startAgentProcess(
+/**
+ * The VM's agent, registered and HEALTHY: started unless it runs, so that each test has it whatever
+ * ran before (the restart test stops it and leaves it to the next test to start).
+ */
+async function ensureAgent(): Promise<AgentProcess> {
+  agent ??= await startAgentProcess(
     agentArgs('vm', 'echo', [
       '--instance-ip',
       VM_IP,
@@ -220,6 +224,11 @@ test('the VM registers into its group; grpc-js and C-core reach it; a failing pr
       ),
     { timeoutMs: 20_000, what: 'the VM registered, its probe passing' },
   );
+  return agent;
+}
+
+test('the VM registers into its group; grpc-js and C-core reach it; a failing probe takes it out of rotation and back', async () => {
+  const vm = await ensureAgent();
   assert.deepEqual(await echoEndpoints(), [`${VM_IP} HEALTHY`, `${STATIC_IP} HEALTHY`]);
 
   const client = grpcJsClient();
@@ -261,7 +270,7 @@ test('the VM registers into its group; grpc-js and C-core reach it; a failing pr
     { timeoutMs: 15_000, what: 'the probe failure reported as UNHEALTHY with its reason' },
   );
   assert.deepEqual(await echoEndpoints(), [`${VM_IP} UNHEALTHY`, `${STATIC_IP} HEALTHY`]);
-  const status = (await (await fetch(`${agent.statusBase}/debug/workload`)).json()) as {
+  const status = (await (await fetch(`${vm.statusBase}/debug/workload`)).json()) as {
     healthy: boolean;
     lastCheck: { ok: boolean; message: string };
   };
@@ -289,8 +298,13 @@ test('the VM registers into its group; grpc-js and C-core reach it; a failing pr
   for (const c of clients.splice(0)) c.close();
 });
 
-test("the agent's DNS proxy answers mesh names from the control plane and forwards the rest", async () => {
-  const dns = agent?.dnsAddress ?? '';
+test("the agent's DNS proxy answers mesh names from the control plane and forwards the rest", async (t) => {
+  const vm = await ensureAgent();
+  const file = join(dir, 'config', 'echo.yaml');
+  const original = readFileSync(file, 'utf8');
+  // The edit below is undone for the tests after this one.
+  t.after(() => writeFileSync(file, original));
+  const dns = vm.dnsAddress ?? '';
   assert.notEqual(dns, '');
   assert.deepEqual(answerData(await queryDns(dns, 'echo.vm.internal')), ['10.77.0.9']);
   assert.deepEqual(answerData(await queryDns(dns, 'ECHO.vm.internal.', 'A', { transport: 'tcp' })), [
@@ -313,12 +327,11 @@ test("the agent's DNS proxy answers mesh names from the control plane and forwar
   );
   garbage.close();
   assert.deepEqual(answerData(await queryDns(dns, 'echo.vm.internal')), ['10.77.0.9']);
-  const dnsz = (await (await fetch(`${agent?.statusBase ?? ''}/debug/dnsz`)).json()) as { malformed: number };
+  const dnsz = (await (await fetch(`${vm.statusBase}/debug/dnsz`)).json()) as { malformed: number };
   assert.equal(dnsz.malformed, 1);
 
   // The table follows the config live: a new address is answered.
-  const file = join(dir, 'config', 'echo.yaml');
-  writeFileSync(file, readFileSync(file, 'utf8').replace('10.77.0.9', '10.77.0.10'));
+  writeFileSync(file, original.replace('10.77.0.9', '10.77.0.10'));
   await eventually(async () => answerData(await queryDns(dns, 'echo.vm.internal'))[0] === '10.77.0.10', {
     timeoutMs: 15_000,
     what: 'the DNS answer following the ServiceEntry edit',
@@ -348,6 +361,7 @@ test('an agent of another service account is refused with the reason', async () 
 });
 
 test('a control-plane restart within the grace keeps the entry; a stopped agent loses it after the grace', async () => {
+  await ensureAgent();
   await portolan?.stop();
   portolan = await startServe();
   // Restored from the store at once (before the agent is back), still selected by the ServiceEntry,
@@ -363,8 +377,8 @@ test('a control-plane restart within the grace keeps the entry; a stopped agent 
     { timeoutMs: 20_000, intervalMs: 100, what: 'the agent reconnecting' },
   );
   assert.equal(missing, 0, 'the entry is never missing while the agent reconnects');
-  // Well past the grace, it stays: the agent came back within it.
-  await new Promise((resolve) => setTimeout(resolve, GRACE_MS + 500));
+  // That it then outlives the restored grace is the unit test's to show, on a manual clock
+  // (test/unit/registration/auto-registration.test.ts), not a wait of GRACE_MS here.
   assert.equal((await registered())?.state, 'connected');
 
   await agent?.stop(5000);

@@ -71,7 +71,7 @@ test('delta EDS: subscribing adds only the new name, a change re-sends only it, 
 
   client.send({ type_url: ENDPOINT, resource_names_unsubscribe: [CLUSTER_A] });
   await client.expectSilence();
-  plane.mock.setEndpoints(A, [endpoint('10.0.0.8', { grpc: 9000 })]);
+  await plane.progress.after(() => plane.mock.setEndpoints(A, [endpoint('10.0.0.8', { grpc: 9000 })]));
   await client.expectSilence();
 });
 
@@ -180,7 +180,7 @@ test('delta NACK is recorded per nonce and the rejected resources are not re-sen
   assert.equal(state?.nack?.message, 'rejected by test');
   assert.equal(state?.nackCount, 1);
 
-  plane.ads.requestFullPush();
+  await plane.progress.after(() => plane.ads.requestFullPush());
   await client.expectSilence();
   plane.mock.setEndpoints(A, [endpoint('10.0.0.6', { grpc: 9000 })]);
   const next = await client.next();

@@ -11,8 +11,8 @@ import { startInProcessPlane, type InProcessPlane } from '../support/in-process.
 import { endpoint, mockService, servicePort } from '../support/model-fixtures.js';
 import { grpcNode, RawAdsClient, resourceNames } from '../support/raw-ads-client.js';
 import { deltaVersions, RawDeltaClient } from '../support/raw-delta-client.js';
-import type { DeltaStreamState } from '../../xds/server/delta-state.js';
-import type { StreamState } from '../../xds/server/sotw-state.js';
+import type { DeltaStreamState } from '../../xds/protocol/delta-state.js';
+import type { StreamState } from '../../xds/protocol/sotw-state.js';
 
 const A = 'a.mock.internal';
 const B = 'b.mock.internal';
@@ -106,9 +106,9 @@ for (const c of CASES) {
     assert.equal(state()?.nackCount, 1);
     assert.equal(state()?.ackedVersion, accepted.version_info, 'the last ACKed version is kept');
 
-    plane.ads.requestFullPush();
+    await plane.progress.after(() => plane.ads.requestFullPush());
     await client.expectSilence();
-    changeElsewhere(plane);
+    await plane.progress.after(() => changeElsewhere(plane));
     await client.expectSilence();
 
     c.change(plane, 2);
@@ -155,9 +155,9 @@ for (const c of CASES) {
     assert.equal(state()?.nackCount, 1);
     assert.equal(state()?.ackedNonce, accepted.nonce, 'the last ACK is kept');
 
-    plane.ads.requestFullPush();
+    await plane.progress.after(() => plane.ads.requestFullPush());
     await client.expectSilence();
-    changeElsewhere(plane);
+    await plane.progress.after(() => changeElsewhere(plane));
     await client.expectSilence();
 
     c.change(plane, 2);

@@ -177,7 +177,8 @@ test('a NACK is recorded and the rejected version is not resent until the config
   assert.equal(state?.nackCount, 1);
   assert.equal(state?.ackedVersion, undefined);
 
-  plane.ads.requestFullPush(); // re-evaluates everything: the same (rejected) CDS version stays unsent
+  // Re-evaluates everything: the same (rejected) CDS version stays unsent.
+  await plane.progress.after(() => plane.ads.requestFullPush());
   await client.expectSilence();
 
   plane.mock.putService(mockService(OTHER, [servicePort('grpc', 7070)]));

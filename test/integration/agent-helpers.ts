@@ -17,7 +17,7 @@ import { silentLogger, type Logger } from '../../log/logger.js';
 import { Store } from '../../store/store.js';
 import { decodeAny } from '../../xds/proto/protos.js';
 import { decodeDiscoveryResponse, encodeDiscoveryRequest } from '../../xds/proto/wire.js';
-import type { AdsStream } from '../../xds/server/ads-stream.js';
+import type { StreamView } from '../../xds/server/observer.js';
 import { startInProcessPlane, type InProcessPlane } from '../support/in-process.js';
 
 export const TRUST_DOMAIN = 'cluster.local';
@@ -32,8 +32,8 @@ export interface SecurePlane {
   /** A file with the trust bundle, as `portolan ca root` writes it. */
   readonly rootFile: string;
   /** Streams the control plane opened, identified or not, and how they closed. */
-  readonly opened: AdsStream[];
-  readonly closed: { stream: AdsStream; reason: string }[];
+  readonly opened: StreamView[];
+  readonly closed: { stream: StreamView; reason: string }[];
   token(namespace: string, serviceAccount: string, uses?: number): { id: string; token: string };
   /** The control plane goes away (the secure port stops; ADS streams on it end). */
   stopSecurePort(): Promise<void>;
@@ -46,8 +46,8 @@ export async function startSecurePlane(): Promise<SecurePlane> {
   const dir = mkdtempSync(join(tmpdir(), 'portolan-agent-int-'));
   mkdirSync(join(dir, 'cp'));
   const store = Store.open({ dataDir: join(dir, 'cp'), logger: silentLogger });
-  const opened: AdsStream[] = [];
-  const closed: { stream: AdsStream; reason: string }[] = [];
+  const opened: StreamView[] = [];
+  const closed: { stream: StreamView; reason: string }[] = [];
   const plane = await startInProcessPlane({
     observers: [
       {

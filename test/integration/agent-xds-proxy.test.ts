@@ -153,7 +153,7 @@ test('control plane down: a new client is served from the cache at once; back: a
     streams: { responsesFromCache: number }[];
   };
   assert.deepEqual(streams.streams.map((s) => s.responsesFromCache).sort(), [0, 2]);
-  await a.expectSilence(200); // a's stream stays open and quiet
+  await a.expectNoResponseWithin(200); // a's stream stays open and quiet (the agent answers no probe)
 
   cp.plane.mock.setEndpoints(ECHO, [
     endpoint('127.0.0.7', { grpc: 7070 }),
@@ -193,7 +193,7 @@ test('delta through the agent: initial versions on reconnect, so only what chang
       timeoutMs: 15_000,
     },
   );
-  await d.expectSilence(500); // it holds every version: nothing to send
+  await d.expectNoResponseWithin(500); // it holds every version: nothing to send (no probe via the agent)
 
   cp.plane.mock.setEndpoints(ECHO, [endpoint('127.0.0.9', { grpc: 7070 })]);
   const changed = await d.next(10_000);

@@ -22,6 +22,7 @@ import type { StreamLimits } from '../../xds/server/stream-limits.js';
 import type { TransportLimits } from '../../xds/server/transport-limits.js';
 import { checkPushConsistency } from '../../xds/validate/push-consistency.js';
 import { validatePushesEnabled } from '../../xds/validate/validating-generator.js';
+import { PushProgress } from './push-progress.js';
 
 export interface InProcessPlane {
   readonly mock: MockRegistry;
@@ -32,6 +33,8 @@ export interface InProcessPlane {
   /** With `persistence` and `serveStale`: the registries whose stored snapshot was restored. */
   readonly restored: readonly string[];
   readonly address: string;
+  /** The pushes handed out (wait for one before checking that a stream was sent nothing). */
+  readonly progress: PushProgress;
   stop(): Promise<void>;
 }
 
@@ -100,6 +103,8 @@ export async function startInProcessPlane(options: PlaneOptions = {}): Promise<I
     ...(options.connectionLog ? [new ConnectionLogObserver(options.connectionLog)] : []),
     ...(options.observers ?? []),
   ];
+  const progress = new PushProgress();
+  observers.push(progress);
   const ads = new AdsServer({
     discovery,
     logger: silentLogger,
@@ -107,7 +112,7 @@ export async function startInProcessPlane(options: PlaneOptions = {}): Promise<I
     ...(config && { meshConfig: config }),
     generators,
     ...(validate && { checkPush: (contexts) => checkPushConsistency(generators, contexts, silentLogger) }),
-    ...(observers.length > 0 && { observer: composeObservers(...observers) }),
+    observer: composeObservers(...observers),
     ...(options.trustDomain && { trustDomain: options.trustDomain }),
     ...(options.admission && { admission: options.admission }),
     ...(options.limits && { limits: options.limits }),
@@ -129,6 +134,7 @@ export async function startInProcessPlane(options: PlaneOptions = {}): Promise<I
     ...(config && { config }),
     restored,
     address: `127.0.0.1:${port}`,
+    progress,
     async stop() {
       ads.stop();
       server.forceShutdown();

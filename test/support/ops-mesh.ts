@@ -36,6 +36,8 @@ export interface OpsMesh {
   readonly client: EchoClient;
   /** Closes the stream of one of the mesh's proxies (nacker, silent, delta-client-1, web-sidecar). */
   disconnect(name: 'nacker' | 'silent' | 'delta-client-1' | 'web-sidecar'): void;
+  /** Opens the nacker's stream again (after `disconnect('nacker')`), NACKing its clusters as at start. */
+  reconnectNacker(): Promise<void>;
   /** Runs the `portolan` CLI; resolves with its exit code and output. */
   cli(args: readonly string[]): { status: number | null; stdout: string; stderr: string };
   getJson<T>(path: string): Promise<T>;
@@ -219,16 +221,20 @@ export async function startOpsMesh(): Promise<OpsMesh> {
     });
     cleanups.push(() => sidecar.close());
 
-    const nacker = new RawAdsClient(portolan.xdsAddress);
-    cleanups.push(() => nacker.close());
-    nacker.send({ node: grpcNode('nacker'), type_url: CLUSTER });
-    const rejected = await nacker.next();
-    nacker.send({
-      type_url: CLUSTER,
-      version_info: '',
-      response_nonce: rejected.nonce,
-      error_detail: { code: 3, message: NACK_MESSAGE },
-    });
+    const openNacker = async (): Promise<RawAdsClient> => {
+      const nacker = new RawAdsClient(portolan.xdsAddress);
+      cleanups.push(() => nacker.close());
+      nacker.send({ node: grpcNode('nacker'), type_url: CLUSTER });
+      const rejected = await nacker.next();
+      nacker.send({
+        type_url: CLUSTER,
+        version_info: '',
+        response_nonce: rejected.nonce,
+        error_detail: { code: 3, message: NACK_MESSAGE },
+      });
+      return nacker;
+    };
+    const nacker = await openNacker();
 
     const silent = new RawAdsClient(portolan.xdsAddress);
     cleanups.push(() => silent.close());
@@ -280,6 +286,9 @@ export async function startOpsMesh(): Promise<OpsMesh> {
 
     const streams = { nacker, silent, 'delta-client-1': delta, 'web-sidecar': sidecar };
     const disconnect = (name: keyof typeof streams): void => streams[name].close();
+    const reconnectNacker = async (): Promise<void> => {
+      streams.nacker = await openNacker();
+    };
     return {
       dir: configDir,
       dataDir,
@@ -288,6 +297,7 @@ export async function startOpsMesh(): Promise<OpsMesh> {
       echoPort: port,
       client,
       disconnect,
+      reconnectNacker,
       cli,
       getJson,
       stop,

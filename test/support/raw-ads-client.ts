@@ -19,6 +19,15 @@ export interface RawRequest {
   error_detail?: { code: number; message: string };
 }
 
+/**
+ * A type no generator serves: the quiet checks subscribe to one name of it at a time, and the server
+ * answers each (empty). It is never pushed, and it comes after every xDS type in a stream's push
+ * order (xds/proto/type-urls.ts PUSH_ORDER), so its answer proves that whatever the earlier requests
+ * and the pushes handed out before it left pending on the stream has been built and sent, or found
+ * to be nothing.
+ */
+export const PROBE_TYPE = 'type.googleapis.com/portolan.test.v1.QuietProbe';
+
 export function grpcNode(id: string): object {
   return { id, cluster: 'test', user_agent_name: 'gRPC raw-ads-client' };
 }
@@ -30,6 +39,9 @@ export class RawAdsClient {
   private readonly call: grpc.ClientDuplexStream<Buffer, Buffer>;
   private readonly queue: DecodedResponse[] = [];
   private finalStatus: grpc.StatusObject | undefined;
+  private sentFirst = false;
+  private probes = 0;
+  private lastProbe: DecodedResponse | undefined;
 
   /** `options`: e.g. a private subchannel pool, for a connection of its own. */
   constructor(address: string, options: grpc.ChannelOptions = {}) {
@@ -43,6 +55,7 @@ export class RawAdsClient {
   }
 
   send(req: RawRequest): void {
+    this.sentFirst = true;
     this.call.write(encodeDiscoveryRequest(req));
   }
 
@@ -75,14 +88,43 @@ export class RawAdsClient {
     }
   }
 
-  /** Fails if any response arrives within `ms`. */
-  async expectSilence(ms = 300): Promise<void> {
+  /**
+   * Fails if the server sent anything the test has not read, as of now: everything this stream sent
+   * before, and every push handed out before (wait for a push with PushProgress first), is proved
+   * processed by the answer to a probe request sent after it (PROBE_TYPE), and nothing may come
+   * before that answer. No time is waited; `timeoutMs` bounds the wait for the answer (the number
+   * the callers used to pass as a settling time is read as that bound, at least 5 s).
+   */
+  async expectSilence(timeoutMs = 5000): Promise<void> {
+    const extra = this.queue.shift();
+    if (extra) throw new Error(`unexpected response: ${describe(extra)}`);
+    const answer = await this.probe(Math.max(timeoutMs, 5000));
+    if (answer.type_url !== PROBE_TYPE) throw new Error(`unexpected response: ${describe(answer)}`);
+    this.lastProbe = answer;
+  }
+
+  /**
+   * Fails if a response arrives within `ms`. Weaker than expectSilence, which it does not replace:
+   * it does not prove the input was processed. Only for a server that does not answer the probe
+   * type (the agent's local xDS proxy serves the xDS types alone).
+   */
+  async expectNoResponseWithin(ms: number): Promise<void> {
     await sleep(ms);
     const extra = this.queue.shift();
-    if (extra)
-      throw new Error(
-        `unexpected response: ${extra.type_url} version ${extra.version_info} nonce ${extra.nonce}`,
-      );
+    if (extra) throw new Error(`unexpected response: ${describe(extra)}`);
+  }
+
+  /** Subscribes to one new probe name (ACKing the previous probe answer) and reads the next response. */
+  private probe(timeoutMs: number): Promise<DecodedResponse> {
+    if (!this.sentFirst) throw new Error('expectSilence: the stream has not sent its first request');
+    this.probes += 1;
+    this.send({
+      type_url: PROBE_TYPE,
+      version_info: this.lastProbe?.version_info ?? '',
+      response_nonce: this.lastProbe?.nonce ?? '',
+      resource_names: [`probe-${this.probes}`],
+    });
+    return this.next(timeoutMs);
   }
 
   /** The stream's final status, or a rejection after `timeoutMs`. */
@@ -108,6 +150,10 @@ export class RawAdsClient {
     this.call.cancel();
     this.client.close();
   }
+}
+
+function describe(res: DecodedResponse): string {
+  return `${res.type_url} version ${res.version_info} nonce ${res.nonce}`;
 }
 
 /** The resources of a response, decoded as `T` (nested Anys expanded; see decoded-xds.ts). */

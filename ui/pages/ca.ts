@@ -1,5 +1,6 @@
 // The CA: its roots and when they expire, the join tokens (never the secrets), certificates issued.
-import { ApiError, getJson, type Caz } from '../api.js';
+import type { CazView } from '../../model/admin-api.js';
+import { ApiError, getJson } from '../api.js';
 import { card, h, mono, pill, table } from '../dom.js';
 import { ago, clock } from '../format.js';
 import type { Page } from '../page.js';
@@ -14,9 +15,9 @@ export function caPage(): Page {
       root.append(h('h1', null, 'Certificate authority'), body);
     },
     async update() {
-      let c: Caz;
+      let c: CazView;
       try {
-        c = await getJson<Caz>('/debug/caz');
+        c = await getJson<CazView>('/debug/caz');
       } catch (err) {
         if (err instanceof ApiError && err.status === 404) {
           body.replaceChildren(h('p', { class: 'muted' }, 'The built-in CA is not enabled in this server.'));

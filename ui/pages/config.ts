@@ -1,6 +1,7 @@
 // Config files: each file's status, its errors and warnings at file:line with the field path,
 // conflicts between files, and what the clients cannot be given (per kind of client).
-import { ApiError, getJson, type Configz, type ConfigIssue } from '../api.js';
+import type { ConfigIssue, ConfigzView } from '../../model/admin-api.js';
+import { ApiError, getJson } from '../api.js';
 import { card, h, mono, pill, table } from '../dom.js';
 import { ago } from '../format.js';
 import type { Page } from '../page.js';
@@ -13,9 +14,9 @@ export function configPage(): Page {
       root.append(h('h1', null, 'Config files'), body);
     },
     async update() {
-      let c: Configz;
+      let c: ConfigzView;
       try {
-        c = await getJson<Configz>('/debug/configz');
+        c = await getJson<ConfigzView>('/debug/configz');
       } catch (err) {
         if (err instanceof ApiError && err.status === 404) {
           body.replaceChildren(
@@ -91,7 +92,7 @@ export function configPage(): Page {
   };
 }
 
-function warnings(c: Configz): HTMLElement | string {
+function warnings(c: ConfigzView): HTMLElement | string {
   const fileWarnings = c.files.flatMap((f) =>
     f.warnings.map((w) => [
       mono(`${f.path}:${w.line}`),

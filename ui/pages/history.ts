@@ -1,5 +1,6 @@
 // History: config changes, registry events and proxy connections on one timeline, newest first.
-import { getJson, type Historyz, type PushStatus } from '../api.js';
+import type { HistoryzView, PushStatusView } from '../../model/admin-api.js';
+import { getJson } from '../api.js';
 import { card, h, mono, pill } from '../dom.js';
 import { clock, duration } from '../format.js';
 import type { Page } from '../page.js';
@@ -18,7 +19,7 @@ export function historyPage(): Page {
   const filters = new Set(['config', 'registry', 'proxy']);
   const timeline = h('ol', { class: 'timeline' });
   const pushes = h('div');
-  let last: Historyz | undefined;
+  let last: HistoryzView | undefined;
   const toggles = h(
     'div',
     { class: 'toolbar' },
@@ -37,7 +38,7 @@ export function historyPage(): Page {
       );
     }),
   );
-  const draw = (hz: Historyz): void => {
+  const draw = (hz: HistoryzView): void => {
     const events = toEvents(hz).filter((e) => filters.has(e.kind));
     timeline.replaceChildren(
       ...(events.length === 0 ? [h('li', { class: 'muted' }, 'nothing recorded yet')] : []),
@@ -72,8 +73,8 @@ export function historyPage(): Page {
     },
     async update() {
       const [hz, p] = await Promise.all([
-        getJson<Historyz>('/debug/historyz?limit=200'),
-        getJson<PushStatus>('/debug/push_status'),
+        getJson<HistoryzView>('/debug/historyz?limit=200'),
+        getJson<PushStatusView>('/debug/push_status'),
       ]);
       last = hz;
       pushes.replaceChildren(pushTable(p.recent.slice(0, 15)));
@@ -82,7 +83,7 @@ export function historyPage(): Page {
   };
 }
 
-function toEvents(hz: Historyz): Event[] {
+function toEvents(hz: HistoryzView): Event[] {
   const tone: Readonly<Record<string, string>> = {
     accepted: 'ok',
     synced: 'ok',

@@ -1,6 +1,7 @@
 // Overview: is it ready, are the registries in sync, how big is the mesh, are proxies in sync, what
 // was pushed lately and how fast it converged, and what went wrong recently.
-import { getJson, type Overviewz, type PushRecord, type PushStatus, type RegistryStatus } from '../api.js';
+import type { OverviewzView, PushRecord, PushStatusView, RegistryStatus } from '../../model/admin-api.js';
+import { getJson } from '../api.js';
 import { pushChart } from '../chart.js';
 import { card, h, mono, pill, table } from '../dom.js';
 import { ago, clock, ms } from '../format.js';
@@ -15,8 +16,8 @@ export function overviewPage(): Page {
     },
     async update() {
       const [o, p] = await Promise.all([
-        getJson<Overviewz>('/debug/overviewz'),
-        getJson<PushStatus>('/debug/push_status'),
+        getJson<OverviewzView>('/debug/overviewz'),
+        getJson<PushStatusView>('/debug/push_status'),
       ]);
       body.replaceChildren(
         h('div', { class: 'tiles' }, tiles(o)),
@@ -42,7 +43,7 @@ export function overviewPage(): Page {
   };
 }
 
-function tiles(o: Overviewz): HTMLElement[] {
+function tiles(o: OverviewzView): HTMLElement[] {
   const s = o.proxiesByState;
   const tile = (
     label: string,
@@ -99,7 +100,7 @@ export function registryState(s: RegistryStatus, name?: string): string {
   return 'synced';
 }
 
-function registries(o: Overviewz): HTMLElement {
+function registries(o: OverviewzView): HTMLElement {
   return card(
     'Registries',
     table(
@@ -124,7 +125,7 @@ function registries(o: Overviewz): HTMLElement {
   );
 }
 
-function chartCard(p: PushStatus): HTMLElement {
+function chartCard(p: PushStatusView): HTMLElement {
   return card(
     'Pushes and convergence',
     pushChart(p.series),

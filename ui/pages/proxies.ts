@@ -1,14 +1,14 @@
 // Proxies: the proxy-status table, live; and one proxy — its sync state per type, its NACKs, and what
 // it was sent (clusters, listeners, routes, endpoints).
-import {
-  getJson,
-  type NackRecord,
-  type ProxyConfigz,
-  type ProxySync,
-  type PushStatus,
-  type Syncz,
-  type TypeSync,
-} from '../api.js';
+import type {
+  NackRecord,
+  ProxyConfigzView,
+  ProxySync,
+  PushStatusView,
+  SynczView,
+  TypeSync,
+} from '../../model/admin-api.js';
+import { getJson } from '../api.js';
 import { card, h, mono, pill, table } from '../dom.js';
 import { ago, clock, duration } from '../format.js';
 import type { Page } from '../page.js';
@@ -37,7 +37,7 @@ export function proxiesPage(): Page {
       root.append(h('h1', null, 'Proxies'), summary, card('Connected proxies', body));
     },
     async update() {
-      const view = await getJson<Syncz>('/debug/syncz');
+      const view = await getJson<SynczView>('/debug/syncz');
       const nacking = view.proxies.filter((p) => p.state === 'NACK').length;
       summary.replaceChildren(
         `${view.proxies.length} connected`,
@@ -78,9 +78,9 @@ export function proxyPage(id: string): Page {
     async update() {
       const q = `?proxyID=${encodeURIComponent(id)}`;
       const [sync, config, pushes] = await Promise.all([
-        getJson<Syncz>(`/debug/syncz${q}`).catch(() => undefined),
-        getJson<ProxyConfigz>(`/debug/proxy_configz${q}`).catch(() => undefined),
-        getJson<PushStatus>('/debug/push_status').catch(() => undefined),
+        getJson<SynczView>(`/debug/syncz${q}`).catch(() => undefined),
+        getJson<ProxyConfigzView>(`/debug/proxy_configz${q}`).catch(() => undefined),
+        getJson<PushStatusView>('/debug/push_status').catch(() => undefined),
       ]);
       const p = sync?.proxies[0];
       if (!p || !config) {

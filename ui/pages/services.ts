@@ -1,6 +1,7 @@
 // Services: search by hostname; each service's ports, the registry that owns it (and the ones it
 // shadows), and its endpoints by locality with health.
-import { getJson, type Servicez } from '../api.js';
+import type { ServicezView } from '../../model/admin-api.js';
+import { getJson } from '../api.js';
 import { card, h, mono, pill, table } from '../dom.js';
 import type { Page } from '../page.js';
 
@@ -25,7 +26,7 @@ export function servicesPage(): Page {
     }, 200);
   });
   update = async () => {
-    const view = await getJson<Servicez>(`/debug/servicez?q=${encodeURIComponent(query)}`);
+    const view = await getJson<ServicezView>(`/debug/servicez?q=${encodeURIComponent(query)}`);
     count.textContent = query ? `${view.matched} of ${view.total} services` : `${view.total} services`;
     list.replaceChildren(
       ...(view.services.length === 0 ? [h('p', { class: 'muted' }, 'no services match')] : []),

@@ -6,7 +6,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { Http2Session } from 'node:http2';
 import { NO_MESH_CONFIG, type MeshConfigSource } from '../../mesh/mesh-config.js';
-import type { ChangeTrigger } from '../../model/change.js';
+import { everythingChanged, type ChangeTrigger } from '../../model/change.js';
 import type { ServiceDiscovery } from '../../model/discovery.js';
 import type { Logger } from '../../log/logger.js';
 import type { GeneratorLookup } from '../generators/generator.js';
@@ -191,7 +191,7 @@ export class AdsServer {
    * what the config's change reaches — the hosts whose rules changed, or everything.
    */
   requestFullPush(trigger?: ChangeTrigger): void {
-    this.loop.add({ hostnames: new Set(), endpointsOnly: false, config: 'all', ...(trigger && { trigger }) });
+    this.loop.add(everythingChanged(trigger));
   }
 
   stop(): void {

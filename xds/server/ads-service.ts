@@ -9,7 +9,7 @@ import type { Proxy } from '../proxy/proxy.js';
 import { StreamError, type AdsApi, type AdsStream, type StreamCall } from './ads-stream.js';
 import { readMessages } from './message-reader.js';
 import { MessageWriter } from './message-writer.js';
-import type { AdsObserver, RefusalReason } from './observer.js';
+import type { AdsObserver, RefusalReason, StreamView } from './observer.js';
 import { PeerStreams, remoteAddress, type StreamLimits } from './stream-limits.js';
 import type { StreamRegistry } from './stream-registry.js';
 import type { PingPolicy } from './transport-limits.js';
@@ -52,7 +52,7 @@ export type AdsAuthorizer = (
  * Auto-registration refuses agents that may not join their WorkloadGroup this way.
  */
 export type StreamAdmission = (
-  stream: AdsStream,
+  stream: StreamView,
   proxy: Proxy,
 ) => { code: grpc.status; reason: string } | undefined;
 

@@ -1,58 +1,32 @@
 // One ADS stream as the rest of the server sees it, whichever protocol variant it speaks: SotW
-// (sotw-connection.ts) and delta (delta-connection.ts) implement this, so the registry, the push
-// fan-out, disconnect records, config dumps and stream counts treat them alike.
+// (sotw-connection.ts) and delta (delta-connection.ts), both on one core (stream-core.ts), implement
+// this, so the registry, the push fan-out, disconnect records, config dumps and stream counts treat
+// them alike. Observers and the debug pages get its read-only part, StreamView (observer.ts).
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { Logger } from '../../log/logger.js';
 import type { GeneratorLookup } from '../generators/generator.js';
 import { proxyFromNode, NodeError, type NodeInfo, type Proxy } from '../proxy/proxy.js';
-import type { EncodedResource } from '../proto/resource.js';
 import type { PushLimiter } from './flow-control.js';
-import type { AdsObserver, RefusalReason } from './observer.js';
+import type { AdsObserver, RefusalReason, StreamView } from './observer.js';
 import { shortTypeName } from '../proto/type-urls.js';
 import type { StreamLimits } from './stream-limits.js';
 import type { ChangeSet, ResourceCache } from './resource-cache.js';
 import type { ResponseCache } from './response-cache.js';
-import { scanRequest, type RequestFields } from './request-reader.js';
+import { scanRequest, type RequestFields } from '../protocol/request-reader.js';
 import { boundRequest, nodeBoundsViolation, type BoundableRequest } from './client-input.js';
-import type { Nack } from './sotw-state.js';
 import type { PushRound } from './stream-pump.js';
 import type { SubscriptionIndex } from './subscription-index.js';
 
-export type AdsApi = 'sotw' | 'delta';
+export type { AdsApi, TypeStatus } from './observer.js';
 
-export interface AdsStream {
-  /** `conn-N`, unique per server. */
-  readonly id: string;
-  /** The client's address as gRPC reports it. */
-  readonly peer: string;
-  readonly api: AdsApi;
-  readonly connectedAt: string;
-  /** The peer's verified identity (a SPIFFE ID) on the secure port; undefined on the plaintext one. */
-  peerIdentity?: string;
-  /** The proxy, from the first request's node; undefined before it. */
-  readonly proxy: Proxy | undefined;
+export interface AdsStream extends StreamView {
+  /** Set by the service once the secure port has verified the peer. */
+  peerIdentity?: string | undefined;
   /** Applies one request as it came off the wire; throws (StreamError to choose the status) to end the stream. */
   handleRequest(bytes: Buffer): void;
   /** Marks what `changes` touched for this stream and joins `round`; returns whether anything was. */
   onChange(changes: ChangeSet, round: PushRound): boolean;
   close(): void;
-  /** Per type the stream subscribes to, in the order it first asked: what was sent, ACKed and NACKed. */
-  typeStatus(): readonly TypeStatus[];
-  /** The resources of `typeUrl` the client holds, as far as the server knows (config dumps). */
-  heldResources(typeUrl: string): readonly EncodedResource[];
-}
-
-export interface TypeStatus {
-  readonly typeUrl: string;
-  /** What identifies the last response: its version (SotW) or nonce (delta); '' before any. */
-  readonly sentVersion: string;
-  /** The nonce of the last response; '' before any. */
-  readonly sentNonce: string;
-  readonly sentAt?: string;
-  /** The last response the client accepted, by the same identifier, its nonce, and when. */
-  readonly acked?: { readonly version: string; readonly nonce: string; readonly at: string };
-  /** The last rejection, until the next ACK. */
-  readonly nack?: Nack;
 }
 
 /** What every stream of a server shares. */

@@ -1,9 +1,9 @@
 // What a client was last sent, decoded, per type (/debug/config_dump for clients other than Envoy).
 import { decodeAny } from '../proto/protos.js';
 import { shortTypeName } from '../proto/type-urls.js';
-import type { AdsStream } from './ads-stream.js';
+import type { StreamView } from './observer.js';
 
-export function configDump(stream: AdsStream): Record<string, unknown>[] {
+export function configDump(stream: StreamView): Record<string, unknown>[] {
   return stream.typeStatus().map((t) => ({
     type: shortTypeName(t.typeUrl),
     typeUrl: t.typeUrl,

@@ -7,10 +7,10 @@
 // streams' requests), and at the latest MAX_DELAY_INTERVALS intervals after the first queued event
 // or once MAX_QUEUED events wait. Each carries the time it happened (the stream's start, its end),
 // not the time written.
+import { systemClock, type Clock } from '../../model/clock.js';
 import { shortTypeName } from '../proto/type-urls.js';
-import type { AdsStream } from './ads-stream.js';
-import type { AdsObserver } from './observer.js';
-import { isoNow } from './wall-clock.js';
+import type { AdsObserver, StreamView } from './observer.js';
+import { isoNow } from '../protocol/wall-clock.js';
 
 export interface ConnectionLog {
   /** Returns an id to pass to `disconnected`. `at`: when the stream started (ISO time). */
@@ -55,7 +55,8 @@ export class BatchedConnectionLog {
   // disconnect is queued after its connect, so it finds its row id.
   private connects: Connection[] = [];
   private disconnects: Connection[] = [];
-  private timer: NodeJS.Timeout | undefined;
+  /** Cancels the pending timer, while one is set. */
+  private timer: (() => void) | undefined;
   /** Events since the timer last looked: a count, so queuing one costs no timer call. */
   private recent = 0;
   /** Intervals the timer has waited since the first queued event. */
@@ -64,6 +65,8 @@ export class BatchedConnectionLog {
   constructor(
     private readonly log: ConnectionLog,
     private readonly intervalMs = 500,
+    /** The interval's timer (default: the system's; tests pass a manual clock). */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** Queues a connect that happened `at`; the returned token identifies the connection for `disconnected`. */
@@ -99,7 +102,7 @@ export class BatchedConnectionLog {
 
   /** Writes everything queued now. */
   flush(): void {
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.();
     this.timer = undefined;
     this.recent = 0;
     this.waited = 0;
@@ -120,7 +123,7 @@ export class BatchedConnectionLog {
   private schedule(): void {
     this.recent += 1;
     if (this.connects.length + this.disconnects.length >= MAX_QUEUED) this.flush();
-    else this.timer ??= setTimeout(() => this.tick(), this.intervalMs);
+    else this.timer ??= this.clock.after(this.intervalMs, () => this.tick());
   }
 
   /** The timer: writes once an interval went by without events, or the first has waited long enough. */
@@ -129,7 +132,7 @@ export class BatchedConnectionLog {
     this.waited += 1;
     if (this.recent > 0 && this.waited < MAX_DELAY_INTERVALS) {
       this.recent = 0;
-      this.timer = setTimeout(() => this.tick(), this.intervalMs);
+      this.timer = this.clock.after(this.intervalMs, () => this.tick());
       return;
     }
     this.flush();
@@ -140,20 +143,20 @@ export class BatchedConnectionLog {
 export class ConnectionLogObserver implements AdsObserver {
   private readonly batched: BatchedConnectionLog;
   /** Identified streams still open (removed as they close, like the stream registry's). */
-  private readonly tokens = new Map<AdsStream, ConnectionToken>();
+  private readonly tokens = new Map<StreamView, ConnectionToken>();
 
-  constructor(log: ConnectionLog, intervalMs?: number) {
-    this.batched = new BatchedConnectionLog(log, intervalMs);
+  constructor(log: ConnectionLog, intervalMs?: number, clock?: Clock) {
+    this.batched = new BatchedConnectionLog(log, intervalMs, clock);
   }
 
-  streamIdentified(stream: AdsStream): void {
+  streamIdentified(stream: StreamView): void {
     const proxy = stream.proxy;
     // The stream's own start: identification comes with its first request, and the write later still.
     if (proxy)
       this.tokens.set(stream, this.batched.connected(proxy.id, stream.peer, proxy.kind, stream.connectedAt));
   }
 
-  streamClosed(stream: AdsStream): void {
+  streamClosed(stream: StreamView): void {
     const token = this.tokens.get(stream);
     if (token === undefined) return;
     this.tokens.delete(stream);

@@ -1,13 +1,13 @@
 // What an Envoy was last sent, in the shape of Envoy's own admin /config_dump (envoy.admin.v3.ConfigDump
 // with Clusters/Endpoints/Listeners/RoutesConfigDump entries), so tools that read Envoy dumps read it.
 // Messages are in proto JSON field names (snake_case) with `@type` on every Any.
-import type { AdsStream } from './ads-stream.js';
+import type { StreamView } from './observer.js';
 import { decodeAny } from '../proto/protos.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../proto/type-urls.js';
 
 const ADMIN = 'type.googleapis.com/envoy.admin.v3.';
 
-export function envoyConfigDump(stream: AdsStream): { configs: Record<string, unknown>[] } {
+export function envoyConfigDump(stream: StreamView): { configs: Record<string, unknown>[] } {
   const status = new Map(stream.typeStatus().map((t) => [t.typeUrl, t]));
   const sent = (typeUrl: string): { version: string; at: string; resources: Record<string, unknown>[] } => {
     const t = status.get(typeUrl);

@@ -12,7 +12,7 @@
 // Without the HTTP/2 stream (call-internals.ts) messages come from the call's 'data' as before.
 import * as grpc from '@grpc/grpc-js';
 import { gunzipSync, inflateSync } from 'node:zlib';
-import { http2StreamOf, incomingEncodingOf, type ServerCall } from './call-internals.js';
+import { http2StreamOf, incomingEncodingOf, type ServerCall } from '../protocol/call-internals.js';
 
 /** Called with each request message, in order. */
 export type MessageSink = (message: Buffer) => void;

@@ -14,7 +14,7 @@
 import type { Http2Session, ServerHttp2Stream } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import type { BodyAndNonce, OutgoingMessage } from './ads-stream.js';
-import { http2StreamOf, type ServerCall } from './call-internals.js';
+import { http2StreamOf, type ServerCall } from '../protocol/call-internals.js';
 import { nonceField, nonceFieldLength, writeNonceField } from '../proto/wire.js';
 
 /** Messages up to this size are written as one copied buffer; larger ones in uncopied parts. */

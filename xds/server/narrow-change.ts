@@ -1,13 +1,26 @@
 // What a push applies to the resource cache: its merged event, with the mesh config's change in it
-// as far as that reaches.
+// as far as that reaches. (Transitional: the cache still takes hostnames and a config scope, and a
+// config change is still measured here between configs, `everything` included; the change event's
+// keys are mapped onto them until the cache reads the keys themselves.)
 import type { MeshConfig } from '../../mesh/mesh-config.js';
-import type { ChangeEvent } from '../../model/change.js';
+import { changedHosts, configChanged, endpointsOnly, type ChangeEvent } from '../../model/change.js';
 import { configChangeReach, type WholeKind } from '../generators/view-memo.js';
 
-/** A push's event, narrowed: with `config: 'hosts'`, also the kinds read wholesale that changed. */
-export interface NarrowedChange extends ChangeEvent {
+/** `all`: the config changed in ways that may reach anything; `hosts`: only the rules of `hostnames`. */
+export type ConfigScope = 'all' | 'hosts';
+
+/** A push's event as the cache applies it. */
+export interface NarrowedChange {
+  readonly hostnames: ReadonlySet<string>;
+  readonly endpointsOnly: boolean;
+  readonly config?: ConfigScope;
   /** Kinds read wholesale (Sidecars, AuthorizationPolicies, ...) that changed; absent or empty: none. */
   readonly kinds?: ReadonlySet<WholeKind>;
+}
+
+/** How far a narrowed change's config change reaches; one naming nothing may reach anything. */
+export function configScope(change: NarrowedChange): ConfigScope | undefined {
+  return change.config ?? (change.hostnames.size === 0 ? 'all' : undefined);
 }
 
 /**
@@ -19,14 +32,17 @@ export interface NarrowedChange extends ChangeEvent {
  * cache's already reaches nothing by itself.
  */
 export function narrowChange(event: ChangeEvent, prev: MeshConfig, next: MeshConfig): NarrowedChange {
-  // An event naming nothing without saying it is a config change asks for everything (tests, tools).
-  const explicit = event.config !== undefined || event.hostnames.size > 0;
-  if (prev === next) return event.config === 'all' ? { ...event, config: 'hosts' } : event;
+  const hostnames = changedHosts(event);
+  const config = configChanged(event);
+  if (prev === next) {
+    return config
+      ? { hostnames, endpointsOnly: false, config: 'hosts' }
+      : { hostnames, endpointsOnly: endpointsOnly(event) };
+  }
   const reach = configChangeReach(prev, next);
-  if (!reach || !explicit) return { ...event, endpointsOnly: false, config: 'all' };
+  if (!reach) return { hostnames, endpointsOnly: false, config: 'all' };
   return {
-    ...event,
-    hostnames: new Set([...event.hostnames, ...reach.hosts]),
+    hostnames: new Set([...hostnames, ...reach.hosts]),
     endpointsOnly: false,
     config: 'hosts',
     ...(reach.kinds.size > 0 && { kinds: reach.kinds }),

@@ -5,7 +5,54 @@
 // cli/ composes them. Every method is optional; observers must not throw and must be cheap, since
 // responses are reported per stream per push.
 import type { ChangeEvent, ChangeTrigger } from '../../model/change.js';
-import type { AdsStream } from './ads-stream.js';
+import type { EncodedResource } from '../proto/resource.js';
+import type { Nack } from '../protocol/sotw-state.js';
+import type { Proxy } from '../proxy/proxy.js';
+
+export type AdsApi = 'sotw' | 'delta';
+
+/**
+ * One stream as observers and the debug pages see it: who is on it and what it asked for, was sent
+ * and accepted, read-only. Handling its requests and pushes stays the server's (ads-stream.ts).
+ */
+export interface StreamView {
+  /** `conn-N`, unique per server. */
+  readonly id: string;
+  /** The client's address as gRPC reports it. */
+  readonly peer: string;
+  readonly api: AdsApi;
+  readonly connectedAt: string;
+  /** The peer's verified identity (a SPIFFE ID) on the secure port; undefined on the plaintext one. */
+  readonly peerIdentity?: string | undefined;
+  /** The proxy, from the first request's node; undefined before it. */
+  readonly proxy: Proxy | undefined;
+  /** What it subscribes to of `typeUrl` (the stream's own set of names, not a copy); undefined if nothing. */
+  subscription(typeUrl: string): Subscription | undefined;
+  /** Per type the stream subscribes to, in the order it first asked: what was sent, ACKed and NACKed. */
+  typeStatus(): readonly TypeStatus[];
+  /** The resources of `typeUrl` the client holds, as far as the server knows (config dumps). */
+  heldResources(typeUrl: string): readonly EncodedResource[];
+}
+
+export interface Subscription {
+  /** Subscribed to every resource of the type (LDS and CDS only). */
+  readonly wildcard: boolean;
+  /** The names subscribed to besides the wildcard. */
+  readonly names: ReadonlySet<string>;
+}
+
+export interface TypeStatus {
+  readonly typeUrl: string;
+  /** What identifies the last response: its version (SotW) or nonce (delta); '' before any. */
+  readonly sentVersion: string;
+  /** The nonce of the last response; '' before any. */
+  readonly sentNonce: string;
+  readonly sentAt?: string;
+  /** The last response the client accepted, by the same identifier, its nonce, and when. */
+  readonly acked?: { readonly version: string; readonly nonce: string; readonly at: string };
+  /** The last rejection, until the next ACK. */
+  readonly nack?: Nack;
+}
 
 /** One response written to a stream. */
 export interface ResponseSent {
@@ -67,19 +114,19 @@ export type RefusalReason =
 
 export interface AdsObserver {
   /** A stream was accepted; its proxy is not known until `streamIdentified`. */
-  streamOpened?(stream: AdsStream): void;
+  streamOpened?(stream: StreamView): void;
   /** The stream's first request named its node: `stream.proxy` is set from now on. */
-  streamIdentified?(stream: AdsStream): void;
+  streamIdentified?(stream: StreamView): void;
   /** The stream ended ('client closed', 'cancelled', 'error' or 'refused'). */
-  streamClosed?(stream: AdsStream, reason: string): void;
+  streamClosed?(stream: StreamView, reason: string): void;
   /** A limit refused a stream, at open (before `streamOpened`) or later (then `streamClosed` follows). */
   streamRefused?(reason: RefusalReason): void;
   /** A request for `typeUrl` was accepted on the stream. */
-  request?(stream: AdsStream, typeUrl: string): void;
-  responseSent?(stream: AdsStream, response: ResponseSent): void;
-  nack?(stream: AdsStream, nack: NackReceived): void;
+  request?(stream: StreamView, typeUrl: string): void;
+  responseSent?(stream: StreamView, response: ResponseSent): void;
+  nack?(stream: StreamView, nack: NackReceived): void;
   /** The agent on the stream reported its workload's readiness probe (auto-registration). */
-  healthReported?(stream: AdsStream, report: HealthReport): void;
+  healthReported?(stream: StreamView, report: HealthReport): void;
   /** The service model changed (one event from the discovery, before debouncing). */
   modelChanged?(event: ChangeEvent): void;
   /** A push started: the new serving view is about to be applied. */

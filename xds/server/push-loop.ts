@@ -4,7 +4,13 @@
 // (the registry's subscription index), and follows the push until every stream it touched has sent
 // it (convergence). It reports each step to the observer.
 import type { MeshConfigSource } from '../../mesh/mesh-config.js';
-import { configScope, MAX_TRIGGER_NAMES, type ChangeEvent } from '../../model/change.js';
+import {
+  changedHosts,
+  configChanged,
+  endpointsOnly,
+  MAX_TRIGGER_NAMES,
+  type ChangeEvent,
+} from '../../model/change.js';
 import type { ServiceDiscovery } from '../../model/discovery.js';
 import type { GenerateContext, ServingView } from '../generators/generator.js';
 import { servingView } from '../generators/view-memo.js';
@@ -134,8 +140,9 @@ export class PushLoop {
 }
 
 function pushTrigger(event: ChangeEvent): PushTrigger {
+  const hosts = changedHosts(event);
   const hostnames: string[] = [];
-  for (const h of event.hostnames) {
+  for (const h of hosts) {
     if (hostnames.length >= MAX_TRIGGER_NAMES) break;
     hostnames.push(h);
   }
@@ -143,11 +150,11 @@ function pushTrigger(event: ChangeEvent): PushTrigger {
     registries: event.trigger?.registries ?? [],
     files: event.trigger?.files ?? [],
     hostnames,
-    hostnameCount: event.hostnames.size,
+    hostnameCount: hosts.size,
   };
 }
 
 function pushKind(event: ChangeEvent): PushKind {
-  if (configScope(event)) return 'config';
-  return event.endpointsOnly ? 'eds' : 'services';
+  if (configChanged(event)) return 'config';
+  return endpointsOnly(event) ? 'eds' : 'services';
 }

@@ -25,9 +25,8 @@
 // what such a key reads changes, the holds of its generator are re-keyed, so streams move to their
 // new view, and a stream that moved re-evaluates that type there (ChangeSet.moved). Other keys are
 // computed without the view, and no config change visits their holds.
-import { configScope, type ChangeEvent } from '../../model/change.js';
 import { recordingReads, type CatalogReads, type WholeKind } from '../generators/view-memo.js';
-import type { NarrowedChange } from './narrow-change.js';
+import { configScope, type NarrowedChange } from './narrow-change.js';
 import type { GenerateContext, ResourceGenerator, ServingView } from '../generators/generator.js';
 import { parseClusterName, parseHostPort } from '../generators/names.js';
 import type { Proxy, ProxyKind } from '../proxy/proxy.js';
@@ -545,7 +544,7 @@ export function hostOf(kind: ProxyKind, typeUrl: string, name: string): string |
  */
 function affects(
   generator: ResourceGenerator,
-  event: ChangeEvent,
+  event: NarrowedChange,
   hostScoped: boolean,
   /** What the entry was built from, when it is one (not a wildcard list). */
   reads?: CatalogReads,

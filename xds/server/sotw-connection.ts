@@ -1,199 +1,81 @@
-// One state-of-the-world ADS stream: applies the protocol state machine to requests, and answers
-// them and pushes through its StreamPump (one response in flight, types in make-before-break order),
-// with resources and whole response bodies from the shared caches.
-import { status as GrpcStatus } from '@grpc/grpc-js';
-import type { ResourceGenerator } from '../generators/generator.js';
+// One state-of-the-world ADS stream on the shared core (stream-core.ts): reads requests into the SotW
+// protocol state (xds/protocol/sotw-state.ts) and builds whole or partial responses, with resources
+// and whole response bodies from the shared caches.
 import type { Proxy } from '../proxy/proxy.js';
-import {
-  readBoundedRequest,
-  firstProxy,
-  StreamError,
-  type AdsStream,
-  type OutgoingMessage,
-  type StreamCall,
-  type StreamDeps,
-  type TypeStatus,
-} from './ads-stream.js';
-import { healthReport } from './health-report.js';
-import { readPlainRequest, SOTW_FIELDS } from './request-reader.js';
-import { typeKey, wildcardKey, type ChangeSet, type ViewHold } from './resource-cache.js';
+import { readBoundedRequest, type TypeStatus } from './ads-stream.js';
+import { readPlainRequest, SOTW_FIELDS } from '../protocol/request-reader.js';
 import type { EncodedResource } from '../proto/resource.js';
 import { ownResponse, type SharedResponse } from './response-cache.js';
-import { StreamPump, type PendingWork, type PumpTarget, type PushRound } from './stream-pump.js';
-import { StreamState } from './sotw-state.js';
-import { CLUSTER, ENDPOINT, HEALTH_INFO, LISTENER, ROUTE, shortTypeName } from '../proto/type-urls.js';
+import type { PendingWork } from './stream-pump.js';
+import { StreamState } from '../protocol/sotw-state.js';
+import { CLUSTER, ENDPOINT, ROUTE, shortTypeName } from '../proto/type-urls.js';
 import { decodeDiscoveryRequest, nonceFieldLength, type DiscoveryRequest } from '../proto/wire.js';
+import type { Subscription } from './observer.js';
+import { StreamCore, type Built, type TypeView } from './stream-core.js';
 import { subscriptionKey } from './subscription-key.js';
-import { isoNow } from './wall-clock.js';
+import { isoNow } from '../protocol/wall-clock.js';
 
 /** Types whose SotW responses need not repeat unchanged resources (xDS: all but LDS and CDS). */
 function partialAllowed(typeUrl: string): boolean {
   return typeUrl === ENDPOINT || typeUrl === ROUTE;
 }
 
-/**
- * What the stream keeps per type besides the protocol state (StreamState): one record, made when
- * the type is first answered, so a stream holds one small object per type rather than an entry in
- * several maps.
- */
-interface TypeView {
-  readonly generator: ResourceGenerator | undefined;
-  /** This stream's hold on its view of the generator; its key follows config changes. */
-  readonly hold: ViewHold | undefined;
+/** What a SotW stream keeps per type besides the protocol state: one small object per type. */
+interface SotwView extends TypeView {
   /**
    * The subscription as a response-cache key, recomputed when the subscription changes; undefined
    * for one name or none, whose key each build makes afresh (short-lived, where a kept string
    * per stream and type would outlive a scavenge).
    */
   subKey: string | undefined;
-  /** typeKey(kind, type), computed once. */
-  readonly typeKey: string;
   /** What the last full response held (undefined before any response). */
   sentFull: readonly EncodedResource[] | undefined;
   /** Resources sent by partial responses since the last full one (most streams never get one). */
   sentSince: Map<string, EncodedResource> | undefined;
 }
 
-export class SotwConnection implements AdsStream, PumpTarget {
-  readonly connectedAt = isoNow();
-  peerIdentity: string | undefined;
+export class SotwConnection extends StreamCore<DiscoveryRequest, SotwView> {
   readonly state = new StreamState();
   readonly api = 'sotw';
-  private proxyInfo: Proxy | undefined;
-  private nonceCounter = 0;
-  private readonly views = new Map<string, TypeView>();
-  /** A CDS or EDS response kept removed resources (make-before-break): clean up once LDS/RDS went out. */
-  private retained = false;
-  readonly pump: StreamPump;
+  protected readonly requestName = 'DiscoveryRequest';
 
-  constructor(
-    readonly id: string,
-    readonly peer: string,
-    private readonly deps: StreamDeps,
-    private readonly call: StreamCall,
-  ) {
-    // The connection is its own pump target: no adapter object and closures kept per stream.
-    this.pump = new StreamPump(deps.limiter, this);
+  protected read(bytes: Buffer, max: number): DiscoveryRequest {
+    return readBoundedRequest(bytes, max, readPlainRequest, SOTW_FIELDS, decodeDiscoveryRequest);
   }
 
-  get proxy(): Proxy | undefined {
-    return this.proxyInfo;
-  }
-
-  handleRequest(bytes: Buffer): void {
-    const max = this.deps.limits.maxNamesPerType;
-    const req = readBoundedRequest(bytes, max, readPlainRequest, SOTW_FIELDS, decodeDiscoveryRequest);
-    if (!this.proxyInfo && req.node) {
-      // Parsed once: the admission checks and the stream read the same proxy.
-      const proxy = firstProxy(req.node);
-      this.call.admit?.(proxy);
-      this.proxyInfo = proxy;
-    }
-    if (!req.typeUrl)
-      throw new StreamError(GrpcStatus.INVALID_ARGUMENT, 'DiscoveryRequest.type_url is required on ADS');
-    this.proxyInfo ??= firstProxy(req.node);
-    if (req.typeUrl === HEALTH_INFO) {
-      this.deps.observer.healthReported?.(this, healthReport(req.errorDetail));
-      return;
-    }
-    this.deps.observer.request?.(this, req.typeUrl);
+  protected apply(req: DiscoveryRequest, proxy: Proxy): void {
     const outcome = this.state.onRequest(req);
     if (outcome.action === 'ignore') {
-      this.deps.logger.debug(this.requestLog(req), 'ignoring request with stale nonce');
+      this.deps.logger.debug(
+        { conn: this.id, node: proxy.id, type: shortTypeName(req.typeUrl), nonce: req.responseNonce },
+        'ignoring request with stale nonce',
+      );
       return;
     }
-    if (outcome.action === 'nack') {
-      const log = this.requestLog(req);
-      this.deps.logger.warn({ ...log, error: req.errorDetail?.message }, 'client rejected config (NACK)');
-      this.deps.observer.nack?.(this, {
-        typeUrl: req.typeUrl,
-        type: log.type,
-        nonce: req.responseNonce,
-        code: req.errorDetail?.code ?? 0,
-        message: req.errorDetail?.message ?? '',
-      });
-    }
+    if (outcome.action === 'nack') this.rejected(req, req.responseNonce);
+    if (outcome.action !== 'initial') this.answered(req.typeUrl, req.responseNonce);
     if (!outcome.respond) return;
     this.typeView(req.typeUrl).subKey = this.subscriptionKey(req.typeUrl);
     const sub = this.state.subscription(req.typeUrl);
     // The state replaces a type's name set when the subscription changes, never edits it: shared.
-    if (sub)
-      this.deps.subscriptions.update(this, this.proxyInfo.kind, req.typeUrl, sub.names, sub.wildcard, true);
-    this.pump.mark(req.typeUrl, { force: true, full: true });
-    this.pump.kick();
+    if (sub) this.deps.subscriptions.update(this, proxy.kind, req.typeUrl, sub.names, sub.wildcard, true);
+    this.want(req.typeUrl, { force: true, full: true });
   }
 
-  /** The fields a log line about a request carries (built only when one is written). */
-  private requestLog(req: DiscoveryRequest): { conn: string; node: string; type: string; nonce: string } {
-    return {
-      conn: this.id,
-      node: this.proxyInfo?.id ?? '',
-      type: shortTypeName(req.typeUrl),
-      nonce: req.responseNonce,
-    };
+  subscription(typeUrl: string): Subscription | undefined {
+    return this.state.subscription(typeUrl);
   }
 
-  /** Marks what `changes` touched for this stream; returns whether anything was. */
-  onChange(changes: ChangeSet, round: PushRound): boolean {
-    const proxy = this.proxyInfo;
-    if (!proxy) return false;
-    let touched = false;
-    if (changes.all) {
-      for (const typeUrl of this.state.watchedTypes()) {
-        if (!this.typeView(typeUrl).generator) continue;
-        this.pump.mark(typeUrl, { full: true });
-        touched = true;
-      }
-    } else if (changes.moved) {
-      // This stream's view of a type moved: what it holds of that type is built there anew.
-      for (const [typeUrl, view] of this.views) {
-        if (!view.hold || !changes.moved.has(view.hold) || !this.state.subscription(typeUrl)) continue;
-        this.pump.mark(typeUrl, { full: true });
-        touched = true;
-      }
-    }
-    // Only the types that changed, and only this stream's kind: this runs per stream per push.
-    for (const c of changes.types) {
-      if (c.kind !== proxy.kind) continue;
-      const sub = this.state.subscription(c.typeUrl);
-      if (!sub) continue;
-      const view = this.typeView(c.typeUrl);
-      if (!view.generator) continue;
-      if (sub.wildcard && changes.wildcards.has(wildcardKey(proxy.kind, c.typeUrl, view.hold?.key ?? ''))) {
-        this.pump.mark(c.typeUrl, { full: true });
-        touched = true;
-        continue;
-      }
-      const all = sub.wildcard
-        ? this.deps.cache.wildcardNames(view.generator, proxy, view.hold?.key).set
-        : undefined;
-      let hit: string[] | undefined;
-      for (const n of c.names) if (sub.names.has(n) || all?.has(n)) (hit ??= []).push(n);
-      if (!hit) continue;
-      touched = true;
-      if (partialAllowed(c.typeUrl)) this.pump.mark(c.typeUrl, { names: hit });
-      else this.pump.mark(c.typeUrl, { full: true });
-    }
-    // Names it asked for that did not exist may exist now, if their host changed.
-    if (changes.hosts && changes.hosts.size > 0) {
-      for (const typeUrl of this.state.watchedTypes()) {
-        const names = this.deps.subscriptions.missingUnder(this, proxy.kind, typeUrl, changes.hosts);
-        if (names.length === 0 || !this.typeView(typeUrl).generator) continue;
-        touched = true;
-        if (partialAllowed(typeUrl)) this.pump.mark(typeUrl, { names });
-        else this.pump.mark(typeUrl, { full: true });
-      }
-    }
-    if (touched) {
-      this.pump.join(round);
-      this.pump.kick();
-    }
-    return touched;
+  protected watchedTypes(): Iterable<string> {
+    return this.state.watchedTypes();
   }
 
-  close(): void {
-    this.pump.close();
-    for (const view of this.views.values()) view.hold?.release();
+  protected partial(typeUrl: string): boolean {
+    return partialAllowed(typeUrl);
+  }
+
+  protected makeView(base: TypeView): SotwView {
+    return { ...base, subKey: undefined, sentFull: undefined, sentSince: undefined };
   }
 
   typeStatus(): readonly TypeStatus[] {
@@ -216,30 +98,12 @@ export class SotwConnection implements AdsStream, PumpTarget {
 
   /** Resources as last sent per type: the last full response, updated by partial ones since. */
   heldResources(typeUrl: string): readonly EncodedResource[] {
-    const sent = this.views.get(typeUrl);
+    const sent = this.viewOf(typeUrl);
     const full = sent?.sentFull ?? [];
     if (!sent?.sentSince) return full;
     const merged = new Map(full.map((r) => [r.name, r]));
     for (const [n, r] of sent.sentSince) merged.set(n, r);
     return [...merged.values()];
-  }
-
-  private typeView(typeUrl: string): TypeView {
-    let v = this.views.get(typeUrl);
-    if (!v) {
-      const proxy = this.proxyInfo;
-      const generator = proxy && this.deps.generators.find(proxy.kind, typeUrl);
-      v = {
-        generator,
-        hold: proxy && generator ? this.deps.cache.retain(generator, proxy) : undefined,
-        subKey: undefined,
-        typeKey: typeKey(proxy?.kind ?? 'grpc', typeUrl),
-        sentFull: undefined,
-        sentSince: undefined,
-      };
-      this.views.set(typeUrl, v);
-    }
-    return v;
   }
 
   private subscriptionKey(typeUrl: string): string | undefined {
@@ -248,13 +112,15 @@ export class SotwConnection implements AdsStream, PumpTarget {
     return sub.wildcard || sub.names.size > 1 ? subscriptionKey(sub.wildcard, sub.names) : undefined;
   }
 
-  /** PumpTarget: the response for `typeUrl` now, or undefined when there is nothing to send. */
-  build(typeUrl: string, work: PendingWork): OutgoingMessage | undefined {
-    const proxy = this.proxyInfo;
+  protected respond(
+    typeUrl: string,
+    work: PendingWork,
+    view: SotwView,
+    proxy: Proxy,
+    again: ReadonlySet<string> | undefined,
+  ): Built | undefined {
     const sub = this.state.subscription(typeUrl);
-    if (!proxy || !sub) return undefined;
-    const started = performance.now();
-    const view = this.typeView(typeUrl);
+    if (!sub) return undefined;
     const { generator } = view;
     const cache = this.deps.cache;
     const tk = view.typeKey;
@@ -262,6 +128,7 @@ export class SotwConnection implements AdsStream, PumpTarget {
     let response: SharedResponse;
     let partial = false;
     if (!work.full && !work.force && partialAllowed(typeUrl) && generator) {
+      // Names to send again (re-warm) were marked as work: they are among work.names.
       const names =
         work.names.size === 1 ? [...work.names] : [...work.names].filter((n) => sub.names.has(n)).sort();
       if (names.length === 1 && !sub.names.has(names[0] ?? '')) return undefined;
@@ -274,57 +141,44 @@ export class SotwConnection implements AdsStream, PumpTarget {
         typeUrl,
         () => present(names.map((n) => cache.get(generator, proxy, n, view.hold?.key))),
       );
-      this.noteMissing(typeUrl, names, response.names);
+      this.noteMissing(typeUrl, proxy, names, response.names);
       if (response.resources.length === 0) return undefined;
     } else {
       const key = `${view.hold?.key ?? ''}\0${view.subKey ?? subscriptionKey(false, sub.names)}`;
       response =
         this.deps.responses.lookup(tk, epoch, key) ??
         this.deps.responses.get(tk, epoch, key, typeUrl, () => this.collect(view, proxy, sub));
-      this.noteMissing(typeUrl, sub.names, response.names, true);
-      response = this.makeBeforeBreak(typeUrl, response);
+      this.noteMissing(typeUrl, proxy, sub.names, response.names, true);
+      response = this.keepRemoved(typeUrl, sub, response);
     }
-    if (!partial && !this.state.shouldSend(typeUrl, response.version, work.force)) return undefined;
+    // A whole response unchanged since the last goes out only when forced, or to re-warm.
+    const force = work.force || again !== undefined;
+    if (!partial && !this.state.shouldSend(typeUrl, response.version, force)) return undefined;
     if (partial && this.state.typeState(typeUrl)?.nack?.version === response.version) return undefined;
-    // Read before remember() replaces what was held; only Envoy's CDS needs it (no array otherwise).
-    const rewarm =
-      typeUrl === CLUSTER && proxy.kind === 'envoy'
-        ? updatedNames(this.heldResources(CLUSTER), response.resources)
-        : undefined;
-    const nonce = `${++this.nonceCounter}`;
-    // The shared body and this stream's nonce: the writer frames them together, and a large body
-    // goes out uncopied (message-writer.ts).
-    const message = { body: response.body, nonce };
+    // Read before remember() replaces what was held; only CDS to a client that warms needs it.
+    const warm =
+      typeUrl === CLUSTER && this.warms ? changed(this.heldResources(CLUSTER), response) : undefined;
+    const nonce = this.nextNonce();
     this.state.recordSent(typeUrl, {
       version: response.version,
       nonce,
       names: response.names,
       at: isoNow(),
     });
-    this.remember(view, response.resources, partial);
-    // Envoy re-warms every updated cluster and waits for its load assignment: follow CDS with the
-    // EDS of the clusters that changed, even if unchanged, or such a cluster stays warming.
-    if (rewarm) {
-      const eds = this.state.subscription(ENDPOINT);
-      const again = rewarm.filter((n) => eds?.names.has(n));
-      if (again.length > 0) this.pump.mark(ENDPOINT, { names: again });
-    }
-    this.deps.observer.responseSent?.(this, {
-      typeUrl,
-      type: shortTypeName(typeUrl),
+    remember(view, response.resources, partial);
+    return {
+      // The shared body and this stream's nonce: the writer frames them together, and a large body
+      // goes out uncopied (message-writer.ts).
+      message: { body: response.body, nonce },
+      nonce,
       resources: response.resources.length,
       bytes: response.body.length + nonceFieldLength(nonce),
-      buildMs: performance.now() - started,
-    });
-    return message;
+      ...(warm && { warm }),
+    };
   }
 
   /** Every resource of the subscription that exists for this proxy (a whole SotW response). */
-  private collect(
-    view: TypeView,
-    proxy: Proxy,
-    sub: { readonly wildcard: boolean; readonly names: ReadonlySet<string> },
-  ): EncodedResource[] {
+  private collect(view: SotwView, proxy: Proxy, sub: Subscription): EncodedResource[] {
     const { generator } = view;
     if (!generator) return [];
     const cache = this.deps.cache;
@@ -341,12 +195,11 @@ export class SotwConnection implements AdsStream, PumpTarget {
    */
   private noteMissing(
     typeUrl: string,
+    proxy: Proxy,
     asked: readonly string[] | ReadonlySet<string>,
     answered: readonly string[],
     whole = false,
   ): void {
-    const proxy = this.proxyInfo;
-    if (!proxy) return;
     const index = this.deps.subscriptions;
     const before = index.missingNames(this, proxy.kind, typeUrl);
     // The usual answer holds the one name asked for, and nothing was missing: nothing to record.
@@ -365,53 +218,46 @@ export class SotwConnection implements AdsStream, PumpTarget {
     for (const n of now) index.setMissing(this, proxy.kind, typeUrl, n, true);
   }
 
-  /**
-   * A cluster (or its load assignment) that disappeared stays in the response while this stream
-   * still has listeners or routes to re-evaluate that may name it; it goes once they went out.
-   */
-  private makeBeforeBreak(typeUrl: string, response: SharedResponse): SharedResponse {
-    if (typeUrl !== CLUSTER && typeUrl !== ENDPOINT) return response;
-    if (!this.pump.has(LISTENER) && !this.pump.has(ROUTE)) return response;
+  /** Make-before-break: what disappeared stays in a CDS or EDS response while LDS or RDS are pending. */
+  private keepRemoved(typeUrl: string, sub: Subscription, response: SharedResponse): SharedResponse {
+    if (!this.order.keepsRemovals(typeUrl)) return response;
     const before = this.heldResources(typeUrl);
     if (before.length === 0) return response;
     const now = new Set(response.resources.map((r) => r.name));
-    const sub = this.state.subscription(typeUrl);
-    const kept = before.filter((r) => !now.has(r.name) && (sub?.wildcard || sub?.names.has(r.name)));
+    const kept = before.filter((r) => !now.has(r.name) && (sub.wildcard || sub.names.has(r.name)));
     if (kept.length === 0) return response;
-    this.retained = true;
+    this.order.keptRemoved();
     return ownResponse(typeUrl, [...response.resources, ...kept]);
-  }
-
-  private remember(view: TypeView, resources: readonly EncodedResource[], partial: boolean): void {
-    if (!partial) {
-      // Most streams never get a partial response: the map of them is made on the first.
-      view.sentFull = resources;
-      view.sentSince = undefined;
-      return;
-    }
-    view.sentFull ??= [];
-    const since = (view.sentSince ??= new Map());
-    for (const r of resources) since.set(r.name, r);
-  }
-
-  /** PumpTarget: hands `message` to the call; `drained` runs once gRPC has taken it. */
-  write(message: OutgoingMessage, drained: () => void): void {
-    this.call.send(message, drained);
-  }
-
-  /** PumpTarget: nothing is pending or in flight any more. */
-  idle(): void {
-    if (!this.retained) return;
-    this.retained = false;
-    if (this.state.subscription(CLUSTER)) this.pump.mark(CLUSTER, { full: true });
-    if (this.state.subscription(ENDPOINT)) this.pump.mark(ENDPOINT, { full: true });
   }
 }
 
-/** Names in `next` that are new or whose bytes differ from `before`. */
-function updatedNames(before: readonly EncodedResource[], next: readonly EncodedResource[]): string[] {
+function remember(view: SotwView, resources: readonly EncodedResource[], partial: boolean): void {
+  if (!partial) {
+    // Most streams never get a partial response: the map of them is made on the first.
+    view.sentFull = resources;
+    view.sentSince = undefined;
+    return;
+  }
+  view.sentFull ??= [];
+  const since = (view.sentSince ??= new Map());
+  for (const r of resources) since.set(r.name, r);
+}
+
+/** Clusters in `next` that are new or whose bytes differ from `before`, and how many are new. */
+function changed(
+  before: readonly EncodedResource[],
+  next: SharedResponse,
+): { updated: string[]; added: number } {
   const old = new Map(before.map((r) => [r.name, r.version]));
-  return next.filter((r) => old.get(r.name) !== r.version).map((r) => r.name);
+  const updated: string[] = [];
+  let added = 0;
+  for (const r of next.resources) {
+    const was = old.get(r.name);
+    if (was === r.version) continue;
+    updated.push(r.name);
+    if (was === undefined) added += 1;
+  }
+  return { updated, added };
 }
 
 function sizeOf(names: readonly string[] | ReadonlySet<string>): number {

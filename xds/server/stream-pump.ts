@@ -1,7 +1,8 @@
 // One stream's push queue: which types need (re)evaluating, merged, and at most one response in
 // flight. Work on a type is a flag plus, for partial pushes, the names that changed: a stream that
 // cannot keep up accumulates at most one entry per type and name, never a backlog of responses, and
-// gets the latest state when it drains. Types go out in make-before-break order (xds/proto/type-urls.ts).
+// gets the latest state when it drains. Types go out in make-before-break order (xds/proto/type-urls.ts),
+// and a type its target holds back (make-before-break.ts) stays pending, untouched, until released.
 import type { OutgoingMessage } from './ads-stream.js';
 import type { PushLimiter, SlotHolder } from './flow-control.js';
 import { PUSH_ORDER } from '../proto/type-urls.js';
@@ -32,6 +33,8 @@ export interface PumpTarget<M = OutgoingMessage> {
   write(message: M, drained: () => void): void;
   /** Nothing is pending or in flight any more. */
   idle(): void;
+  /** Whether `typeUrl`'s pending work must wait (it stays pending; kick() once that changes). */
+  held?(typeUrl: string): boolean;
 }
 
 /** About 13 s of pushes at the quiet-period cadence under churn. */
@@ -50,7 +53,7 @@ export class StreamPump<M = OutgoingMessage> implements SlotHolder {
     private readonly target: PumpTarget<M>,
   ) {}
 
-  /** Whether work is pending for `typeUrl` (the make-before-break rule asks). */
+  /** Whether work is pending for `typeUrl`, held back or not (the make-before-break rule asks). */
   has(typeUrl: string): boolean {
     return this.pending.has(typeUrl);
   }
@@ -86,6 +89,8 @@ export class StreamPump<M = OutgoingMessage> implements SlotHolder {
   kick(): void {
     if (this.closed || this.writing || this.queued) return;
     if (this.pending.size === 0) return this.settle();
+    // Only held work: no slot taken, nothing settled (the rounds wait for the held types to go).
+    if (this.nextType() === undefined) return;
     this.queued = true;
     this.limiter.acquire(this);
   }
@@ -93,8 +98,7 @@ export class StreamPump<M = OutgoingMessage> implements SlotHolder {
   grant(): void {
     this.queued = false;
     if (this.closed) return this.limiter.release(this);
-    while (this.pending.size > 0) {
-      const typeUrl = this.nextType();
+    for (let typeUrl = this.nextType(); typeUrl !== undefined; typeUrl = this.nextType()) {
       const work = this.pending.get(typeUrl);
       this.pending.delete(typeUrl);
       if (!work) continue;
@@ -105,7 +109,7 @@ export class StreamPump<M = OutgoingMessage> implements SlotHolder {
       return;
     }
     this.limiter.release(this);
-    this.settle();
+    if (this.pending.size === 0) this.settle();
   }
 
   close(): void {
@@ -134,8 +138,10 @@ export class StreamPump<M = OutgoingMessage> implements SlotHolder {
     for (const r of rounds) r.done();
   }
 
-  private nextType(): string {
-    for (const t of PUSH_ORDER) if (this.pending.has(t)) return t;
-    return this.pending.keys().next().value as string;
+  /** The first pending type in push order that is not held back, if any. */
+  private nextType(): string | undefined {
+    for (const t of PUSH_ORDER) if (this.pending.has(t) && !this.target.held?.(t)) return t;
+    for (const t of this.pending.keys()) if (!PUSH_ORDER.includes(t) && !this.target.held?.(t)) return t;
+    return undefined;
   }
 }

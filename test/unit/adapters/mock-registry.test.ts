@@ -4,7 +4,7 @@ import { describe, test, type TestContext } from 'node:test';
 import { MockRegistry } from '../../../adapters/mock/registry.js';
 import { AdminServer } from '../../../admin/admin-server.js';
 import { silentLogger } from '../../../log/logger.js';
-import type { ChangeEvent } from '../../../model/change.js';
+import { endpointsOnly, changedHosts, type ChangeEvent } from '../../../model/change.js';
 import type { AdsServer } from '../../../xds/server/ads-server.js';
 import { CLUSTER } from '../../../xds/proto/type-urls.js';
 import { startInProcessPlane } from '../../support/in-process.js';
@@ -94,8 +94,8 @@ describe('MockRegistry change events', () => {
       c.apply(mock);
       if (!c.expect) return assert.deepEqual(events, []);
       assert.equal(events.length, 1);
-      assert.equal(events[0]?.endpointsOnly, c.expect.endpointsOnly);
-      assert.ok(events[0]?.hostnames.has(c.change === 'adding a service' ? 'b.test' : HOST));
+      assert.equal(events[0] && endpointsOnly(events[0]), c.expect.endpointsOnly);
+      assert.ok(events[0] && changedHosts(events[0]).has(c.change === 'adding a service' ? 'b.test' : HOST));
     });
   }
 

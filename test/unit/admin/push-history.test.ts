@@ -3,10 +3,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PushHistory } from '../../../admin/push-history.js';
-import type { AdsStream } from '../../../xds/server/ads-stream.js';
-import type { PushInfo } from '../../../xds/server/observer.js';
+import type { PushInfo, StreamView } from '../../../xds/server/observer.js';
 
-const stream = { id: 'conn-1', proxy: { id: 'node-1' } } as unknown as AdsStream;
+const stream = { id: 'conn-1', proxy: { id: 'node-1' } } as unknown as StreamView;
 
 function push(round: number, files: string[] = []): PushInfo {
   return {

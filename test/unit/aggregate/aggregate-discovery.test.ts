@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { MockRegistry } from '../../../adapters/mock/registry.js';
 import { AggregateDiscovery } from '../../../aggregate/aggregate-discovery.js';
-import type { ChangeEvent } from '../../../model/change.js';
+import { endpointsOnly, changedHosts, type ChangeEvent } from '../../../model/change.js';
 import { endpoint, mockService, servicePort } from '../../support/model-fixtures.js';
 import { StubRegistry } from '../../support/stub-registry.js';
 
@@ -134,7 +134,7 @@ test("every registry's change events are forwarded", async () => {
   mock.putEndpoint('a.test', endpoint('10.0.0.1', { grpc: 7070 }));
   other.publish([mockService('b.test', [servicePort('grpc', 7070)])]);
   assert.deepEqual(
-    events.map((e) => ({ hostnames: [...e.hostnames], endpointsOnly: e.endpointsOnly })),
+    events.map((e) => ({ hostnames: [...changedHosts(e)], endpointsOnly: endpointsOnly(e) })),
     [
       { hostnames: ['a.test'], endpointsOnly: false },
       { hostnames: ['a.test'], endpointsOnly: true },

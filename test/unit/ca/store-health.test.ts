@@ -3,9 +3,9 @@
 // one is let through after the retry interval, and a success reports the store up again.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { StoreHealth, StoreUnavailable, type StoreState } from '../../../ca/ca-store.js';
 import { isStoreUnavailable } from '../../../store/shared-store.js';
+import { ManualClock } from '../../support/manual-clock.js';
 
 const coded = (message: string, code: string): Error => Object.assign(new Error(message), { code });
 
@@ -25,7 +25,13 @@ test('connection failures are "unavailable"; a statement the database refused is
 
 test('while the store is known down, calls fail at once; after the retry interval one probes; success reports it up', async () => {
   const changes: StoreState[] = [];
-  const health = new StoreHealth('postgres', 200, (s) => changes.push(s));
+  const clock = new ManualClock();
+  const health = new StoreHealth(
+    'postgres',
+    200,
+    (s) => changes.push(s),
+    () => clock.now(),
+  );
   let calls = 0;
   const failing = async (): Promise<number> => {
     calls += 1;
@@ -39,8 +45,12 @@ test('while the store is known down, calls fail at once; after the retry interva
   assert.equal(health.state().state, 'unreachable');
   await assert.rejects(() => health.run('a join token', failing), StoreUnavailable);
   assert.equal(calls, 1, 'the second call did not reach the database');
+  assert.equal(health.state().since, new Date(clock.now()).toISOString());
+  clock.advance(199);
+  await assert.rejects(() => health.run('a join token', failing), StoreUnavailable);
+  assert.equal(calls, 1, 'still within the retry interval: refused without a probe');
+  clock.advance(1);
   // A refused statement passes through as itself.
-  await sleep(250);
   await assert.rejects(
     () => health.run('x', () => Promise.reject(coded('duplicate key', '23505'))),
     (err: unknown) => !(err instanceof StoreUnavailable),

@@ -9,7 +9,7 @@ import { mkdir, readlink, rename, rm, symlink, unlink, writeFile } from 'node:fs
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { ConfigDirRegistry } from '../../../config-dir/registry.js';
-import type { ChangeEvent } from '../../../model/change.js';
+import { endpointsOnly, changedHosts, type ChangeEvent } from '../../../model/change.js';
 import { eventually } from '../../support/eventually.js';
 import { makeTempDir, workloadEntry } from './helpers.js';
 
@@ -126,7 +126,7 @@ test('an atomic swap of ..data is picked up, and only the key that changed reloa
   });
   await registry.settled();
   assert.deepEqual(
-    events.map((e) => [[...e.hostnames], e.endpointsOnly]),
+    events.map((e) => [[...changedHosts(e)], endpointsOnly(e)]),
     [[[ECHO], true]],
     'one change: the endpoints of the one service whose file changed',
   );

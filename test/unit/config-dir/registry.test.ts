@@ -9,7 +9,7 @@ import { test, type TestContext } from 'node:test';
 import { pino } from 'pino';
 import { ConfigDirRegistry, type ConfigDirOptions } from '../../../config-dir/registry.js';
 import type { ReadFs } from '../../../config-dir/read-file.js';
-import type { ChangeEvent } from '../../../model/change.js';
+import { changeOf, endpointsOnly, changedHosts, type ChangeEvent } from '../../../model/change.js';
 import { eventually } from '../../support/eventually.js';
 import { makeTempDir, workloadEntry } from './helpers.js';
 
@@ -111,7 +111,7 @@ test('a file added later, in a new subdirectory, makes its services appear', asy
     what: 'echo service',
   });
   assert.deepEqual(
-    events.map((e) => [[...e.hostnames], e.endpointsOnly]),
+    events.map((e) => [[...changedHosts(e)], endpointsOnly(e)]),
     [[['echo.example.internal'], false]],
   );
 });
@@ -130,8 +130,8 @@ test('editing only WorkloadEntries is an endpoints-only change', async (t) => {
   });
   assert.ok(events.length >= 1);
   for (const e of events) {
-    assert.deepEqual([...e.hostnames], ['echo.example.internal']);
-    assert.equal(e.endpointsOnly, true);
+    assert.deepEqual([...changedHosts(e)], ['echo.example.internal']);
+    assert.equal(endpointsOnly(e), true);
   }
 });
 
@@ -228,7 +228,7 @@ test('deleting a file removes what it defined; deleting a directory removes its 
     what: 'service removed',
   });
   assert.deepEqual(registry.debugState().files, []);
-  assert.equal(events.at(-1)?.endpointsOnly, false);
+  assert.equal(endpointsOnly(events.at(-1) ?? changeOf({})), false);
 });
 
 test('unknown kinds are warnings in the file status; hidden files are ignored', async (t) => {

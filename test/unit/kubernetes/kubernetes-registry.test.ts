@@ -9,7 +9,7 @@ import { loadClusters } from '../../../adapters/kubernetes/kubeconfig.js';
 import { KubernetesRegistry } from '../../../adapters/kubernetes/registry.js';
 import { DEFAULT_TIMING } from '../../../adapters/kubernetes/list-watcher.js';
 import { silentLogger } from '../../../log/logger.js';
-import type { ChangeEvent } from '../../../model/change.js';
+import { endpointsOnly, changedHosts, type ChangeEvent } from '../../../model/change.js';
 import { eventually } from '../../support/eventually.js';
 import { KubeApiServerStandin } from '../../support/kube-apiserver-standin.js';
 import { kubeNode, kubePod, kubeService, kubeSlice } from './kube-fixtures.js';
@@ -123,13 +123,13 @@ test('an EndpointSlice change is an endpoints-only change; a Service change is n
       ),
     );
     assert.deepEqual(
-      events.map((e) => [[...e.hostnames], e.endpointsOnly]),
+      events.map((e) => [[...changedHosts(e)], endpointsOnly(e)]),
       [[[HOST], true]],
     );
 
     s.apply('services', kubeService('apps', 'echo', [{ name: 'grpc', port: 7071 }]));
     await eventually(() => assert.equal(reg.snapshot().services.get(HOST)?.ports[0]?.number, 7071));
-    assert.deepEqual(events[1] && [[...events[1].hostnames], events[1].endpointsOnly], [[HOST], false]);
+    assert.deepEqual(events[1] && [[...changedHosts(events[1])], endpointsOnly(events[1])], [[HOST], false]);
 
     s.remove('services', 'apps', 'echo');
     await eventually(() => assert.equal(reg.snapshot().services.size, 0));

@@ -1,56 +1,74 @@
-// Change triggers merge as changes do: the union of registries and files, bounded.
+// The change vocabulary: events merge as the union of their keys, and their triggers as the union
+// of registries and files, bounded; a snapshot diff names services and endpoints apart.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
-  configScope,
+  changedHosts,
+  changeOf,
+  configChanged,
+  diffSnapshots,
+  endpointsOnly,
+  everythingChanged,
+  isEmptyChange,
   MAX_TRIGGER_NAMES,
   mergeChanges,
   mergeTriggers,
   sameData,
   type ChangeTrigger,
 } from '../../../model/change.js';
+import { endpoint, service, servicePort } from '../../support/model-fixtures.js';
 
 test('merged changes keep the union of their triggers', () => {
   const merged = mergeChanges(
-    {
-      hostnames: new Set(['a']),
-      endpointsOnly: true,
-      trigger: { registries: ['config'], files: ['a.yaml'] },
-    },
-    {
-      hostnames: new Set(['b']),
-      endpointsOnly: true,
-      trigger: { registries: ['mock', 'config'], files: [] },
-    },
+    changeOf({ endpoints: ['a'], trigger: { registries: ['config'], files: ['a.yaml'] } }),
+    changeOf({ endpoints: ['b'], trigger: { registries: ['mock', 'config'], files: [] } }),
   );
   assert.deepEqual(merged.trigger, { registries: ['config', 'mock'], files: ['a.yaml'] });
-  const untriggered = mergeChanges(
-    { hostnames: new Set(), endpointsOnly: false },
-    { hostnames: new Set(), endpointsOnly: false },
-  );
-  assert.equal(untriggered.trigger, undefined);
+  assert.equal(mergeChanges(changeOf({ services: ['a'] }), changeOf({ services: ['b'] })).trigger, undefined);
 });
 
-test('a config change merged with changes of some hosts stays a config change, and keeps those hosts', () => {
-  const hosts = { hostnames: new Set(['a', 'b']), endpointsOnly: true };
-  // As the ADS server queues a config change, and as older callers did (no hostname at all).
-  for (const config of [
-    { hostnames: new Set<string>(), endpointsOnly: false, config: 'all' as const },
-    { hostnames: new Set<string>(), endpointsOnly: false },
-  ]) {
-    for (const merged of [mergeChanges(hosts, config), mergeChanges(config, hosts)]) {
-      assert.equal(configScope(merged), 'all');
-      assert.deepEqual([...merged.hostnames].sort(), ['a', 'b']);
-      assert.equal(merged.endpointsOnly, false);
-    }
+test('merged changes keep the union of every key, and everything wins', () => {
+  const hosts = changeOf({ endpoints: ['a', 'b'] });
+  const rules = changeOf({ rules: ['r'], kinds: ['sidecars'] });
+  for (const merged of [mergeChanges(hosts, rules), mergeChanges(rules, hosts)]) {
+    assert.deepEqual([...merged.endpoints].sort(), ['a', 'b']);
+    assert.deepEqual([...merged.rules], ['r']);
+    assert.deepEqual([...merged.kinds], ['sidecars']);
+    assert.equal(merged.everything, false);
+    assert.equal(configChanged(merged), true);
+    assert.equal(endpointsOnly(merged), false);
+    assert.deepEqual([...changedHosts(merged)].sort(), ['a', 'b', 'r']);
   }
-  const scoped = mergeChanges(hosts, { hostnames: new Set(['r']), endpointsOnly: false, config: 'hosts' });
-  assert.equal(configScope(scoped), 'hosts');
-  assert.equal(configScope(mergeChanges(scoped, { hostnames: new Set(), endpointsOnly: false })), 'all');
-  const both = mergeChanges(hosts, { hostnames: new Set(['c']), endpointsOnly: false });
-  assert.deepEqual([...both.hostnames].sort(), ['a', 'b', 'c']);
-  assert.equal(both.endpointsOnly, false);
-  assert.equal(configScope(both), undefined);
+  assert.equal(endpointsOnly(hosts), true);
+  assert.equal(configChanged(hosts), false);
+  const all = mergeChanges(hosts, everythingChanged());
+  assert.equal(all.everything, true);
+  assert.equal(endpointsOnly(all), false);
+  assert.deepEqual([...all.endpoints].sort(), ['a', 'b'], 'the hosts are kept');
+  assert.equal(isEmptyChange(changeOf({})), true);
+  assert.equal(isEmptyChange(all), false);
+});
+
+test('a snapshot diff names the services and the endpoints that changed, apart', () => {
+  const svc = service('a.test', [servicePort('http', 80, 'HTTP')]);
+  const prev = {
+    services: new Map([['a.test', svc]]),
+    endpoints: new Map([['a.test', [endpoint('10.0.0.1', { http: 80 })]]]),
+  };
+  const moved = { ...prev, endpoints: new Map([['a.test', [endpoint('10.0.0.2', { http: 80 })]]]) };
+  for (const only of [undefined, ['a.test']]) {
+    const change = diffSnapshots(prev, moved, only);
+    assert.deepEqual(change && [[...change.services], [...change.endpoints]], [[], ['a.test']]);
+    assert.equal(diffSnapshots(prev, { ...prev }, only), undefined, 'equal snapshots: no change');
+  }
+  const edited = {
+    ...prev,
+    services: new Map([['a.test', { ...svc, ports: [servicePort('http', 81, 'HTTP')] }]]),
+  };
+  const change = diffSnapshots(prev, edited);
+  assert.deepEqual(change && [[...change.services], [...change.endpoints]], [['a.test'], []]);
+  const gone = diffSnapshots(prev, { services: new Map(), endpoints: new Map() });
+  assert.deepEqual(gone && [[...gone.services], [...gone.endpoints]], [['a.test'], ['a.test']]);
 });
 
 test('a storm of edits does not grow a trigger past its bound', () => {

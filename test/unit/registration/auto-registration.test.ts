@@ -13,6 +13,7 @@ import {
 } from '../../../registration/auto-registration.js';
 import { peerAddress } from '../../../cli/auto-registration.js';
 import { eventually } from '../../support/eventually.js';
+import { ManualClock } from '../../support/manual-clock.js';
 import { configResource } from '../../support/mesh-fixtures.js';
 
 function group(name: string, spec: WorkloadGroupSpec, namespace = 'shop'): WorkloadGroupResource {
@@ -57,12 +58,14 @@ function registry(
   groups: WorkloadGroupResource[],
   graceMs = 60_000,
   store?: RegistrationStore,
+  clock?: ManualClock,
 ): AutoRegistration {
   return new AutoRegistration({
     groups: () => groups,
     graceMs,
     logger: silentLogger,
     ...(store && { store }),
+    ...(clock && { clock }),
   });
 }
 
@@ -121,23 +124,29 @@ test('refusals: no verified identity, a group that does not exist, another servi
   r.stop();
 });
 
-test('a disconnected agent keeps its entry for the grace period; a reconnect within it keeps it for good', async () => {
-  const r = registry([ECHO], 150);
+test('a disconnected agent keeps its entry for the grace period; a reconnect within it keeps it for good', () => {
+  const clock = new ManualClock();
+  const r = registry([ECHO], 150, undefined, clock);
   r.connected('c1', claim());
   r.disconnected('c1');
   assert.equal(r.workloadEntries().length, 1, 'kept while in grace');
   const [view] = r.list();
   assert.equal(view?.state, 'disconnected');
-  assert.ok(view?.removeAt);
+  assert.equal(view?.removeAt, new Date(clock.now() + 150).toISOString());
+  clock.advance(100);
   r.connected('c2', claim());
   // A late close of the old stream does not touch the new one.
   r.disconnected('c1');
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  clock.advance(300);
   assert.equal(r.workloadEntries().length, 1, 'the reconnect cancelled the removal');
   assert.equal(r.list()[0]?.state, 'connected');
   r.disconnected('c2');
-  await eventually(() => r.workloadEntries().length === 0, { timeoutMs: 3000 });
+  clock.advance(149);
+  assert.equal(r.workloadEntries().length, 1, 'still in its grace period');
+  clock.advance(1);
+  assert.deepEqual(r.workloadEntries(), [], 'removed when the grace period is over');
   assert.deepEqual(r.list(), []);
+  assert.equal(clock.pending, 0);
 });
 
 test('a probing group: UNHEALTHY until the first passing report, then the reports decide', () => {
@@ -172,7 +181,7 @@ test('entries follow their group: a deleted group takes them away, its return br
   assert.deepEqual(r.workloadEntries()[0]?.labels, { app: 'echo2' });
 });
 
-test('registrations are stored; a new control plane restores them disconnected, for one grace period', async () => {
+test('registrations are stored; a new control plane restores them disconnected, for one grace period', () => {
   const store = new MemoryStore();
   const first = registry([PROBED], 60_000, store);
   first.connected('c1', claim({ group: 'probed' }));
@@ -180,7 +189,8 @@ test('registrations are stored; a new control plane restores them disconnected, 
   first.stop();
   store.put('shop/garbage', '{not json');
 
-  const second = registry([PROBED], 200, store);
+  const clock = new ManualClock();
+  const second = registry([PROBED], 200, store, clock);
   assert.equal(second.restore(), 1);
   assert.equal(store.rows.has('shop/garbage'), false, 'an unreadable row is dropped');
   assert.deepEqual(
@@ -188,8 +198,28 @@ test('registrations are stored; a new control plane restores them disconnected, 
     [['shop/probed-10-0-0-7', 'disconnected', 'HEALTHY']],
   );
   assert.equal(second.workloadEntries()[0]?.annotations['portolan.io/health'], undefined);
-  await eventually(() => second.workloadEntries().length === 0, { timeoutMs: 3000 });
+  clock.advance(199);
+  assert.equal(second.workloadEntries().length, 1, 'kept for its fresh grace period');
+  clock.advance(1);
+  assert.deepEqual(second.workloadEntries(), []);
   assert.equal(store.rows.size, 0, 'removed from the store with the entry');
+});
+
+test('a restored registration whose agent reconnects within the grace is kept past it', () => {
+  const store = new MemoryStore();
+  const first = registry([ECHO], 60_000, store);
+  first.connected('c1', claim());
+  first.stop();
+  const clock = new ManualClock();
+  const second = registry([ECHO], 200, store, clock);
+  assert.equal(second.restore(), 1);
+  clock.advance(100);
+  second.connected('c2', claim());
+  clock.advance(10_000);
+  assert.equal(second.workloadEntries().length, 1, 'the restored grace no longer removes it');
+  assert.equal(second.list()[0]?.state, 'connected');
+  assert.equal(store.rows.size, 1);
+  assert.equal(clock.pending, 0, 'no grace timer left running');
 });
 
 test('the config registry selects auto-registered entries into ServiceEntries by label; a file entry wins a name clash', async (t) => {

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { MeshConfig } from '../../../mesh/mesh-config.js';
 import { buildCatalog, type Catalog } from '../../../model/catalog.js';
-import { mergeChanges, type ChangeEvent } from '../../../model/change.js';
+import { changeOf, everythingChanged, mergeChanges, type ChangeEvent } from '../../../model/change.js';
 import type { Endpoint } from '../../../model/endpoint.js';
 import type { Service } from '../../../model/service.js';
 import type { GenerateContext, ResourceGenerator, ServingView } from '../../../xds/generators/generator.js';
@@ -242,7 +242,7 @@ function change(world: World, rnd: () => number, log: string[]): ChangeEvent {
       );
     world.endpoints.set(host, after);
     log.push(`endpoints ${host}: ${before.length} → ${after.length}`);
-    return { hostnames: new Set([host]), endpointsOnly: true };
+    return changeOf({ endpoints: [host] });
   }
   if (roll < 0.75) {
     const sub = rnd();
@@ -253,7 +253,7 @@ function change(world: World, rnd: () => number, log: string[]): ChangeEvent {
       world.services.delete(host);
       world.endpoints.delete(host);
       log.push(`service removed ${host}`);
-      return { hostnames: new Set([host]), endpointsOnly: false };
+      return changeOf({ services: [host], endpoints: [host] });
     }
     if (sub < 0.5 && world.removed.size > 0) {
       const host = pick([...world.removed.keys()].sort());
@@ -264,7 +264,7 @@ function change(world: World, rnd: () => number, log: string[]): ChangeEvent {
         world.endpoints.set(host, back.endpoints);
       }
       log.push(`service restored ${host}`);
-      return { hostnames: new Set([host]), endpointsOnly: false };
+      return changeOf({ services: [host], endpoints: [host] });
     }
     if (sub < 0.75) {
       // A port added to or removed from a service (the fixture's port stays).
@@ -278,7 +278,7 @@ function change(world: World, rnd: () => number, log: string[]): ChangeEvent {
         world.services.set(host, { ...svc, ports });
       }
       log.push(`port toggled on ${host}`);
-      return { hostnames: new Set([host]), endpointsOnly: false };
+      return changeOf({ services: [host], endpoints: [host] });
     }
     const host = `svc-${Math.floor(rnd() * 6)}.mesh.internal`;
     const protocol = pick(['HTTP', 'GRPC', 'TCP'] as const);
@@ -287,7 +287,7 @@ function change(world: World, rnd: () => number, log: string[]): ChangeEvent {
       endpoint(pick([VM_IP, `10.2.0.${1 + Math.floor(rnd() * 50)}`]), { main: 8080 }),
     ]);
     log.push(`service put ${host} ${protocol}`);
-    return { hostnames: new Set([host]), endpointsOnly: false };
+    return changeOf({ services: [host], endpoints: [host] });
   }
   // Mesh config: one VirtualService, DestinationRule, Gateway, Sidecar or security policy switched
   // off or on, or to or from its edited version; the event as the ADS server queues a config change.
@@ -300,7 +300,7 @@ function change(world: World, rnd: () => number, log: string[]): ChangeEvent {
   world.generation += 1;
   world.config = meshConfig(world.state, world.generation);
   log.push(`config ${entry.kind} ${entry.value.name} ${['off', 'on', 'edited'][to]}`);
-  return { hostnames: new Set(), endpointsOnly: false, config: 'all' };
+  return everythingChanged();
 }
 
 // Reading: what a client following references holds (CDS and LDS wildcard, then the EDS and RDS

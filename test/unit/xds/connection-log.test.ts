@@ -3,7 +3,7 @@
 // its own connect's row.
 import assert from 'node:assert/strict';
 import { mock, test } from 'node:test';
-import type { AdsStream, TypeStatus } from '../../../xds/server/ads-stream.js';
+import type { StreamView, TypeStatus } from '../../../xds/server/observer.js';
 import {
   BatchedConnectionLog,
   ConnectionLogObserver,
@@ -12,6 +12,7 @@ import {
   type ConnectionLog,
 } from '../../../xds/server/connection-log.js';
 import { CLUSTER, ENDPOINT } from '../../../xds/proto/type-urls.js';
+import { ManualClock } from '../../support/manual-clock.js';
 
 interface Row {
   readonly nodeId: string;
@@ -86,12 +87,17 @@ test('a connect the log declined has no disconnect written', () => {
   assert.deepEqual(log.calls, ['connect declined', 'connect ok', 'disconnect ok']);
 });
 
-test('the queue is written by its timer', async () => {
+test('the queue is written by its timer', () => {
+  const clock = new ManualClock();
   const log = new MemoryLog();
-  const batched = new BatchedConnectionLog(log, 5);
+  const batched = new BatchedConnectionLog(log, 5, clock);
   batched.connected('timed', 'p', 'grpc', 't1');
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  // The interval the connect came in, then one without an event.
+  clock.advance(9);
+  assert.deepEqual(log.calls, [], 'not before a whole quiet interval');
+  clock.advance(1);
   assert.deepEqual(log.calls, ['connect timed']);
+  assert.equal(clock.pending, 0, 'no timer left once the queue is empty');
 });
 
 test('while streams keep coming the queue waits, and it is written one quiet interval after the last', () => {
@@ -145,16 +151,14 @@ test('a queue of MAX_QUEUED events is written at once, without waiting for its t
 });
 
 /** A stream as the observer sees it. */
-function fakeStream(nodeId: string, statuses: readonly TypeStatus[]): AdsStream {
+function fakeStream(nodeId: string, statuses: readonly TypeStatus[]): StreamView {
   return {
     id: `conn-${nodeId}`,
     peer: 'ipv4:127.0.0.1:1',
     api: 'sotw',
     connectedAt: 't0',
-    proxy: { id: nodeId, kind: 'grpc' } as AdsStream['proxy'],
-    handleRequest: () => undefined,
-    onChange: () => false,
-    close: () => undefined,
+    proxy: { id: nodeId, kind: 'grpc' } as StreamView['proxy'],
+    subscription: () => undefined,
     typeStatus: () => statuses,
     heldResources: () => [],
   };

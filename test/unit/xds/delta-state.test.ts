@@ -3,7 +3,7 @@
 // client holds (initial_resource_versions), and ACK/NACK by nonce.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { DeltaStreamState } from '../../../xds/server/delta-state.js';
+import { DeltaStreamState } from '../../../xds/protocol/delta-state.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../../xds/proto/type-urls.js';
 import type { DeltaDiscoveryRequest } from '../../../xds/proto/wire.js';
 

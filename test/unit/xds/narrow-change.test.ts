@@ -10,9 +10,9 @@ import type {
   VirtualServiceResource,
   VirtualServiceSpec,
 } from '../../../mesh/types.js';
-import { configScope, type ChangeEvent } from '../../../model/change.js';
+import { changeOf, everythingChanged, type ChangeEvent } from '../../../model/change.js';
 import { configChangeReach } from '../../../xds/generators/config-scope.js';
-import { narrowChange } from '../../../xds/server/narrow-change.js';
+import { configScope, narrowChange } from '../../../xds/server/narrow-change.js';
 
 const meta = { apiVersion: 'networking.istio.io/v1', labels: {}, annotations: {}, file: 'f.yaml', line: 1 };
 
@@ -135,7 +135,7 @@ test('a change of a kind read wholesale is reported as that kind, beside the hos
   assert.equal(moved?.kinds.size, 0);
   // A push carries the kinds to the cache, with its hosts narrowed as for any config change.
   const narrowed = narrowChange(
-    { hostnames: new Set(['svc.mock.internal']), endpointsOnly: true, config: 'all' },
+    changeOf({ endpoints: ['svc.mock.internal'], everything: true }),
     base,
     config({ ...base, sidecars: [sidecar] }),
   );
@@ -147,27 +147,20 @@ test('a change of a kind read wholesale is reported as that kind, beside the hos
 
 test('a push narrows a config change to the hosts it reaches, keeping the registries’ hosts merged into it', () => {
   const next = config({ ...base, destinationRules: [REVIEWS] });
-  const event: ChangeEvent = {
-    hostnames: new Set(['svc.mock.internal']),
-    endpointsOnly: true,
-    config: 'all',
-  };
+  const event: ChangeEvent = changeOf({ endpoints: ['svc.mock.internal'], everything: true });
   const narrowed = narrowChange(event, base, next);
   assert.equal(configScope(narrowed), 'hosts');
   assert.equal(narrowed.endpointsOnly, false);
   assert.deepEqual([...narrowed.hostnames].sort(), ['ledger.bank.internal', 'svc.mock.internal']);
   // A registry's push that picked up a new config (its event not yet in): narrowed all the same.
-  const silent = narrowChange({ hostnames: new Set(['svc.mock.internal']), endpointsOnly: true }, base, next);
+  const silent = narrowChange(changeOf({ endpoints: ['svc.mock.internal'] }), base, next);
   assert.equal(configScope(silent), 'hosts');
   assert.deepEqual([...silent.hostnames].sort(), ['ledger.bank.internal', 'svc.mock.internal']);
   // ... and that config's own event, arriving after, finds nothing of the config left to do.
-  const late = narrowChange({ hostnames: new Set(), endpointsOnly: false, config: 'all' }, next, next);
+  const late = narrowChange(everythingChanged(), next, next);
   assert.equal(configScope(late), 'hosts');
   assert.equal(late.hostnames.size, 0);
   // A change that cannot be narrowed stays one that reaches everything.
   const wide = narrowChange(event, base, config({ ...base, destinationRules: [LEDGER, REVIEWS] }));
   assert.equal(configScope(wide), 'all');
-  // An event naming nothing, without saying it is a config change, still asks for everything.
-  assert.equal(configScope(narrowChange({ hostnames: new Set(), endpointsOnly: false }, base, next)), 'all');
-  assert.equal(configScope(narrowChange({ hostnames: new Set(), endpointsOnly: false }, base, base)), 'all');
 });

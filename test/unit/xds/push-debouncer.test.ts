@@ -2,15 +2,15 @@
 // and changes their source already debounced.
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import type { ChangeEvent } from '../../../model/change.js';
+import { changedHosts, changeOf, endpointsOnly, type ChangeEvent } from '../../../model/change.js';
 import {
   PushDebouncer,
   type DebounceOptions,
   type MergedChange,
 } from '../../../xds/server/push-debouncer.js';
 
-function change(host: string, endpointsOnly = true): ChangeEvent {
-  return { hostnames: new Set([host]), endpointsOnly };
+function change(host: string, onlyEndpoints = true): ChangeEvent {
+  return changeOf(onlyEndpoints ? { endpoints: [host] } : { services: [host], endpoints: [host] });
 }
 
 /** A change the config directory publishes: read after its own quiet period. */
@@ -66,8 +66,8 @@ test('changes within the quiet period are merged into one push', (t) => {
   h.advance(100);
   assert.equal(h.flushed.length, 1);
   const pushed = h.flushed[0];
-  assert.deepEqual([...(pushed?.event.hostnames ?? [])].sort(), ['a', 'b']);
-  assert.equal(pushed?.event.endpointsOnly, false, 'a service change makes the merged push full');
+  assert.deepEqual([...(pushed ? changedHosts(pushed.event) : [])].sort(), ['a', 'b']);
+  assert.equal(pushed && endpointsOnly(pushed.event), false, 'a service change makes the merged push full');
   assert.equal(pushed?.merged, 3);
   assert.equal(pushed?.at, 160, 'the quiet period runs from the last change');
 });
@@ -116,7 +116,7 @@ test('a due batch waits while the previous push is still being handed out, and g
   ready = true;
   h.d.resume();
   assert.equal(h.flushed.length, 1);
-  assert.deepEqual([...(h.flushed[0]?.event.hostnames ?? [])].sort(), ['a', 'b']);
+  assert.deepEqual([...(h.flushed[0] ? changedHosts(h.flushed[0].event) : [])].sort(), ['a', 'b']);
 });
 
 test('a held batch still goes at the maximum delay', (t) => {
@@ -136,7 +136,7 @@ test('changes their source already debounced go once the current callbacks are d
   h.settle();
   assert.equal(h.flushed.length, 1);
   assert.equal(h.flushed[0]?.at, 0, 'no second quiet period');
-  assert.deepEqual([...(h.flushed[0]?.event.hostnames ?? [])].sort(), ['a', 'b']);
+  assert.deepEqual([...(h.flushed[0] ? changedHosts(h.flushed[0].event) : [])].sort(), ['a', 'b']);
   assert.equal(h.flushed[0]?.merged, 2);
 });
 
@@ -153,7 +153,7 @@ test('a batch with a change not debounced at its source waits for the quiet peri
   h.advance(1);
   assert.equal(h.flushed.length, 1);
   assert.equal(h.flushed[0]?.at, 150);
-  assert.deepEqual([...(h.flushed[0]?.event.hostnames ?? [])].sort(), ['a', 'b', 'c']);
+  assert.deepEqual([...(h.flushed[0] ? changedHosts(h.flushed[0].event) : [])].sort(), ['a', 'b', 'c']);
 });
 
 test('a debounced change right after a push waits for the quiet period; once pushes are idle it goes at once', (t) => {
@@ -188,5 +188,5 @@ test('a debounced batch still waits while the previous push is being handed out'
   ready = true;
   h.d.resume();
   assert.equal(h.flushed.length, 1);
-  assert.deepEqual([...(h.flushed[0]?.event.hostnames ?? [])].sort(), ['a', 'b']);
+  assert.deepEqual([...(h.flushed[0] ? changedHosts(h.flushed[0].event) : [])].sort(), ['a', 'b']);
 });

@@ -1,7 +1,7 @@
 // The ACK fast path reads what the full protobufjs decoder reads, and defers anything else to it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { readPlainDeltaRequest, readPlainRequest } from '../../../xds/server/request-reader.js';
+import { readPlainDeltaRequest, readPlainRequest } from '../../../xds/protocol/request-reader.js';
 import { ENDPOINT } from '../../../xds/proto/type-urls.js';
 import {
   decodeDeltaDiscoveryRequest,

@@ -11,6 +11,7 @@ import { grpcListenerGenerator } from '../../../xds/generators/grpc/listener.js'
 import { envoyGenerators } from '../../../xds/generators/envoy/generators.js';
 import { proxyFromNode } from '../../../xds/proxy/proxy.js';
 import { narrowChange } from '../../../xds/server/narrow-change.js';
+import { everythingChanged } from '../../../model/change.js';
 import { ResourceCache, typeKey, wildcardKey } from '../../../xds/server/resource-cache.js';
 import { CLUSTER, ENDPOINT, LISTENER } from '../../../xds/proto/type-urls.js';
 import { configResource, destinationRule } from '../../support/mesh-fixtures.js';
@@ -344,9 +345,7 @@ test('a config change narrowed to a host rebuilds what looked up its rules, and 
 
   const previous = config;
   config = { ...config, destinationRules: [rule(9)] };
-  const set = cache.apply(
-    narrowChange({ hostnames: new Set(), endpointsOnly: false, config: 'all' }, previous, config),
-  );
+  const set = cache.apply(narrowChange(everythingChanged(), previous, config));
   assert.equal(set.all, false);
   assert.deepEqual([...(set.hosts ?? [])], [B]);
   assert.deepEqual(changed(set, CLUSTER), [CLUSTER_A]);
@@ -386,9 +385,7 @@ test('a config change that moves EDS views reports the moved holds and keeps eve
 
   const previous = config;
   config = { ...config, destinationRules: [outlierOnB] };
-  const set = cache.apply(
-    narrowChange({ hostnames: new Set(), endpointsOnly: false, config: 'all' }, previous, config),
-  );
+  const set = cache.apply(narrowChange(everythingChanged(), previous, config));
   assert.equal(set.all, false, 'not a change to everything');
   assert.notEqual(eds.key, keyBefore, 'the EDS hold moved to the view that reads the locality');
   assert.deepEqual([...(set.moved ?? [])], [eds], 'reported: the moved hold, not the CDS one');
@@ -439,9 +436,7 @@ test('an AuthorizationPolicy change rebuilds the server listeners that read it, 
     'shop',
   );
   config = { ...config, authorizationPolicies: [policy] };
-  const set = cache.apply(
-    narrowChange({ hostnames: new Set(), endpointsOnly: false, config: 'all' }, previous, config),
-  );
+  const set = cache.apply(narrowChange(everythingChanged(), previous, config));
   assert.equal(set.all, false, 'not a change to everything');
   assert.deepEqual(changed(set, LISTENER), [serverListener], 'the server listener gained its RBAC filter');
   assert.deepEqual(changed(set, CLUSTER), []);

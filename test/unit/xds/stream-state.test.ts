@@ -1,7 +1,7 @@
 // The xDS state-of-the-world protocol rules, one test each, against the pure StreamState.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { StreamState, type RequestView } from '../../../xds/server/sotw-state.js';
+import { StreamState, type RequestView } from '../../../xds/protocol/sotw-state.js';
 import { CLUSTER, ENDPOINT, LISTENER, ROUTE } from '../../../xds/proto/type-urls.js';
 
 const AT = '2024-01-01T00:00:00.000Z';

@@ -1,9 +1,10 @@
 // What Portolan reads from inside a grpc-js server call. grpc-js has no public way to write
-// pre-framed bytes or to read a call's messages synchronously, so message-writer.ts and
-// message-reader.ts work on the HTTP/2 stream under the call (grpc-js 1.14 keeps it at
-// `call.call.stream`, beside the request's `grpc-encoding` at `call.call.incomingEncoding`). When that
-// shape is not found (another grpc-js version, interceptors), both fall back to the call's public
-// API; test/integration/ads-stream-limits.test.ts ("never read") and
+// pre-framed bytes or to read a call's messages synchronously, so the ADS server's message-writer.ts
+// and message-reader.ts (xds/server/) work on the HTTP/2 stream under the call (grpc-js 1.14 keeps it
+// at `call.call.stream`, beside the request's `grpc-encoding` at `call.call.incomingEncoding`); the
+// agent's xDS proxy counts local streams per HTTP/2 session by it. When that shape is not found
+// (another grpc-js version, interceptors), they fall back to the call's public API;
+// test/integration/ads-stream-limits.test.ts ("never read") and
 // test/integration/ads-message-reader.test.ts fail if the installed grpc-js stops offering it.
 import type { ServerHttp2Stream } from 'node:http2';
 import type * as grpc from '@grpc/grpc-js';
