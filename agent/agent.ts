@@ -1,30 +1,30 @@
-// `portolan agent`, assembled: the workload certificate (kept renewed on disk, ca/workload-agent.ts),
-// the connection to the control plane's secure port with it, the local xDS proxy that keeps serving
-// from its node cache through outages, SDS on a Unix socket, the status port, the optional
-// supervised command, and any extra modules (module.ts). Everything local is bound before the
-// command starts, so an Envoy started by the agent finds its sockets.
-import { rmSync } from 'node:fs';
+// `portolan agent`, assembled: one or more workloads (workload.ts: each its certificate, kept
+// renewed on disk by ca/workload-agent.ts, its connection to the control plane's secure port with it,
+// its local xDS proxy that keeps serving from its node cache through outages, its SDS socket), the
+// status port, the optional supervised command, and any extra modules (module.ts). Everything local
+// is bound before the command starts, so an Envoy started by the agent finds its sockets.
 import { join } from 'node:path';
 import type { Logger } from '../log/logger.js';
 import type { BackoffOptions } from '../model/backoff.js';
-import { CertificateKeeper, type KeeperOptions } from '../ca/workload-agent.js';
+import type { KeeperOptions } from '../ca/workload-agent.js';
 import type { AgentContext, AgentModule } from './module.js';
-import { SdsServer } from './sds/sds-server.js';
 import { configDump } from './status/config-dump.js';
 import { AgentMetrics } from './status/metrics.js';
 import { StatusServer, type Readiness } from './status/status-server.js';
+import { WorkloadRoutes } from './status/workload-routes.js';
 import { Supervisor } from './supervisor.js';
-import { bindRestricted, prepareSocket, restrictSocket } from './unix-socket.js';
-import { UpstreamConnection } from './upstream/connection.js';
-import { CacheFiles } from './xds/cache-file.js';
+import { bindRestricted } from './unix-socket.js';
+import { Workload, type WorkloadConfig } from './workload.js';
 import type { AgentIdentity } from './xds/messages.js';
-import { NodeCache } from './xds/node-cache.js';
-import { XdsProxy } from './xds/xds-proxy.js';
+
+export type { WorkloadConfig } from './workload.js';
 
 export interface AgentConfig {
-  /** How the certificate is obtained and kept (its `identity` must be `identity`'s SPIFFE ID). */
-  readonly certificate: KeeperOptions;
-  readonly identity: AgentIdentity;
+  /** The single-identity form: how the certificate is obtained and kept (for `identity`). */
+  readonly certificate?: KeeperOptions;
+  readonly identity?: AgentIdentity;
+  /** Several workloads (`--workload`), each its own identity and sockets; replaces the single form. */
+  readonly workloads?: readonly WorkloadConfig[];
   /** The control plane's secure port, HOST:PORT. */
   readonly xdsAddress: string;
   /** The plaintext local xDS port, HOST:PORT; none when absent (the Unix socket alone, the default). */
@@ -32,9 +32,11 @@ export interface AgentConfig {
   readonly xdsSocket?: string;
   readonly sdsSocket?: string;
   readonly statusAddr: { readonly host: string; readonly port: number };
-  /** The node cache lives in DATA_DIR/xds-cache. */
+  /** The node cache lives in DATA_DIR/xds-cache (a named workload's in DATA_DIR/NAME/xds-cache). */
   readonly dataDir: string;
+  /** Per workload. */
   readonly cache: { readonly maxNodes: number; readonly maxBytes: number };
+  /** Local streams at once, per workload. */
   readonly maxLocalStreams: number;
   /** Local streams one client (one connection to the agent) may hold (default 16). */
   readonly maxLocalStreamsPerClient?: number;
@@ -47,174 +49,141 @@ export interface AgentConfig {
 }
 
 export interface RunningAgent {
+  /** The first workload's context (the only one's in the single form). */
   readonly context: AgentContext;
-  /** Where it serves: the local xDS addresses, the SDS socket, the status port. */
+  readonly workloads: readonly Workload[];
+  /** Where it serves: the first workload's local xDS addresses and SDS socket, the status port. */
   readonly addresses: { readonly xds: readonly string[]; readonly sds?: string; readonly status: string };
   readonly supervisor?: Supervisor;
   readiness(): Readiness;
   stop(): Promise<void>;
 }
 
+/** The workloads of a config: its `workloads`, or the single form as one unnamed workload. */
+function workloadConfigs(config: AgentConfig): readonly WorkloadConfig[] {
+  if (config.workloads && config.workloads.length > 0) return config.workloads;
+  if (!config.certificate || !config.identity)
+    throw new Error('an agent needs a certificate and an identity, or workloads');
+  return [
+    {
+      certificate: config.certificate,
+      identity: config.identity,
+      cacheDir: join(config.dataDir, 'xds-cache'),
+      ...(config.listenXds && { listenXds: config.listenXds }),
+      ...(config.xdsSocket && { xdsSocket: config.xdsSocket }),
+      ...(config.sdsSocket && { sdsSocket: config.sdsSocket }),
+    },
+  ];
+}
+
+/**
+ * Starts the agent. `modules` are agent-wide (the DNS proxy; in the single form every module): they
+ * get the first workload's context. Each workload's own modules come in its WorkloadConfig.
+ */
 export async function startAgent(
   config: AgentConfig,
   modules: readonly AgentModule[] = [],
 ): Promise<RunningAgent> {
   const { logger } = config;
-  const certificates = new CertificateKeeper(config.certificate);
-  const held = certificates.load();
-  logger.info(
-    held
-      ? { identity: held.identity, notAfter: held.notAfter }
-      : { dir: config.certificate.outDir, token: config.certificate.token ? 'given' : 'none' },
-    held ? 'using the certificate on disk' : 'no usable certificate on disk: enrolling',
-  );
-
-  const files = new CacheFiles(join(config.dataDir, 'xds-cache'), logger, {
-    maxFileBytes: config.cache.maxBytes * 2,
-  });
-  const cache = new NodeCache(config.cache, files);
-  const restored = files.load(cache);
-  if (restored > 0) logger.info({ nodes: restored, bytes: cache.bytes }, 'xDS cache restored from disk');
-
-  const upstream = new UpstreamConnection({
-    address: config.xdsAddress,
-    trustDomain: config.identity.trustDomain,
-    identity: certificates,
-    logger,
-    ...(config.upstreamBackoff && { backoff: config.upstreamBackoff }),
-  });
-
-  let sds: SdsServer | undefined;
-  // eslint-disable-next-line prefer-const -- assigned below; the metrics read it lazily
-  let xds: XdsProxy | undefined;
+  const workloads: Workload[] = [];
+  const every = <T>(read: (w: Workload) => T): T[] => workloads.map(read);
+  const sum = (ns: number[]): number => ns.reduce((a, b) => a + b, 0);
+  // Across workloads; /debug/workloads has each.
   const metrics = new AgentMetrics({
-    upstreamConnected: () => upstream.connected(),
-    upstreamReconnects: () => upstream.reconnects,
-    localStreams: (api) => xds?.count(api) ?? 0,
-    sdsStreams: () => sds?.streamCount ?? 0,
-    certificateNotAfter: () => certificates.current()?.notAfter,
-    cacheUpdatedAt: () => cache.newestUpdate(),
-    cacheNodes: () => cache.list().length,
-    cacheBytes: () => cache.bytes,
-  });
-  certificates.onChange(() => metrics.certificates.inc({ result: 'issued' }));
-  certificates.onFailure(() => metrics.certificates.inc({ result: 'failed' }));
-
-  const sockets = [config.xdsSocket, config.sdsSocket].filter((s): s is string => s !== undefined);
-  for (const s of sockets) await prepareSocket(s);
-  xds = new XdsProxy({
-    connection: upstream,
-    cache,
-    identity: config.identity,
-    logger,
-    // TCP first when there is one: the addresses are reported in this order.
-    listen: [
-      ...(config.listenXds ? [config.listenXds] : []),
-      ...(config.xdsSocket ? [`unix:${config.xdsSocket}`] : []),
-    ],
-    maxStreams: config.maxLocalStreams,
-    ...(config.maxLocalStreamsPerClient && { maxStreamsPerClient: config.maxLocalStreamsPerClient }),
-    fallbackMs: config.fallbackMs,
-    observer: {
-      servedFromCache: (_s, typeUrl) =>
-        metrics.cacheServed.inc({ type: typeUrl.slice(typeUrl.lastIndexOf('.') + 1) }),
-      refused: (_s, code) => metrics.refusedStreams.inc({ code: String(code) }),
+    upstreamConnected: () => workloads.length > 0 && every((w) => w.upstream.connected()).every(Boolean),
+    upstreamReconnects: () => sum(every((w) => w.upstream.reconnects)),
+    localStreams: (api) => sum(every((w) => w.xds.count(api))),
+    sdsStreams: () => sum(every((w) => w.sds?.streamCount ?? 0)),
+    certificateNotAfter: () => {
+      const all = every((w) => w.certificates.current()?.notAfter);
+      if (all.some((d) => d === undefined)) return undefined;
+      return all.reduce<Date | undefined>((min, d) => (!min || (d && d < min) ? d : min), undefined);
     },
+    cacheUpdatedAt: () => {
+      const all = every((w) => w.cache.newestUpdate()).filter((t): t is number => t !== undefined);
+      return all.length > 0 ? Math.max(...all) : undefined;
+    },
+    cacheNodes: () => sum(every((w) => w.cache.list().length)),
+    cacheBytes: () => sum(every((w) => w.cache.bytes)),
   });
-  if (config.sdsSocket)
-    sds = new SdsServer({
-      source: certificates,
-      listen: `unix:${config.sdsSocket}`,
-      logger,
-      onPush: (n) => metrics.sdsPushes.inc(n),
-    });
+  const shared = {
+    xdsAddress: config.xdsAddress,
+    cache: config.cache,
+    maxLocalStreams: config.maxLocalStreams,
+    ...(config.maxLocalStreamsPerClient && { maxLocalStreamsPerClient: config.maxLocalStreamsPerClient }),
+    fallbackMs: config.fallbackMs,
+    ...(config.upstreamBackoff && { upstreamBackoff: config.upstreamBackoff }),
+    metrics,
+    dataDir: config.dataDir,
+    logger,
+  };
+  for (const w of workloadConfigs(config)) workloads.push(new Workload(w, shared));
+  const first = workloads[0] as Workload;
 
-  const abort = new AbortController();
   const status = new StatusServer({
     host: config.statusAddr.host,
     port: config.statusAddr.port,
     logger,
     readiness: () => readiness(),
     metrics: async () => ({ type: metrics.registry.contentType, body: await metrics.registry.metrics() }),
-    configDump: (proxyId) => configDump(cache, xds?.list() ?? [], proxyId),
+    configDump: (proxyId) => dumpOf(workloads, proxyId),
   });
-  const context: AgentContext = {
-    certificates,
-    identity: config.identity,
-    upstream,
-    xds,
-    cache,
-    metrics,
-    status,
-    dataDir: config.dataDir,
-    logger,
-  };
+  status.addRoute('/debug/workloads', () =>
+    Promise.resolve({
+      status: 200,
+      type: 'application/json',
+      body: `${JSON.stringify(
+        workloads.map((w) => ({ ...w.status(), ready: w.readiness().ready })),
+        null,
+        2,
+      )}
+`,
+    }),
+  );
+  const routes = new WorkloadRoutes(status);
+  const context = first.context(status);
 
   const readiness = (): Readiness => {
     const lines: string[] = [];
-    const cert = certificates.status();
-    const error = cert.lastError ? `; last request failed: ${cert.lastError.message}` : '';
-    const certOk = cert.state === 'valid';
-    if (cert.state === 'valid')
-      lines.push(
-        `certificate: ${cert.identity ?? ''} valid until ${cert.notAfter?.toISOString() ?? ''}${error}`,
-      );
-    else if (cert.state === 'expired')
-      lines.push(`certificate: expired at ${cert.notAfter?.toISOString() ?? ''}${error || '; renewing'}`);
-    else lines.push(`certificate: none yet${error || ' (enrolling)'}`);
-    const nodes = cache.list().length;
-    const connected = upstream.connected();
-    if (connected) lines.push(`control plane: connected to ${upstream.address}`);
-    else {
-      const why = upstream.lastError()?.message;
-      lines.push(
-        `control plane: ${upstream.state === 'down' ? 'unreachable' : 'connecting'} (${upstream.address})${why ? `: ${why}` : ''}`,
-      );
-      lines.push(
-        nodes > 0
-          ? `serving from the cache: ${nodes} node(s), newest config from ${new Date(cache.newestUpdate() ?? 0).toISOString()}`
-          : 'cache: empty, nothing to serve local clients yet',
-      );
+    let ready = true;
+    for (const w of workloads) {
+      const r = w.readiness();
+      ready &&= r.ready;
+      for (const line of r.lines) lines.push(w.name ? `${w.name}: ${line}` : line);
     }
-    let modulesOk = true;
     for (const m of modules) {
       const why = m.notReady?.();
       if (why) {
-        modulesOk = false;
+        ready = false;
         lines.push(`${m.name}: ${why}`);
       }
     }
-    return { ready: certOk && (connected || nodes > 0) && modulesOk, lines };
+    return { ready, lines };
   };
 
-  let keeper: Promise<void> | undefined;
   const started: AgentModule[] = [];
   let supervisor: Supervisor | undefined;
   const stop = async (): Promise<void> => {
     await supervisor?.stop();
     for (const m of [...started].reverse())
       await m.stop().catch((err: unknown) => logger.error({ err }, `${m.name}: stop failed`));
-    await xds?.stop();
-    await sds?.stop();
-    upstream.stop();
-    abort.abort();
-    await keeper;
-    files.stop();
+    for (const w of workloads) await w.stop();
     await status.stop();
-    for (const s of sockets) rmSync(s, { force: true });
   };
 
+  // Before anything is bound: a socket path another agent serves on is refused, and left alone.
+  for (const w of workloads) await w.prepare();
   try {
     // The sockets first, before anything else of the agent runs: they are bound under a umask that
     // gives them their mode at birth (unix-socket.ts), which must not touch other files.
     await bindRestricted(async () => {
-      await xds?.start();
-      await sds?.start();
+      for (const w of workloads) await w.bind();
     });
-    for (const s of sockets) restrictSocket(s);
-    keeper = certificates.run(abort.signal);
-    upstream.start();
+    for (const w of workloads) w.restrict();
     await status.start();
+    for (const w of workloads) {
+      await w.run(w.context(routes.forWorkload(w.name)));
+    }
     for (const m of modules) {
       await m.start(context);
       started.push(m);
@@ -233,13 +202,43 @@ export async function startAgent(
   }
   return {
     context,
+    workloads,
     addresses: {
-      xds: xds.addresses,
-      ...(sds && { sds: sds.address }),
+      xds: first.xds.addresses,
+      ...(first.sds && { sds: first.sds.address }),
       status: status.address,
     },
     ...(supervisor && { supervisor }),
     readiness,
     stop,
   };
+}
+
+/**
+ * GET /debug/config_dump: the single workload's dump as it always was; with several, each under its
+ * name (`proxyID` looked up in each, the first that has it answers).
+ */
+function dumpOf(
+  workloads: readonly Workload[],
+  proxyId: string | undefined,
+): { status: number; body: unknown } {
+  const [only] = workloads;
+  if (workloads.length === 1 && only && only.name === undefined)
+    return configDump(only.cache, only.xds.list(), proxyId);
+  if (proxyId === undefined)
+    return {
+      status: 200,
+      body: {
+        workloads: Object.fromEntries(
+          workloads.map((w) => [w.name ?? '', configDump(w.cache, w.xds.list(), undefined).body]),
+        ),
+      },
+    };
+  let last: { status: number; body: unknown } = { status: 404, body: { error: `no node ${proxyId}` } };
+  for (const w of workloads) {
+    const dump = configDump(w.cache, w.xds.list(), proxyId);
+    if (dump.status === 200) return { status: 200, body: { workload: w.name, ...(dump.body as object) } };
+    last = dump;
+  }
+  return last;
 }

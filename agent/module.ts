@@ -7,10 +7,15 @@ import type { Logger } from '../log/logger.js';
 import type { CertificateKeeper } from '../ca/workload-agent.js';
 import type { UpstreamConnection } from './upstream/connection.js';
 import type { AgentMetrics } from './status/metrics.js';
-import type { StatusServer } from './status/status-server.js';
+import type { Route } from './status/status-server.js';
 import type { AgentIdentity } from './xds/messages.js';
 import type { NodeCache } from './xds/node-cache.js';
 import type { XdsProxy } from './xds/xds-proxy.js';
+
+/** Where a module adds its own GET endpoints on the status port. */
+export interface RouteTable {
+  addRoute(path: string, route: Route): void;
+}
 
 export interface AgentContext {
   /** The workload certificate: current(), onChange(). */
@@ -21,10 +26,12 @@ export interface AgentContext {
   readonly xds: XdsProxy;
   readonly cache: NodeCache;
   readonly metrics: AgentMetrics;
-  /** `addRoute` for a module's own GET endpoints. */
-  readonly status: StatusServer;
+  /** `addRoute` for a module's own GET endpoints (with several workloads, each workload's own). */
+  readonly status: RouteTable;
   readonly dataDir: string;
   readonly logger: Logger;
+  /** The workload's name (`--workload name=`); absent in the single-identity form. */
+  readonly workload?: string;
 }
 
 export interface AgentModule {

@@ -3,6 +3,7 @@
 import { caBench } from './ca.js';
 import { churnBench } from './churn.js';
 import { agentBench } from './agent.js';
+import { agentWorkloadsBench } from './agent-workloads.js';
 import { authzBench } from './authz.js';
 import { editLatency } from './edit-latency.js';
 import { floodBench } from './flood.js';
@@ -35,6 +36,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   flood: floodBench,
   ca: caBench,
   agent: () => agentBench(),
+  'agent-workloads': () => agentWorkloadsBench(),
   authz: authzBench,
   'onboard-probe': () => probeBench(),
   'onboard-dns': dnsBench,

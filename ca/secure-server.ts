@@ -13,6 +13,7 @@ import type { CertificateAuthority } from './authority.js';
 import type { CaStore } from './ca-store.js';
 import { registerCertificateService } from './certificate-service.js';
 import { DEFAULT_MAX_ENROLLMENT_AGE_SECONDS, Enrollments } from './enrollments.js';
+import { listenGrpc, stopGrpc, tlsCredentials } from './grpc-listener.js';
 import { controlPlaneIdentity, parseSpiffeUri } from './identity.js';
 import { peerIdentity, type PeerIdentity } from './peer-identity.js';
 import { KeyedRateLimiter, type RateLimit } from './rate-limit.js';
@@ -124,19 +125,13 @@ export class SecurePort {
     await access.revocations.refresh(); // the deny list before the first stream
     const pending = new SecurePort(0, server, certificates, options, access);
     await pending.refresh();
-    // grpc-js names the first parameter the CA provider but uses it as the identity provider;
-    // one object serving both sidesteps the mix-up.
-    const credentials = grpc.experimental.createCertificateProviderServerCredentials(
-      certificates,
-      certificates,
-      false,
-    );
     const { host } = options;
-    const port = await new Promise<number>((resolve, reject) =>
-      server.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${options.port}`, credentials, (err, p) =>
-        err ? reject(err) : resolve(p),
-      ),
+    const bound = await listenGrpc(
+      server,
+      `${host.includes(':') ? `[${host}]` : host}:${options.port}`,
+      tlsCredentials(certificates),
     );
+    const port = Number(bound.slice(bound.lastIndexOf(':') + 1));
     const running = new SecurePort(port, server, certificates, options, access);
     running.caVersion = pending.caVersion;
     running.renewAt = pending.renewAt;
@@ -204,16 +199,7 @@ export class SecurePort {
   async stop(): Promise<void> {
     this.unwatch();
     for (const timer of this.timers.splice(0)) clearInterval(timer);
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        this.server.forceShutdown();
-        resolve();
-      }, 2000);
-      this.server.tryShutdown(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+    await stopGrpc(this.server, 2000);
   }
 }
 

@@ -7,6 +7,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from '../../log/logger.js';
 import type { HeldCertificate } from '../../ca/cert-dir.js';
+import { listenGrpc, plaintextCredentials, stopGrpc } from '../../ca/grpc-listener.js';
 import { CERT_SECRET, ROOT_SECRET } from '../../mesh/workload-certs.js';
 import { encodeResource, versionOf, type EncodedResource } from '../../xds/proto/resource.js';
 import { DeltaStreamState } from '../../xds/protocol/delta-state.js';
@@ -31,6 +32,8 @@ export interface SdsServerOptions {
   readonly onPush?: (responses: number) => void;
   /** Streams at once (default 256). */
   readonly maxStreams?: number;
+  /** Checked as each call opens: a reason to refuse it (PERMISSION_DENIED); see XdsProxyOptions.admit. */
+  readonly admit?: () => string | undefined;
 }
 
 type Call = grpc.ServerDuplexStream<Buffer, Buffer>;
@@ -102,14 +105,7 @@ export class SdsServer {
     const cert = this.options.source.current();
     if (cert) this.secrets = secretsOf(cert);
     this.stopSource = this.options.source.onChange((c) => this.update(c));
-    const port = await new Promise<number>((resolve, reject) =>
-      this.server.bindAsync(this.options.listen, grpc.ServerCredentials.createInsecure(), (err, p) =>
-        err ? reject(new Error(`cannot listen on ${this.options.listen}: ${err.message}`)) : resolve(p),
-      ),
-    );
-    this.address = this.options.listen.startsWith('unix:')
-      ? this.options.listen
-      : this.options.listen.replace(/:\d+$/, `:${port}`);
+    this.address = await listenGrpc(this.server, this.options.listen, plaintextCredentials());
   }
 
   get streamCount(): number {
@@ -118,16 +114,7 @@ export class SdsServer {
 
   async stop(): Promise<void> {
     this.stopSource?.();
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        this.server.forceShutdown();
-        resolve();
-      }, 1000);
-      this.server.tryShutdown(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+    await stopGrpc(this.server, 1000);
   }
 
   private update(cert: HeldCertificate): void {
@@ -138,6 +125,11 @@ export class SdsServer {
   }
 
   private admit(call: Call): boolean {
+    const denied = this.options.admit?.();
+    if (denied) {
+      call.emit('error', { code: grpc.status.PERMISSION_DENIED, details: denied });
+      return false;
+    }
     const max = this.options.maxStreams ?? 256;
     if (this.streams.size < max) return true;
     call.emit('error', { code: grpc.status.RESOURCE_EXHAUSTED, details: `at most ${max} SDS streams` });
@@ -223,6 +215,11 @@ export class SdsServer {
   }
 
   private fetch(call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>): void {
+    const denied = this.options.admit?.();
+    if (denied) {
+      callback({ code: grpc.status.PERMISSION_DENIED, details: denied });
+      return;
+    }
     let names: readonly string[];
     try {
       names = decodeDiscoveryRequest(call.request).resourceNames;

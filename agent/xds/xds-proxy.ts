@@ -4,6 +4,7 @@
 // from the node cache while the control plane is unreachable.
 import type { Http2Session } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
+import { listenGrpc, plaintextCredentials, stopGrpc } from '../../ca/grpc-listener.js';
 import type { Logger } from '../../log/logger.js';
 import { http2StreamOf } from '../../xds/protocol/call-internals.js';
 import type { UpstreamConnection } from '../upstream/connection.js';
@@ -40,6 +41,11 @@ export interface XdsProxyOptions {
   /** A subscription the control plane has not answered within this is served from the cache (default 3 s). */
   readonly fallbackMs?: number;
   readonly observer?: ProxyObserver;
+  /**
+   * Checked as each local stream opens: a reason to refuse it (PERMISSION_DENIED), e.g. a workload's
+   * socket whose permissions no longer keep other users out (unix-socket.ts `ownedSocketProblem`).
+   */
+  readonly admit?: () => string | undefined;
 }
 
 const identity = (b: Buffer): Buffer => b;
@@ -91,14 +97,8 @@ export class XdsProxy {
   }
 
   async start(): Promise<void> {
-    for (const address of this.options.listen) {
-      const port = await new Promise<number>((resolve, reject) =>
-        this.server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, p) =>
-          err ? reject(new Error(`cannot listen on ${address}: ${err.message}`)) : resolve(p),
-        ),
-      );
-      this.addresses.push(address.startsWith('unix:') ? address : address.replace(/:\d+$/, `:${port}`));
-    }
+    for (const address of this.options.listen)
+      this.addresses.push(await listenGrpc(this.server, address, plaintextCredentials()));
   }
 
   /** The open local streams. */
@@ -114,16 +114,7 @@ export class XdsProxy {
 
   async stop(): Promise<void> {
     for (const s of [...this.streams]) s.end(grpc.status.UNAVAILABLE, 'the agent is shutting down');
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        this.server.forceShutdown();
-        resolve();
-      }, 2000);
-      this.server.tryShutdown(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+    await stopGrpc(this.server, 2000);
   }
 
   private serve(call: LocalCall, api: Api): void {
@@ -132,6 +123,12 @@ export class XdsProxy {
     const peer = call.getPeer();
     const client = http2StreamOf(call)?.session ?? peer;
     const held = this.perClient.get(client) ?? 0;
+    const denied = this.options.admit?.();
+    if (denied) {
+      this.options.logger.warn({ peer, api }, `local xDS stream refused: ${denied}`);
+      call.emit('error', { code: grpc.status.PERMISSION_DENIED, details: denied });
+      return;
+    }
     const refusal =
       held >= perClient
         ? `this client holds ${held} local xDS streams, the most one client may (--max-local-streams-per-client)`

@@ -10,7 +10,7 @@ const MAIN = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 
 export interface AgentProcess {
   readonly pid: number;
-  /** The plaintext local xDS address (HOST:PORT). */
+  /** The plaintext local xDS address (HOST:PORT); the first workload's socket (`unix:…`) without one. */
   readonly xdsAddress: string;
   readonly statusBase: string;
   /** The DNS proxy's HOST:PORT (UDP and TCP), unless --no-dns. */
@@ -27,7 +27,16 @@ export interface AgentProcess {
 
 export async function startAgentProcess(
   args: readonly string[],
-  { timeoutMs = 30_000, env = {} }: { timeoutMs?: number; env?: Record<string, string> } = {},
+  {
+    timeoutMs = 30_000,
+    env = {},
+    tcpXds = true,
+  }: {
+    timeoutMs?: number;
+    env?: Record<string, string>;
+    /** false: no `--listen-xds 127.0.0.1:0` (refused with --workload: local xDS on the sockets only). */
+    tcpXds?: boolean;
+  } = {},
 ): Promise<AgentProcess> {
   const child = spawn(
     process.execPath,
@@ -35,8 +44,7 @@ export async function startAgentProcess(
     [
       MAIN,
       'agent',
-      '--listen-xds',
-      '127.0.0.1:0',
+      ...(tcpXds ? ['--listen-xds', '127.0.0.1:0'] : []),
       '--status-addr',
       '127.0.0.1:0',
       '--dns-addr',

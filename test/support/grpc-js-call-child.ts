@@ -4,7 +4,9 @@
 // its channel closes (PriorityChildImpl.destroy leaves deactivationTimer running), which would hold
 // a test process open after a failover and back.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { xdsEchoClient, type NodeOptions } from './xds-client.js';
+import * as grpc from '@grpc/grpc-js';
+import { echoClientClass } from './echo-backend.js';
+import { BOOTSTRAP_OPTION, xdsEchoClient, type NodeOptions } from './xds-client.js';
 
 interface ChildOptions {
   readonly target: string;
@@ -13,10 +15,17 @@ interface ChildOptions {
   readonly node: NodeOptions;
   readonly intervalMs: number;
   readonly timeoutMs: number;
+  /** A whole bootstrap (e.g. the one an agent wrote), instead of one made of xdsAddress and nodeId. */
+  readonly bootstrap?: object;
 }
 
 const options = JSON.parse(process.argv[2] ?? '{}') as ChildOptions;
-const client = xdsEchoClient(options.target, options.xdsAddress, options.nodeId, options.node);
+const Client = echoClientClass();
+const client = options.bootstrap
+  ? new Client(options.target, grpc.credentials.createInsecure(), {
+      [BOOTSTRAP_OPTION]: JSON.stringify(options.bootstrap),
+    })
+  : xdsEchoClient(options.target, options.xdsAddress, options.nodeId, options.node);
 process.on('SIGTERM', () => process.exit(0));
 for (;;) {
   const line = await new Promise<string>((done) => {

@@ -14,8 +14,17 @@ export function startGrpcJsEchoStream(
     node = {},
     intervalMs = 10,
     timeoutMs = 2000,
-  }: { node?: NodeOptions; intervalMs?: number; timeoutMs?: number } = {},
+    bootstrap,
+  }: { node?: NodeOptions; intervalMs?: number; timeoutMs?: number; bootstrap?: object } = {},
 ): CallStream {
-  const options = { target, xdsAddress, nodeId, node, intervalMs, timeoutMs };
+  const options = {
+    target,
+    xdsAddress,
+    nodeId,
+    node,
+    intervalMs,
+    timeoutMs,
+    ...(bootstrap && { bootstrap }),
+  };
   return startCallStream(process.execPath, [CHILD, JSON.stringify(options)], process.env);
 }

@@ -7,7 +7,7 @@ grpcXds.register();
 
 // grpc-js-xds reads a bootstrap per channel from this option (its own tests do the same), so one test
 // process can talk to several control planes.
-const BOOTSTRAP_OPTION = 'grpc.TEST_ONLY_DO_NOT_USE_IN_PROD.xds_bootstrap_config';
+export const BOOTSTRAP_OPTION = 'grpc.TEST_ONLY_DO_NOT_USE_IN_PROD.xds_bootstrap_config';
 
 /** What a test may say about its client's node besides the id: where it runs, and more metadata. */
 export interface NodeOptions {
