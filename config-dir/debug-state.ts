@@ -1,21 +1,10 @@
 // The JSON served at GET /debug/configz: what each file contributed or why it did not.
 import type { ConfigConflict, MergedConfig } from './merge.js';
 import type { CrossResourceWarning } from './conversion.js';
-import type { ConfigIssue } from './issue.js';
+import type { ConfigFileView } from '../model/admin-api.js';
 
-export interface FileDebugState {
-  readonly path: string;
-  /** When the version now in force was loaded; null if the file never loaded cleanly. */
-  readonly loadedAt: string | null;
-  /** When the file was last read, successfully or not. */
-  readonly checkedAt: string;
-  /** 'error' means the last read failed and the previous good version (if any) is still served. */
-  readonly status: 'ok' | 'error';
-  readonly errors: readonly ConfigIssue[];
-  readonly warnings: readonly ConfigIssue[];
-  /** `Kind/namespace/name` of every resource the in-force version defines. */
-  readonly resources: readonly string[];
-}
+/** One file's state, as /debug/configz shows it (one definition: model/admin-api.ts). */
+export type FileDebugState = ConfigFileView;
 
 export interface ConfigDebugState {
   readonly dir: string;

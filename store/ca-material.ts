@@ -2,22 +2,15 @@
 // issued certificates, which is also how a renewal finds the enrollment its certificate belongs to
 // (store/enrollments.ts). The log keeps the newest `--history-limit` rows like the history tables,
 // and beyond them every certificate that has not expired yet. The database file is 0600.
+import type { IssuedCertificateView } from '../model/admin-api.js';
 import type Database from 'better-sqlite3';
 import type { GuardWrite } from './snapshots.js';
 import { decodeIssued, encodeIssued, type IssuedColumns } from './row-codecs.js';
 
 const PRUNE_EVERY = 100;
 
-export interface IssuedCertificate {
-  readonly serial: string;
-  readonly identity: string;
-  readonly nodeId: string | null;
-  /** The enrollment the certificate belongs to (null for certificates issued before enrollments). */
-  readonly enrollmentId?: string | null;
-  readonly notBefore: string;
-  readonly notAfter: string;
-  readonly issuedAt: string;
-}
+/** A certificate the CA issued, as /debug/caz shows it (one definition: model/admin-api.ts). */
+export type IssuedCertificate = IssuedCertificateView;
 
 export class CaMaterialTable {
   private inserts = 0;

@@ -6,6 +6,7 @@
 // transaction, with a registry snapshot save that falls due meanwhile, off the path of the change that
 // recorded them. Reads through this class see them at once; a crash loses at most the last window's
 // rows and leaves the database consistent.
+import type { HistoryChange } from '../model/admin-api.js';
 import { sha256 } from '../model/sha256.js';
 import type Database from 'better-sqlite3';
 import { prepared } from './prepared.js';
@@ -18,17 +19,11 @@ export { WRITE_WINDOW_MS } from './write-behind.js';
 export type ConfigOutcome = 'accepted' | 'rejected' | 'removed';
 export type RegistryEventKind = 'synced' | 'failed' | 'restored';
 
-export interface HistoryEntry {
-  readonly at: string;
-  readonly source: 'config' | 'registry';
-  /** The file (config) or registry name. */
-  readonly subject: string;
-  /** accepted / rejected / removed, or synced / failed / restored. */
-  readonly event: string;
-  readonly detail: string;
-  /** The replica that wrote it ('' before replicas were named, or on a database not yet migrated). */
-  readonly replica: string;
-}
+/**
+ * One change in the history, as /debug/historyz shows it (one definition: model/admin-api.ts);
+ * `replica` is '' before replicas were named, or on a database not yet migrated.
+ */
+export type HistoryEntry = HistoryChange;
 
 /** Told of every history row as it is recorded (the shared store's copy); never blocks. */
 export interface HistoryMirror {

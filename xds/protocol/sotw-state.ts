@@ -1,6 +1,7 @@
 // The protocol state of one ADS stream, per type URL, following Envoy's xDS protocol document:
 // subscriptions (wildcard and named), the last response sent (version, nonce), ACKs and NACKs.
 // Pure: it decides, the connection sends. One test per rule in test/unit/xds/stream-state.test.ts.
+import type { Nack } from '../../model/admin-api.js';
 import { supportsWildcard } from '../proto/type-urls.js';
 import { isoNow } from './wall-clock.js';
 
@@ -19,13 +20,8 @@ export interface SentResponse {
   readonly at: string;
 }
 
-export interface Nack {
-  readonly version: string;
-  readonly nonce: string;
-  readonly code: number;
-  readonly message: string;
-  readonly at: string;
-}
+/** A rejection by the client, as the admin API shows it (one definition: model/admin-api.ts). */
+export type { Nack };
 
 /** The empty subscription a type starts with (replaced, never edited, like every name set here). */
 const NO_NAMES: ReadonlySet<string> = new Set();
