@@ -72,6 +72,9 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   private entrySource: WorkloadEntrySource | undefined;
   /** Whether a snapshot read from the directory has been published (a restored one does not count). */
   private published = false;
+  /** A publish is emitting its event; the entry source changed meanwhile (see entriesChanged). */
+  private publishing = false;
+  private entriesStale = false;
   /** Why the initial load stopped part way (a reload that threw): not ready until a restart. */
   private startFailure: string | undefined;
 
@@ -142,9 +145,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
    */
   addWorkloadEntries(source: WorkloadEntrySource): () => void {
     this.entrySource = source;
-    const stop = source.onWorkloadEntriesChange(() => {
-      if (this.published) this.publishAll([], this.mergedConfig());
-    });
+    const stop = source.onWorkloadEntriesChange(() => this.entriesChanged());
     if (this.published) this.publishAll([], this.mergedConfig());
     return () => {
       stop();
@@ -228,14 +229,34 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     this.last = afterPublication(this.last, publication);
     // With a file broken, the directory answered only in part: published, but still failing, so
     // an edit elsewhere records neither a recovery nor a new failure.
-    this.state.replace(
-      publication.snapshot,
-      this.records.failure(),
-      editTrigger(files),
-      publication.hosts,
-      keys,
-    );
+    this.publishing = true;
+    try {
+      this.state.replace(
+        publication.snapshot,
+        this.records.failure(),
+        editTrigger(files),
+        publication.hosts,
+        keys,
+      );
+    } finally {
+      this.publishing = false;
+    }
     this.published = true;
+    if (this.entriesStale) this.entriesChanged();
+  }
+
+  /**
+   * The outside WorkloadEntries changed: the selection runs again. A listener of this registry's
+   * own event may cause it (auto-registration re-reads the WorkloadGroups the event names): that
+   * publish follows the one emitting, so each event describes a snapshot in force.
+   */
+  private entriesChanged(): void {
+    if (this.publishing) {
+      this.entriesStale = true;
+      return;
+    }
+    this.entriesStale = false;
+    if (this.published) this.publishAll([], this.mergedConfig());
   }
 
   /** The merged resources of the files in force. */

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { ConfigDirRegistry } from '../../../config-dir/registry.js';
 import { silentLogger } from '../../../log/logger.js';
-import type { WorkloadGroupResource, WorkloadGroupSpec } from '../../../mesh/types.js';
+import type { WorkloadEntryResource, WorkloadGroupResource, WorkloadGroupSpec } from '../../../mesh/types.js';
 import {
   AutoRegistration,
   type AgentClaim,
@@ -280,6 +280,62 @@ test('the config registry selects auto-registered entries into ServiceEntries by
   await eventually(() => endpoints().length === 1 && endpoints()[0]?.address === '10.0.0.99', {
     timeoutMs: 5000,
   });
+});
+
+test('entries that change while the config registry announces its load are selected right after it (warm start)', async (t) => {
+  // As at a warm start: the restored entries are known only once the WorkloadGroups are, which the
+  // registry's own first event announces; the selection must run again after that event.
+  const dir = mkdtempSync(join(tmpdir(), 'portolan-autoreg-'));
+  writeFileSync(
+    join(dir, 'echo.yaml'),
+    [
+      'apiVersion: networking.istio.io/v1',
+      'kind: ServiceEntry',
+      'metadata: {name: echo, namespace: shop}',
+      'spec:',
+      '  hosts: [echo.vm.internal]',
+      '  resolution: STATIC',
+      '  ports: [{name: grpc, number: 50051, protocol: GRPC}]',
+      '  workloadSelector: {labels: {app: echo}}',
+      '---',
+      'apiVersion: networking.istio.io/v1',
+      'kind: WorkloadGroup',
+      'metadata: {name: echo-vms, namespace: shop}',
+      'spec: {metadata: {labels: {app: echo}}, template: {serviceAccount: echo}}',
+      '',
+    ].join('\n'),
+  );
+  const config = new ConfigDirRegistry({ dir, debounceMs: 20 });
+  t.after(async () => {
+    await config.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  let entries: WorkloadEntryResource[] = [];
+  const changed = new Set<() => void>();
+  config.addWorkloadEntries({
+    workloadEntries: () => entries,
+    onWorkloadEntriesChange: (listener) => {
+      changed.add(listener);
+      return () => changed.delete(listener);
+    },
+  });
+  config.onChange((e) => {
+    if (!kindChanged(e, 'workloadGroups') || entries.length > 0) return;
+    entries = [
+      configResource(
+        'WorkloadEntry',
+        'echo-vms-10-0-0-7',
+        { address: '10.0.0.7', labels: { app: 'echo' }, serviceAccount: 'echo' },
+        'shop',
+      ),
+    ];
+    for (const listener of changed) listener();
+  });
+  await config.start();
+  assert.deepEqual(
+    (config.snapshot().endpoints.get('echo.vm.internal') ?? []).map((e) => e.address),
+    ['10.0.0.7'],
+  );
 });
 
 test('without --instance-ip, a VM registers with the address its connection comes from', () => {
