@@ -59,6 +59,10 @@ export class PushLimiter {
   /** New streams admitted on the loop's idle time (beyond the guaranteed and extra rates). */
   idleAdmitted = 0;
 
+  /** drain() is running: a nested call (a release inside a grant) only asks it to look again. */
+  private draining = false;
+  private drainAgain = false;
+
   /** Called when the last waiting served stream got its slot (new streams are not counted). */
   onQueueEmpty: (() => void) | undefined;
 
@@ -126,17 +130,32 @@ export class PushLimiter {
   }
 
   private drain(): void {
+    // A holder with nothing to write releases its slot inside its grant, which calls drain again:
+    // handled by this loop instead of recursing, or a push to ten thousand streams that have
+    // nothing new would nest ten thousand calls deep and overflow the stack.
+    if (this.draining) {
+      this.drainAgain = true;
+      return;
+    }
+    this.draining = true;
     const hadQueue = this.queuedPushes > 0;
-    while (this.active.size < this.options.concurrency) {
-      const next = this.takeExisting() ?? this.takeNew();
-      if (!next) break;
-      const at = this.now();
-      this.active.set(next, at);
-      const onIdleTime = next === this.onIdleTime;
-      this.onIdleTime = undefined;
-      next.grant();
-      // Admitted on the loop's idle time: what its first response costs is charged to it.
-      if (onIdleTime) this.admission.spendIdle(this.now() - at);
+    try {
+      do {
+        this.drainAgain = false;
+        while (this.active.size < this.options.concurrency) {
+          const next = this.takeExisting() ?? this.takeNew();
+          if (!next) break;
+          const at = this.now();
+          this.active.set(next, at);
+          const onIdleTime = next === this.onIdleTime;
+          this.onIdleTime = undefined;
+          next.grant();
+          // Admitted on the loop's idle time: what its first response costs is charged to it.
+          if (onIdleTime) this.admission.spendIdle(this.now() - at);
+        }
+      } while (this.drainAgain);
+    } finally {
+      this.draining = false;
     }
     if (hadQueue && this.queuedPushes === 0) this.onQueueEmpty?.();
     // New streams wait for a token: the episode's sampler wakes this every few ms while one is under

@@ -39,6 +39,31 @@ test('at most `concurrency` writes are outstanding; a release hands the slot to 
   assert.equal(l.queued, 0);
 });
 
+test('holders that release inside their grant are served in a loop, not by recursion (a push to 50,000 idle streams)', (t) => {
+  // A stream with nothing to send gives its slot back from inside its grant; each release used to
+  // drain again, one stack frame per stream, and a mesh-wide change to 10,000 streams overflowed it.
+  const l = limiter(t, { concurrency: 1 });
+  let granted = 0;
+  const blocker = holder('blocker', []);
+  l.acquire(blocker);
+  const idle: SlotHolder[] = Array.from({ length: 50_000 }, () => {
+    const h: SlotHolder = {
+      admitted: true,
+      closed: false,
+      grant: () => {
+        granted += 1;
+        l.release(h);
+      },
+    };
+    return h;
+  });
+  for (const h of idle) l.acquire(h);
+  l.release(blocker);
+  assert.equal(granted, 50_000);
+  assert.equal(l.queued, 0);
+  assert.equal(l.inFlight, 0);
+});
+
 test('a closed stream in the queue is skipped', (t) => {
   const l = limiter(t, { concurrency: 1 });
   const granted: string[] = [];
