@@ -70,7 +70,7 @@ const WARM_ROUNDS = 3;
 const RAW_EDIT_MAIN = fileURLToPath(new URL('./load/raw-edit-loop.js', import.meta.url));
 
 /** What a churn run changes: a process, and how to rewrite service i's file. */
-interface EditTarget {
+export interface EditTarget {
   readonly pid: number;
   rewrite(i: number, addresses: readonly string[]): void;
 }
@@ -78,12 +78,12 @@ interface EditTarget {
 /** (b)'s change seq rewrites svc-(seq mod 200), the file stream seq mod 200 watches. */
 const spreadService = (seq: number): number => seq % SPREAD_STREAMS;
 
-const editsOf = (server: ConfigDirPortolan): EditTarget => ({
+export const editsOf = (server: ConfigDirPortolan): EditTarget => ({
   pid: server.portolan.pid,
   rewrite: (i, addresses) => server.rewrite(i, addresses),
 });
 
-interface ChurnOutcome {
+export interface ChurnOutcome {
   readonly changes: number;
   /** Change → its last watching stream, ms, sorted. */
   readonly convergence: number[];
@@ -127,7 +127,7 @@ function reachedAt(
  * `count` changes at `rate`/s, change seq rewriting service serviceOf(seq)'s file; with `generators`,
  * waits (bounded) until every change reached its watching streams.
  */
-async function churnFiles(
+export async function churnFiles(
   target: EditTarget,
   generators: readonly Helper[],
   count: number,
@@ -257,7 +257,7 @@ interface SpreadRun {
  * (b) in steady state on reconnected streams.
  */
 async function spreadAt(services: number, generators: readonly Helper[]): Promise<SpreadRun> {
-  const server = await startConfigDirPortolan(services, SPREAD_STREAMS + 100);
+  const server = await startConfigDirPortolan(services);
   try {
     const edits = editsOf(server);
     const storm = await connect(server, generators, SPREAD_STREAMS, services, () => true);
@@ -331,7 +331,7 @@ export async function churnStreams(): Promise<void> {
   const generators = startGenerators(GENERATORS);
   try {
     // (a)
-    const server = await startConfigDirPortolan(STORM_SERVICES, STORM_STREAMS + 100);
+    const server = await startConfigDirPortolan(STORM_SERVICES);
     let storm: StormResult;
     let one: ChurnOutcome;
     let added: ChurnOutcome;
@@ -484,7 +484,7 @@ function report(
   );
   const setup =
     `churn-streams: portolan serve --config-dir D (child process; D one flat directory of ServiceEntry files × 10 endpoints), ` +
-    `--max-streams-per-peer raised for the load, defaults otherwise (50 ms config debounce; 100 ms push window, which an edit skips while pushes are idle); proxyless gRPC SotW ` +
+    `each connection from its own loopback address (per-peer limits at their defaults), defaults otherwise (50 ms config debounce; 100 ms push window, which an edit skips while pushes are idle); proxyless gRPC SotW ` +
     `streams (LDS → RDS → CDS → EDS by name, every response ACKed), 100 per HTTP/2 connection, from ${GENERATORS} load-generator processes; ` +
     `each change rewrites one file in place; node ${process.version}, ${new Date().toISOString()}.`;
   printTable(setup, rows);

@@ -282,7 +282,7 @@ export async function proxylessStorm(): Promise<void> {
       rssAfter: 0,
     });
     const start = async (args: readonly string[] = []): Promise<Target> => {
-      const server = await startConfigDirPortolan(STORM_SERVICES, STORM_STREAMS + 100, args);
+      const server = await startConfigDirPortolan(STORM_SERVICES, undefined, args);
       servers.push(server);
       return target(server.portolan.pid, server.portolan.xdsAddress, `${server.portolan.httpBase}/metrics`);
     };
@@ -430,7 +430,7 @@ function report(
   ];
   const setup =
     `proxyless-storm: portolan serve --config-dir D (child process; D: ${STORM_SERVICES} ServiceEntry files × 10 endpoints, one directory), ` +
-    `--max-streams-per-peer ${STORM_STREAMS + 100}, defaults otherwise; ${STORM_STREAMS} proxyless gRPC SotW streams ` +
+    `each connection from its own loopback address, defaults otherwise; ${STORM_STREAMS} proxyless gRPC SotW streams ` +
     `(LDS → RDS → CDS → EDS by name, every response ACKed) over ${STORM_STREAMS / PER_CONNECTION} HTTP/2 connections ` +
     `from ${GENERATORS} load-generator processes; ${ROUNDS} rounds, the first ${WARM_UP_ROUNDS} warm-ups; the raw grpc-js server in the same run ` +
     `replays Portolan's first-round responses; node ${process.version}, ${new Date().toISOString()}.`;

@@ -14,6 +14,7 @@ import { pushFanout } from './push-fanout.js';
 import { pushScale } from './push-scale.js';
 import { proxylessStorm } from './proxyless-storm.js';
 import { churnStreams } from './churn-streams.js';
+import { storm10k } from './storm-10k.js';
 import { warmStart } from './warm-start.js';
 import { consulBench } from './consul.js';
 import { zookeeperLatency } from './zookeeper.js';
@@ -41,6 +42,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   ha: haBench,
   'proxyless-storm': proxylessStorm,
   'churn-streams': churnStreams,
+  'storm-10k': storm10k,
 };
 
 const chosen = process.argv.slice(2);
