@@ -31,6 +31,7 @@ import {
   type StormResult,
 } from './load/fleet.js';
 import type { GeneratorCaptured, GeneratorClusters, ToGenerator } from './load/load-generator.js';
+import { heapUsedBytes } from './load/metrics.js';
 import { cpuReading, cpuSince, rssBytes, waitQuiet, type CpuReading } from './load/proc.js';
 import { host, logProblems, startConfigDirPortolan, type ConfigDirPortolan } from './load/service-files.js';
 import { wallNow } from './load/wire-lite.js';
@@ -153,13 +154,6 @@ async function meshRule(
   }
 }
 
-/** A value of the server's /metrics (the first line of that name and labels). */
-async function metric(base: string, name: string): Promise<number> {
-  const text = await (await fetch(`${base}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  return line ? Number(line.slice(name.length + 1)) : NaN;
-}
-
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return (percentile(sorted, 50) + (sorted[Math.floor(sorted.length / 2)] ?? NaN)) / 2;
@@ -225,7 +219,7 @@ export async function storm10k(): Promise<void> {
     await stormRound(ours, generators);
     await waitQuiet(ours.pid, 30);
     const rssConnected = rssBytes(ours.pid);
-    const heapConnected = await metric(p.portolan.httpBase, 'portolan_nodejs_heap_size_used_bytes');
+    const heapConnected = await heapUsedBytes(p.portolan.httpBase);
     const churn = await churnFiles(
       editsOf(p),
       generators,
@@ -243,7 +237,7 @@ export async function storm10k(): Promise<void> {
       rssConnected,
       rssSteady: rssBytes(ours.pid),
       heapConnected,
-      heapSteady: await metric(p.portolan.httpBase, 'portolan_nodejs_heap_size_used_bytes'),
+      heapSteady: await heapUsedBytes(p.portolan.httpBase),
     };
     ours.rounds.pop(); // the reconnect is not a measured storm
     report(ours, raw, after, recorded, logProblems(p.portolan.logs), loadAtStart);
