@@ -200,8 +200,7 @@ process.on('message', (msg: ToGenerator) => {
       open: streams.length,
       last: Math.max(0, ...after.map((s) => s.lastClusterAt)),
     });
-  }
-  else if (msg.cmd === 'captured')
+  } else if (msg.cmd === 'captured')
     reply({
       ev: 'captured',
       responses: Object.fromEntries([...captured].map(([k, b]) => [k, b.toString('base64')])),
