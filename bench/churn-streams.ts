@@ -47,7 +47,7 @@ import {
   writeServiceDir,
   type ConfigDirPortolan,
 } from './load/service-files.js';
-import { heapUsedBytes } from './load/metrics.js';
+import { gcCounts, heapUsedBytes } from './load/metrics.js';
 import { markerAddress, wallNow } from './load/wire-lite.js';
 import { GENERATORS, proxylessStreams, STORM_SERVICES, STORM_STREAMS } from './proxyless-storm.js';
 import { markdownTable, percentile, printTable, writeDocSection } from './table.js';
@@ -79,6 +79,8 @@ const RAW_EDIT_MAIN = fileURLToPath(new URL('./load/raw-edit-loop.js', import.me
 /** What a churn run changes: a process, and how to rewrite service i's file. */
 export interface EditTarget {
   readonly pid: number;
+  /** The server's HTTP base, for its garbage collections (/metrics); none for the bare edit loop. */
+  readonly httpBase?: string;
   rewrite(i: number, addresses: readonly string[]): void;
 }
 
@@ -87,6 +89,7 @@ const spreadService = (seq: number): number => seq % SPREAD_STREAMS;
 
 export const editsOf = (server: ConfigDirPortolan): EditTarget => ({
   pid: server.portolan.pid,
+  httpBase: server.portolan.httpBase,
   rewrite: (i, addresses) => server.rewrite(i, addresses),
 });
 
@@ -105,6 +108,11 @@ export interface ChurnOutcome {
   readonly cpuMsPerChange: number;
   /** The same, the main thread alone (what the JavaScript itself costs). */
   readonly mainMsPerChange: number;
+  /**
+   * The server's collections over the window (its /metrics), and bytes allocated per change estimated
+   * as scavenges × the young generation's size (what each scavenge empties); none without metrics.
+   */
+  readonly gc?: { readonly scavenges: number; readonly full: number; readonly allocatedPerChange: number };
   readonly idleShare: number;
 }
 
@@ -151,6 +159,8 @@ export async function churnFiles(
 ): Promise<ChurnOutcome> {
   const pid = target.pid;
   await waitQuiet(pid, 60);
+  // Read before the windows: rendering the metrics is not a change's work.
+  const gcFrom = target.httpBase ? await gcCounts(target.httpBase) : undefined;
   const idle = await idleRates(pid, IDLE_SECONDS);
   const cpuFrom = cpuReading(pid);
   const started = wallNow();
@@ -171,6 +181,7 @@ export async function churnFiles(
   const used = cpuSince(cpuFrom, pid);
   const busy = Math.max(0, used.whole - idle.whole * seconds);
   const busyMain = Math.max(0, used.main - idle.main * seconds);
+  const gcTo = target.httpBase ? await gcCounts(target.httpBase) : undefined;
   const convergence: number[] = [];
   let missed = 0;
   for (let c = 1; c < reached.length; c++) {
@@ -185,6 +196,14 @@ export async function churnFiles(
     cpuShare,
     cpuMsPerChange: (busy * 1000) / count,
     mainMsPerChange: (busyMain * 1000) / count,
+    ...(gcFrom &&
+      gcTo && {
+        gc: {
+          scavenges: gcTo.scavenges - gcFrom.scavenges,
+          full: gcTo.full - gcFrom.full,
+          allocatedPerChange: ((gcTo.scavenges - gcFrom.scavenges) * gcTo.newSpaceBytes) / count,
+        },
+      }),
     idleShare: idle.whole,
   };
 }
@@ -418,6 +437,8 @@ const ms = (n: number): string => `${n.toFixed(n < 10 ? 1 : 0)} ms`;
 const cpu = (o: { cpuMsPerChange: number; mainMsPerChange: number }): string =>
   `${ms(o.cpuMsPerChange)} (main thread ${ms(o.mainMsPerChange)})`;
 const mib = (b: number): string => `${(b / 2 ** 20).toFixed(0)} MiB`;
+const allocated = (o: ChurnOutcome): string =>
+  o.gc ? `≈ ${(o.gc.allocatedPerChange / 2 ** 20).toFixed(2)} MiB` : '–';
 const p = (o: ChurnOutcome, q: number): number => percentile(o.convergence, q);
 const pct = (share: number): string => `${(share * 100).toFixed(0)} %`;
 
@@ -498,6 +519,11 @@ function report(
       measurement: `steady state (b), ${r.services} services: the streams reconnected and ${WARM_CHANGES} changes made at ${WARM_RATE}/s, then ${WARM_ROUNDS} rounds of (b): server CPU per change, the median (each round) / p99 over the rounds; changes missed; the warm-up's own CPU per change`,
       Portolan: `${ms(r.steady.cpuMsPerChange)} (${r.steady.rounds.map((x) => ms(x.cpuMsPerChange)).join(', ')}; main thread ${r.steady.rounds.map((x) => ms(x.mainMsPerChange)).join(', ')}) / ${ms(percentile(r.steady.convergence, 99))}; ${r.steady.missed}; ${ms(r.steady.warmUpMsPerChange)}`,
       target: '',
+    })),
+    ...spread.map((r) => ({
+      measurement: `bytes allocated per change (b), ${r.services} services: estimated as the server's scavenges × its young generation's size (its /metrics; no allocation counter is exposed), over (b)'s changes / the steady rounds; scavenges and full collections in (b)`,
+      Portolan: `${allocated(r.churn)} / ${r.steady.rounds.map(allocated).join(', ')}; ${r.churn.gc?.scavenges ?? '–'} scavenges, ${r.churn.gc?.full ?? '–'} full`,
+      target: 'proportional to the change (not the mesh)',
     })),
     ...spread.map((r) => ({
       measurement: `server memory (b), ${r.services} services, ${SPREAD_STREAMS} streams: RSS once the storm settled / in steady state (after the steady rounds); JS heap used at the same points (its /metrics). Settled = a quiet second: the server exposes no way to force a collection`,

@@ -120,6 +120,8 @@ interface Target {
   /** RSS before the first round and once the first round's storm has settled. */
   rssBefore: number;
   rssAfter: number;
+  /** RSS with every stream connected once more after all the rounds, settled: the steady state. */
+  rssSteady: number;
 }
 
 /** One connect storm against `target`, then its streams closed and the server quiet again. */
@@ -280,6 +282,7 @@ export async function proxylessStorm(): Promise<void> {
       rounds: [],
       rssBefore: 0,
       rssAfter: 0,
+      rssSteady: 0,
     });
     const start = async (args: readonly string[] = []): Promise<Target> => {
       const server = await startConfigDirPortolan(STORM_SERVICES, undefined, args);
@@ -304,9 +307,21 @@ export async function proxylessStorm(): Promise<void> {
     for (const t of [strict, unpaced, theirs]) await warmUp(t, generators);
     // The rest of the warm-up, then the measured rounds, all interleaved.
     await interleavedRounds([ours, strict, unpaced, theirs], generators, 1, ROUNDS);
+    // Steady state: after every round, the streams connected once more (not timed) and settled.
+    for (const t of [ours, theirs]) {
+      await connectStorm(
+        generators,
+        t.address,
+        proxylessStreams(STORM_STREAMS, STORM_SERVICES),
+        STORM_TIMEOUT_MS,
+      );
+      await waitQuiet(t.pid, 20);
+      t.rssSteady = rssBytes(t.pid);
+      await closeRound(t, generators);
+    }
     const [oursLog, strictLog, unpacedLog] = servers.map((s) => logProblems(s.portolan.logs));
     const log = `${oursLog}; strict: ${strictLog}; unpaced: ${unpacedLog}`;
-    const ourRss = { before: ours.rssBefore, after: ours.rssAfter };
+    const ourRss = { before: ours.rssBefore, after: ours.rssAfter, steady: ours.rssSteady };
     report(
       summarize(ours),
       summarize(theirs),
@@ -330,7 +345,7 @@ function report(
   raw: Summary,
   strict: Summary,
   unpaced: Summary,
-  ourRss: { before: number; after: number },
+  ourRss: { before: number; after: number; steady: number },
   rawRun: Target,
   recorded: number,
   log: string,
@@ -409,10 +424,11 @@ function report(
       target: '',
     },
     {
-      measurement: 'server RSS before the first storm / after it settled',
-      Portolan: `${mib(ourRss.before)} / ${mib(ourRss.after)}`,
-      'raw grpc-js': `${mib(rawRun.rssBefore)} / ${mib(rawRun.rssAfter)}`,
-      target: '',
+      measurement:
+        'server RSS before the first storm / after it settled (a quiet second; no forced collection) / steady state: after every round, the streams connected once more and settled; its per stream (− before, ÷ streams)',
+      Portolan: `${mib(ourRss.before)} / ${mib(ourRss.after)} / ${mib(ourRss.steady)}; +${f((ourRss.steady - ourRss.before) / STORM_STREAMS / 1024, 1)} KiB`,
+      'raw grpc-js': `${mib(rawRun.rssBefore)} / ${mib(rawRun.rssAfter)} / ${mib(rawRun.rssSteady)}; +${f((rawRun.rssSteady - rawRun.rssBefore) / STORM_STREAMS / 1024, 1)} KiB`,
+      target: '≤ 40 KB',
     },
     {
       measurement: '(type, name) responses recorded from Portolan and replayed by the raw server',

@@ -239,6 +239,10 @@ export async function storm10k(): Promise<void> {
     };
     ours.rounds.pop(); // the reconnect is not a measured storm
     report(ours, raw, after, recorded, logProblems(p.portolan.logs), loadAtStart);
+  } catch (err) {
+    // The server's last words, if it is what failed (its log is otherwise only counted).
+    if (portolan) for (const l of portolan.portolan.logs.slice(-20)) console.error(JSON.stringify(l));
+    throw err;
   } finally {
     await portolan?.stop();
     for (const h of helpers) await h.stop();
@@ -296,8 +300,8 @@ function report(
       target: '≤ 350 ms',
     },
     {
-      measurement: `the same churn: server CPU per change, whole process (idle subtracted)`,
-      Portolan: `${c.cpuMsPerChange.toFixed(1)} ms`,
+      measurement: `the same churn: server CPU per change, whole process / main thread (idle subtracted); bytes allocated per change, ≈ scavenges × the young generation (its /metrics)`,
+      Portolan: `${c.cpuMsPerChange.toFixed(1)} / ${c.mainMsPerChange.toFixed(1)} ms; ${c.gc ? `≈ ${(c.gc.allocatedPerChange / 2 ** 20).toFixed(2)} MiB (${c.gc.scavenges} scavenges, ${c.gc.full} full)` : '–'}`,
       'raw grpc-js': '',
       target: '',
     },

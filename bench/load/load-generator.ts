@@ -198,7 +198,7 @@ process.on('message', (msg: ToGenerator) => {
       ev: 'clusters',
       reached: after.length,
       open: streams.length,
-      last: Math.max(0, ...after.map((s) => s.lastClusterAt)),
+      last: after.reduce((m, s) => Math.max(m, s.lastClusterAt), 0),
     });
   } else if (msg.cmd === 'captured')
     reply({

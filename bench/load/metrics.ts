@@ -15,3 +15,20 @@ export function sample(text: string, name: string): number {
 export async function heapUsedBytes(base: string): Promise<number> {
   return sample(await metricsText(base), 'portolan_nodejs_heap_size_used_bytes');
 }
+
+/** The server's garbage collections so far (prom-client's nodejs_gc_duration_seconds counts). */
+export interface GcCounts {
+  readonly scavenges: number;
+  readonly full: number;
+  /** The young generation's current size (nodejs_heap_space_size_total_bytes{space="new"}). */
+  readonly newSpaceBytes: number;
+}
+
+export async function gcCounts(base: string): Promise<GcCounts> {
+  const text = await metricsText(base);
+  return {
+    scavenges: sample(text, 'portolan_nodejs_gc_duration_seconds_count{kind="minor"}'),
+    full: sample(text, 'portolan_nodejs_gc_duration_seconds_count{kind="major"}'),
+    newSpaceBytes: sample(text, 'portolan_nodejs_heap_space_size_total_bytes{space="new"}'),
+  };
+}

@@ -62,8 +62,8 @@ export function dialFrom(address: string, source: string): string {
 }
 
 /**
- * The n-th loopback source address (n ≥ 0): 127.0.0.2, 127.0.0.3, … 127.0.0.255, 127.0.1.1, …
- * (127.0.0.1 left to everything else; no .0 or .255 in the last octet after the first block).
+ * The n-th loopback source address (n ≥ 0): 127.0.0.2 … 127.0.0.254, 127.0.1.1 … 127.0.1.254, …
+ * (127.0.0.1 left to everything else; never .0 or .255 in the last octet).
  */
 export function loopbackSource(n: number): string {
   const i = n + 1;
