@@ -16,7 +16,7 @@
 // - RSS in steady state after those, and the server's heap from its /metrics.
 // CPU is the whole process's (every thread), the main thread's beside it. Small sizes check the
 // harness: STORM_10K_STREAMS=1000 STORM_10K_SERVICES=1000. Writes its table into docs/benchmarks.md.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -122,6 +122,16 @@ interface RuleOutcome {
   readonly ms: number;
   readonly reached: number;
   readonly cpu: CpuReading;
+  /** The server's exit, if the rule ended it: its first error line (stderr). */
+  readonly died?: string;
+}
+
+const alive = (pid: number): boolean => existsSync(`/proc/${pid}/stat`);
+
+/** The first line of an uncaught error the server printed (raw stderr lines in its log). */
+function deathOf(server: ConfigDirPortolan): string {
+  const raw = server.portolan.logs.map((l) => (typeof l.raw === 'string' ? l.raw : '')).filter(Boolean);
+  return raw.find((l) => /Error/.test(l)) ?? raw[0] ?? 'the server exited';
 }
 
 async function meshRule(
@@ -134,14 +144,17 @@ async function meshRule(
   const since = wallNow();
   writeFileSync(join(server.configDir, 'mesh-rule.yaml'), meshRuleYaml(maxRequests));
   const deadline = since + RULE_TIMEOUT_MS;
+  const pid = server.portolan.pid;
   for (;;) {
+    if (!alive(pid)) return { ms: NaN, reached: 0, cpu: { whole: NaN, main: NaN }, died: deathOf(server) };
     const all = await Promise.all(
       generators.map((g) => g.ask<GeneratorClusters>({ cmd: 'clustersSince', since } satisfies ToGenerator)),
     );
     const reached = all.reduce((n, c) => n + c.reached, 0);
     if (reached >= STREAMS || wallNow() > deadline) {
       const last = all.reduce((m, c) => Math.max(m, c.last), 0);
-      await waitQuiet(server.portolan.pid, 30);
+      if (alive(pid)) await waitQuiet(pid, 30);
+      if (!alive(pid)) return { ms: NaN, reached, cpu: { whole: NaN, main: NaN }, died: deathOf(server) };
       return {
         ms: reached >= STREAMS ? last - since : NaN,
         reached,
@@ -226,16 +239,18 @@ export async function storm10k(): Promise<void> {
       (seq) => seq % SPREAD,
     );
     const created = await meshRule(p, generators, 1000);
-    const edited = await meshRule(p, generators, 2000);
-    await waitQuiet(ours.pid, 30);
+    // A server the first rule ended is reported as such; the rest is not measured.
+    const edited = created.died ? created : await meshRule(p, generators, 2000);
+    const up = alive(ours.pid);
+    if (up) await waitQuiet(ours.pid, 30);
     const after: Aftermath = {
       churn,
       created,
       edited,
       rssConnected,
-      rssSteady: rssBytes(ours.pid),
+      rssSteady: up ? rssBytes(ours.pid) : NaN,
       heapConnected,
-      heapSteady: await heapUsedBytes(p.portolan.httpBase),
+      heapSteady: up ? await heapUsedBytes(p.portolan.httpBase) : NaN,
     };
     ours.rounds.pop(); // the reconnect is not a measured storm
     report(ours, raw, after, recorded, logProblems(p.portolan.logs), loadAtStart);
@@ -273,7 +288,9 @@ function report(
   const perStream = (s: Server): number => (s.rssAfter - s.rssBefore) / STREAMS;
   const c = after.churn;
   const rule = (o: RuleOutcome): string =>
-    `${ms(o.ms)} (${o.reached} / ${STREAMS}; CPU ${(o.cpu.whole * 1000).toFixed(0)} ms, main thread ${(o.cpu.main * 1000).toFixed(0)} ms)`;
+    o.died
+      ? `the server exited: ${o.died}`
+      : `${ms(o.ms)} (${o.reached} / ${STREAMS}; CPU ${(o.cpu.whole * 1000).toFixed(0)} ms, main thread ${(o.cpu.main * 1000).toFixed(0)} ms)`;
   const rows: Record<string, string>[] = [
     {
       measurement: `connect storm, all ${STREAMS} streams configured (median of ${ROUNDS - 1} rounds after a warm-up)`,
