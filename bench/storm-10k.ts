@@ -16,7 +16,7 @@
 // - RSS in steady state after those, and the server's heap from its /metrics.
 // CPU is the whole process's (every thread), the main thread's beside it. Small sizes check the
 // harness: STORM_10K_STREAMS=1000 STORM_10K_SERVICES=1000. Writes its table into docs/benchmarks.md.
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -32,7 +32,7 @@ import {
 } from './load/fleet.js';
 import type { GeneratorCaptured, GeneratorClusters, ToGenerator } from './load/load-generator.js';
 import { heapUsedBytes } from './load/metrics.js';
-import { cpuReading, cpuSince, rssBytes, waitQuiet, type CpuReading } from './load/proc.js';
+import { alive, cpuReading, cpuSince, rssBytes, waitQuiet, type CpuReading } from './load/proc.js';
 import { host, logProblems, startConfigDirPortolan, type ConfigDirPortolan } from './load/service-files.js';
 import { wallNow } from './load/wire-lite.js';
 import { GENERATORS, proxylessStreams } from './proxyless-storm.js';
@@ -126,12 +126,19 @@ interface RuleOutcome {
   readonly died?: string;
 }
 
-const alive = (pid: number): boolean => existsSync(`/proc/${pid}/stat`);
-
-/** The first line of an uncaught error the server printed (raw stderr lines in its log). */
+/**
+ * The uncaught error the server printed (raw stderr lines in its log): its first line and the frame
+ * repeated most (a recursion shows there), file paths cut to their names.
+ */
 function deathOf(server: ConfigDirPortolan): string {
   const raw = server.portolan.logs.map((l) => (typeof l.raw === 'string' ? l.raw : '')).filter(Boolean);
-  return raw.find((l) => /Error/.test(l)) ?? raw[0] ?? 'the server exited';
+  const counts = new Map<string, number>();
+  for (const l of raw.filter((x) => x.trim().startsWith('at ')))
+    counts.set(l.trim(), (counts.get(l.trim()) ?? 0) + 1);
+  const [frame, n] = [...counts].sort((a, b) => b[1] - a[1])[0] ?? ['', 0];
+  const error = raw.find((l) => /Error/.test(l)) ?? raw[0] ?? 'the server exited';
+  const short = frame.replace(/\(file:\/\/\/\S*\/([^/]+)\)/, '($1)');
+  return n > 1 ? `${error} (${short}, ${n} times in the printed stack)` : error;
 }
 
 async function meshRule(

@@ -1,6 +1,6 @@
 // What a benchmark reads of another process from /proc: CPU time (the whole process's and its main
 // thread's), resident memory, and a bounded wait for it to fall quiet.
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const CLK_TCK = 100;
@@ -64,12 +64,24 @@ export function rssBytes(pid: number): number {
   return Number(m?.[1] ?? 0) * 1024;
 }
 
-/** Waits (at most `maxSeconds`) for a second in which the process used ≤ 50 ms of CPU. */
+/** Whether the process is still there. */
+export function alive(pid: number): boolean {
+  return existsSync(`/proc/${pid}/stat`);
+}
+
+/**
+ * Waits (at most `maxSeconds`) for a second in which the process used ≤ 50 ms of CPU; returns at
+ * once if it has exited (the caller tells that with `alive`).
+ */
 export async function waitQuiet(pid: number, maxSeconds = 60): Promise<void> {
-  for (let i = 0; i < maxSeconds; i++) {
-    const before = cpuSeconds(pid);
-    await sleep(1000);
-    if (cpuSeconds(pid) - before <= 0.05) return;
+  for (let i = 0; i < maxSeconds && alive(pid); i++) {
+    try {
+      const before = cpuSeconds(pid);
+      await sleep(1000);
+      if (cpuSeconds(pid) - before <= 0.05) return;
+    } catch (err) {
+      if (alive(pid)) throw err;
+    }
   }
 }
 
