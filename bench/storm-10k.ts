@@ -331,7 +331,10 @@ function report(
     },
     {
       measurement: `a DestinationRule for "*.churn.internal" (every stream's cluster changes) → all ${STREAMS} streams hold the new CDS: created / edited`,
-      Portolan: `${rule(after.created)}; ${rule(after.edited)}`,
+      Portolan:
+        after.edited === after.created
+          ? `${rule(after.created)}; edited: not measured`
+          : `${rule(after.created)}; ${rule(after.edited)}`,
       'raw grpc-js': '',
       target: '≤ 2 s',
     },
@@ -350,8 +353,8 @@ function report(
     },
     {
       measurement:
-        'steady state, streams reconnected: RSS settled / after the churn and the two rules settled; JS heap used (its /metrics) at the same points',
-      Portolan: `${mib(after.rssConnected)} / ${mib(after.rssSteady)}; ${mib(after.heapConnected)} / ${mib(after.heapSteady)}`,
+        'steady state, every stream reconnected after the rounds: RSS settled, its per stream (− RSS before the first storm, ÷ streams) / RSS after the churn and the two rules settled; JS heap used (its /metrics) at the same points',
+      Portolan: `${mib(after.rssConnected)}, ${kib((after.rssConnected - ours.rssBefore) / STREAMS)} / ${Number.isNaN(after.rssSteady) ? '– (the server had exited)' : mib(after.rssSteady)}; ${mib(after.heapConnected)} / ${Number.isNaN(after.heapSteady) ? '–' : mib(after.heapSteady)}`,
       'raw grpc-js': '',
       target: '',
     },
