@@ -20,7 +20,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { churnFiles, editsOf, type ChurnOutcome } from './churn-streams.js';
+import { churnFiles, editsOf, type ChurnOutcome } from './load/file-churn.js';
 import {
   connectStorm,
   Helper,

@@ -1,6 +1,6 @@
 // The parent's side of the load: helper processes (load generators, the raw server) forked and
 // talked to over IPC, the connect storm across the generators, and changes made at a steady rate.
-// Used by bench/push-scale.ts, bench/proxyless-storm.ts and bench/churn-streams.ts.
+// Used by bench/push-scale.ts, bench/proxyless-storm.ts, bench/churn-streams.ts and bench/storm-10k.ts.
 import { fork, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
