@@ -120,6 +120,8 @@ interface Target {
   /** RSS before the first round and once the first round's storm has settled. */
   rssBefore: number;
   rssAfter: number;
+  /** RSS with every stream connected once more after all the rounds, settled: the steady state. */
+  rssSteady: number;
 }
 
 /** One connect storm against `target`, then its streams closed and the server quiet again. */
@@ -280,9 +282,10 @@ export async function proxylessStorm(): Promise<void> {
       rounds: [],
       rssBefore: 0,
       rssAfter: 0,
+      rssSteady: 0,
     });
     const start = async (args: readonly string[] = []): Promise<Target> => {
-      const server = await startConfigDirPortolan(STORM_SERVICES, STORM_STREAMS + 100, args);
+      const server = await startConfigDirPortolan(STORM_SERVICES, undefined, args);
       servers.push(server);
       return target(server.portolan.pid, server.portolan.xdsAddress, `${server.portolan.httpBase}/metrics`);
     };
@@ -304,9 +307,21 @@ export async function proxylessStorm(): Promise<void> {
     for (const t of [strict, unpaced, theirs]) await warmUp(t, generators);
     // The rest of the warm-up, then the measured rounds, all interleaved.
     await interleavedRounds([ours, strict, unpaced, theirs], generators, 1, ROUNDS);
+    // Steady state: after every round, the streams connected once more (not timed) and settled.
+    for (const t of [ours, theirs]) {
+      await connectStorm(
+        generators,
+        t.address,
+        proxylessStreams(STORM_STREAMS, STORM_SERVICES),
+        STORM_TIMEOUT_MS,
+      );
+      await waitQuiet(t.pid, 20);
+      t.rssSteady = rssBytes(t.pid);
+      await closeRound(t, generators);
+    }
     const [oursLog, strictLog, unpacedLog] = servers.map((s) => logProblems(s.portolan.logs));
     const log = `${oursLog}; strict: ${strictLog}; unpaced: ${unpacedLog}`;
-    const ourRss = { before: ours.rssBefore, after: ours.rssAfter };
+    const ourRss = { before: ours.rssBefore, after: ours.rssAfter, steady: ours.rssSteady };
     report(
       summarize(ours),
       summarize(theirs),
@@ -330,7 +345,7 @@ function report(
   raw: Summary,
   strict: Summary,
   unpaced: Summary,
-  ourRss: { before: number; after: number },
+  ourRss: { before: number; after: number; steady: number },
   rawRun: Target,
   recorded: number,
   log: string,
@@ -409,10 +424,11 @@ function report(
       target: '',
     },
     {
-      measurement: 'server RSS before the first storm / after it settled',
-      Portolan: `${mib(ourRss.before)} / ${mib(ourRss.after)}`,
-      'raw grpc-js': `${mib(rawRun.rssBefore)} / ${mib(rawRun.rssAfter)}`,
-      target: '',
+      measurement:
+        'server RSS before the first storm / after it settled (a quiet second; no forced collection) / steady state: after every round, the streams connected once more and settled; its per stream (− before, ÷ streams)',
+      Portolan: `${mib(ourRss.before)} / ${mib(ourRss.after)} / ${mib(ourRss.steady)}; +${f((ourRss.steady - ourRss.before) / STORM_STREAMS / 1024, 1)} KiB`,
+      'raw grpc-js': `${mib(rawRun.rssBefore)} / ${mib(rawRun.rssAfter)} / ${mib(rawRun.rssSteady)}; +${f((rawRun.rssSteady - rawRun.rssBefore) / STORM_STREAMS / 1024, 1)} KiB`,
+      target: '≤ 40 KB',
     },
     {
       measurement: '(type, name) responses recorded from Portolan and replayed by the raw server',
@@ -430,7 +446,7 @@ function report(
   ];
   const setup =
     `proxyless-storm: portolan serve --config-dir D (child process; D: ${STORM_SERVICES} ServiceEntry files × 10 endpoints, one directory), ` +
-    `--max-streams-per-peer ${STORM_STREAMS + 100}, defaults otherwise; ${STORM_STREAMS} proxyless gRPC SotW streams ` +
+    `each connection from its own loopback address, defaults otherwise; ${STORM_STREAMS} proxyless gRPC SotW streams ` +
     `(LDS → RDS → CDS → EDS by name, every response ACKed) over ${STORM_STREAMS / PER_CONNECTION} HTTP/2 connections ` +
     `from ${GENERATORS} load-generator processes; ${ROUNDS} rounds, the first ${WARM_UP_ROUNDS} warm-ups; the raw grpc-js server in the same run ` +
     `replays Portolan's first-round responses; node ${process.version}, ${new Date().toISOString()}.`;

@@ -15,6 +15,8 @@ import { pushFanout } from './push-fanout.js';
 import { pushScale } from './push-scale.js';
 import { proxylessStorm } from './proxyless-storm.js';
 import { churnStreams } from './churn-streams.js';
+import { storm10k } from './storm-10k.js';
+import { startupAtSize } from './startup-at-size.js';
 import { warmStart } from './warm-start.js';
 import { consulBench } from './consul.js';
 import { zookeeperLatency } from './zookeeper.js';
@@ -43,6 +45,8 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   ha: haBench,
   'proxyless-storm': proxylessStorm,
   'churn-streams': churnStreams,
+  'storm-10k': storm10k,
+  'startup-at-size': startupAtSize,
 };
 
 const chosen = process.argv.slice(2);

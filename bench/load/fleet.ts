@@ -1,6 +1,6 @@
 // The parent's side of the load: helper processes (load generators, the raw server) forked and
 // talked to over IPC, the connect storm across the generators, and changes made at a steady rate.
-// Used by bench/push-scale.ts, bench/proxyless-storm.ts and bench/churn-streams.ts.
+// Used by bench/push-scale.ts, bench/proxyless-storm.ts, bench/churn-streams.ts and bench/storm-10k.ts.
 import { fork, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -87,10 +87,26 @@ export async function connectStorm(
   address: string,
   batches: readonly StreamBatch[],
   timeoutMs: number,
-  { clusters = [], capture = false }: { clusters?: readonly string[]; capture?: boolean } = {},
+  {
+    clusters = [],
+    capture = false,
+    ownSources = true,
+  }: {
+    clusters?: readonly string[];
+    capture?: boolean;
+    /** Each connection from its own loopback address (load/source-address.ts), as a fleet's proxies; default on. */
+    ownSources?: boolean;
+  } = {},
 ): Promise<StormResult> {
   const started = wallNow();
+  // Source addresses numbered across batches and generators, so no two connections share one.
+  let source = 0;
   for (const { group, perGenerator } of batches) {
+    const firsts = perGenerator.map((streams) => {
+      const first = source;
+      source += Math.ceil(streams.length / group.perConnection);
+      return first;
+    });
     await Promise.all(
       generators.map((g, i) =>
         g.ask({
@@ -100,6 +116,7 @@ export async function connectStorm(
           perConnection: group.perConnection,
           clusters,
           capture,
+          ...(ownSources && { firstSource: firsts[i] ?? 0 }),
         } satisfies ToGenerator),
       ),
     );

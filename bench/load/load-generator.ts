@@ -3,6 +3,7 @@
 // connection or one each, and answers the parent's questions over IPC.
 import * as grpc from '@grpc/grpc-js';
 import { SimStream, type StreamSpec } from './sim-stream.js';
+import { dialFrom, loopbackSource } from './source-address.js';
 
 export type ToGenerator =
   | {
@@ -14,11 +15,18 @@ export type ToGenerator =
       readonly clusters: readonly string[];
       /** Keep the first response of each (type, name) seen, for `captured`. */
       readonly capture?: boolean;
+      /**
+       * Dial each connection from its own loopback address, the first this one's
+       * (load/source-address.ts: loopbackSource); unset: every connection from 127.0.0.1.
+       */
+      readonly firstSource?: number;
     }
   | { readonly cmd: 'status' }
   | { readonly cmd: 'marks'; readonly changes: number }
   | { readonly cmd: 'arrivals' }
   | { readonly cmd: 'captured' }
+  /** How many streams received a CDS response after `since` (wall ms), and when the last of them did. */
+  | { readonly cmd: 'clustersSince'; readonly since: number }
   /** Close every stream and connection, and stay up for the next `open`. */
   | { readonly cmd: 'reset' }
   | { readonly cmd: 'close' };
@@ -50,6 +58,13 @@ export interface GeneratorArrivals {
   readonly streams: { readonly host: string; readonly marks: [number, number][] }[];
 }
 
+export interface GeneratorClusters {
+  readonly ev: 'clusters';
+  readonly reached: number;
+  readonly open: number;
+  readonly last: number;
+}
+
 /** The first response of each (type, name) the streams received, base64, keyed `${typeUrl} ${name}`. */
 export interface GeneratorCaptured {
   readonly ev: 'captured';
@@ -67,6 +82,7 @@ function reply(
     | GeneratorMarks
     | GeneratorArrivals
     | GeneratorCaptured
+    | GeneratorClusters
     | { ev: 'opened' }
     | { ev: 'reset' }
     | { ev: 'closed' },
@@ -81,10 +97,16 @@ function capture(typeUrl: string, name: string, bytes: Buffer): void {
 
 function open(msg: Extract<ToGenerator, { cmd: 'open' }>): void {
   let client: grpc.Client | undefined;
+  let connections = 0;
   msg.streams.forEach((spec, i) => {
     if (!client || i % msg.perConnection === 0) {
+      const target =
+        msg.firstSource === undefined
+          ? msg.address
+          : dialFrom(msg.address, loopbackSource(msg.firstSource + connections));
+      connections += 1;
       // A private subchannel pool: grpc-js would otherwise share one connection between clients.
-      client = new grpc.Client(msg.address, grpc.credentials.createInsecure(), {
+      client = new grpc.Client(target, grpc.credentials.createInsecure(), {
         'grpc.use_local_subchannel_pool': 1,
         'grpc.max_receive_message_length': 64 * 1024 * 1024,
       });
@@ -170,7 +192,15 @@ process.on('message', (msg: ToGenerator) => {
   else if (msg.cmd === 'status') reply(status());
   else if (msg.cmd === 'marks') reply(marks(msg.changes));
   else if (msg.cmd === 'arrivals') reply(arrivals());
-  else if (msg.cmd === 'captured')
+  else if (msg.cmd === 'clustersSince') {
+    const after = streams.filter((s) => s.lastClusterAt > msg.since);
+    reply({
+      ev: 'clusters',
+      reached: after.length,
+      open: streams.length,
+      last: after.reduce((m, s) => Math.max(m, s.lastClusterAt), 0),
+    });
+  } else if (msg.cmd === 'captured')
     reply({
       ev: 'captured',
       responses: Object.fromEntries([...captured].map(([k, b]) => [k, b.toString('base64')])),

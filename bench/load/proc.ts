@@ -1,33 +1,61 @@
-// What a benchmark reads of another process from /proc: CPU time, resident memory, and a bounded
-// wait for it to fall quiet.
-import { readdirSync, readFileSync } from 'node:fs';
+// What a benchmark reads of another process from /proc: CPU time (the whole process's and its main
+// thread's), resident memory, and a bounded wait for it to fall quiet.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const CLK_TCK = 100;
 
-/**
- * CPU seconds the process has used: the sum of its threads' run time in nanoseconds
- * (/proc/PID/task/TID/schedstat), or, where that is missing, utime + stime in clock ticks
- * (/proc/PID/stat; 10 ms steps, too coarse for a few milliseconds per change over a few seconds).
- * A thread that has exited takes its time with it: Portolan's threads (libuv's pool, V8's helpers)
- * live as long as the process.
- */
-export function cpuSeconds(pid: number): number {
+/** A thread's run time in seconds from /proc/PID/task/TID/schedstat (ns); undefined when unreadable. */
+function threadSeconds(pid: number, tid: number | string): number | undefined {
   try {
-    let nanoseconds = 0;
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      try {
-        nanoseconds += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-      } catch {
-        // the thread ended between the listing and the read
-      }
-    }
-    if (nanoseconds > 0) return nanoseconds / 1e9;
+    const ns = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    return Number.isFinite(ns) ? ns / 1e9 : undefined;
   } catch {
-    // no schedstat on this kernel: fall back to ticks
+    return undefined; // the thread ended, or no schedstat on this kernel
   }
+}
+
+/** utime + stime of /proc/PID/stat in seconds: every thread, alive or exited, in 10 ms ticks. */
+function statSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
   return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+}
+
+/**
+ * CPU seconds the whole process has used: every thread — the main (JavaScript) thread, V8's
+ * garbage-collection and compiler threads, libuv's pool. The sum of the live threads' schedstat
+ * (nanoseconds), or /proc/PID/stat's utime + stime where that is larger: a thread that exited takes
+ * its schedstat with it, and stat keeps it (in 10 ms ticks).
+ */
+export function cpuSeconds(pid: number): number {
+  let live = 0;
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) live += threadSeconds(pid, tid) ?? 0;
+  } catch {
+    // the process is gone or has no task list: stat below decides
+  }
+  return Math.max(live, statSeconds(pid));
+}
+
+/** CPU seconds of the process's main thread alone (its JavaScript; what a V8 profile sees). */
+export function mainThreadSeconds(pid: number): number {
+  return threadSeconds(pid, pid) ?? NaN;
+}
+
+/** The whole process's and its main thread's CPU seconds, read together. */
+export interface CpuReading {
+  readonly whole: number;
+  readonly main: number;
+}
+
+export function cpuReading(pid: number): CpuReading {
+  return { main: mainThreadSeconds(pid), whole: cpuSeconds(pid) };
+}
+
+/** CPU used between two readings. */
+export function cpuSince(from: CpuReading, pid: number): CpuReading {
+  const to = cpuReading(pid);
+  return { whole: to.whole - from.whole, main: to.main - from.main };
 }
 
 /** Resident set size in bytes (/proc/PID/status VmRSS). */
@@ -36,18 +64,36 @@ export function rssBytes(pid: number): number {
   return Number(m?.[1] ?? 0) * 1024;
 }
 
-/** Waits (at most `maxSeconds`) for a second in which the process used ≤ 50 ms of CPU. */
+/** Whether the process is still there. */
+export function alive(pid: number): boolean {
+  return existsSync(`/proc/${pid}/stat`);
+}
+
+/**
+ * Waits (at most `maxSeconds`) for a second in which the process used ≤ 50 ms of CPU; returns at
+ * once if it has exited (the caller tells that with `alive`).
+ */
 export async function waitQuiet(pid: number, maxSeconds = 60): Promise<void> {
-  for (let i = 0; i < maxSeconds; i++) {
-    const before = cpuSeconds(pid);
-    await sleep(1000);
-    if (cpuSeconds(pid) - before <= 0.05) return;
+  for (let i = 0; i < maxSeconds && alive(pid); i++) {
+    try {
+      const before = cpuSeconds(pid);
+      await sleep(1000);
+      if (cpuSeconds(pid) - before <= 0.05) return;
+    } catch (err) {
+      if (alive(pid)) throw err;
+    }
   }
 }
 
-/** The process's idle CPU rate (seconds per second) over `seconds`. */
-export async function idleRate(pid: number, seconds: number): Promise<number> {
-  const from = cpuSeconds(pid);
+/** The process's idle CPU rate (seconds per second) over `seconds`: whole process and main thread. */
+export async function idleRates(pid: number, seconds: number): Promise<CpuReading> {
+  const from = cpuReading(pid);
   await sleep(seconds * 1000);
-  return (cpuSeconds(pid) - from) / seconds;
+  const used = cpuSince(from, pid);
+  return { whole: used.whole / seconds, main: used.main / seconds };
+}
+
+/** The whole process's idle CPU rate (seconds per second) over `seconds`. */
+export async function idleRate(pid: number, seconds: number): Promise<number> {
+  return (await idleRates(pid, seconds)).whole;
 }

@@ -75,12 +75,13 @@ export interface ConfigDirPortolan {
 
 /**
  * `portolan serve --config-dir D` as a child process, D a new flat directory of `services` files.
- * Every simulated stream dials from 127.0.0.1, so the per-peer stream limit is raised to
- * `streamsPerPeer`; everything else is at its default unless `args` says otherwise.
+ * The load generators dial each connection from its own loopback address (100 streams each, under
+ * the default per-peer limit); `streamsPerPeer` raises --max-streams-per-peer for a load that
+ * shares one address. Everything else is at its default unless `args` says otherwise.
  */
 export async function startConfigDirPortolan(
   services: number,
-  streamsPerPeer: number,
+  streamsPerPeer?: number,
   args: readonly string[] = [],
   /** Where `node --cpu-prof` writes the child's V8 CPU profile; none when unset. */
   profileDir?: string,
@@ -95,8 +96,7 @@ export async function startConfigDirPortolan(
         configDir,
         '--data-dir',
         join(dir, 'data'),
-        '--max-streams-per-peer',
-        String(streamsPerPeer),
+        ...(streamsPerPeer === undefined ? [] : ['--max-streams-per-peer', String(streamsPerPeer)]),
         ...args,
       ],
       // PORTOLAN_BENCH_PROFILE=DIR (or profileDir): the server writes a V8 CPU profile there when it

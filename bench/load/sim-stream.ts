@@ -31,6 +31,8 @@ export class SimStream {
   readonly marks: [number, number][] = [];
   responses = 0;
   bytes = 0;
+  /** When the latest CDS response arrived (a change every stream's cluster carries: its arrival). */
+  lastClusterAt = 0;
   error: string | undefined;
   private readonly call: grpc.ClientDuplexStream<Buffer, Buffer>;
   private readonly names = new Map<string, string[]>();
@@ -99,6 +101,7 @@ export class SimStream {
     const first = !this.seen.has(head.typeUrl);
     this.seen.add(head.typeUrl);
     if (first) this.onFirstResponse?.(head.typeUrl, this.names.get(head.typeUrl)?.[0] ?? '', bytes);
+    if (head.typeUrl === CLUSTER) this.lastClusterAt = now;
     if (head.typeUrl === ENDPOINT && this.spec.record) {
       const seq = markerSeq(bytes);
       if (seq >= 0) this.marks.push([seq, now]);
