@@ -2,8 +2,10 @@
 // with Curator instances. The registry connects through a TCP proxy, so that the harness can cut it
 // off from a server that keeps running (and count its connections).
 import { after, before } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ZooKeeperRegistry } from '../../adapters/zookeeper/registry.js';
 import { silentLogger } from '../../log/logger.js';
+import { eventually } from '../support/eventually.js';
 import { registryContract, type ContractService } from '../support/registry-contract.js';
 import { curatorInstanceJson, ZkTestClient } from '../support/zookeeper-client.js';
 import { startZooKeeperProxy } from '../support/zookeeper-proxy.js';
@@ -12,6 +14,7 @@ import { startZooKeeperServer, type ZooKeeperServer } from '../support/zookeeper
 let zk: ZooKeeperServer;
 let writer: ZkTestClient;
 let fixtures = 0;
+const SETTLE_MS = 300;
 
 before(async () => {
   zk = await startZooKeeperServer();
@@ -53,6 +56,7 @@ registryContract({
     for (const service of seed) await put(service, service.addresses);
     await writer.put(base, undefined); // the base exists even with no service in it
     const proxy = await startZooKeeperProxy(zk.port);
+    let cut = false;
     return {
       registry: new ZooKeeperRegistry({
         hosts: proxy.connectString,
@@ -81,9 +85,28 @@ registryContract({
         for (const gone of (before?.addresses ?? []).filter((a) => !after.addresses.includes(a)))
           await writer.remove(node(after.name, gone));
       },
-      breakSource: async () => proxy.cut(),
-      repairSource: async () => proxy.restore(),
+      breakSource: async () => {
+        cut = true;
+        proxy.cut();
+      },
+      repairSource: async () => {
+        proxy.restore();
+        cut = false;
+      },
       sourceActivity: () => proxy.connections(),
+      async settled() {
+        if (cut) {
+          // Cut off, the client keeps reconnecting (spinDelayMs apart): a second attempt since the
+          // call is made after the first was refused and handled.
+          const attempts = proxy.connections();
+          await eventually(() => proxy.connections() >= attempts + 2, {
+            timeoutMs: 5000,
+            what: 'two reconnection attempts',
+          });
+          return;
+        }
+        await sleep(SETTLE_MS);
+      },
       async close() {
         await proxy.close();
         await writer.removeTree(root);
