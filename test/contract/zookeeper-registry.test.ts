@@ -2,7 +2,6 @@
 // with Curator instances. The registry connects through a TCP proxy, so that the harness can cut it
 // off from a server that keeps running (and count its connections).
 import { after, before } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ZooKeeperRegistry } from '../../adapters/zookeeper/registry.js';
 import { silentLogger } from '../../log/logger.js';
 import { eventually } from '../support/eventually.js';
@@ -14,7 +13,6 @@ import { startZooKeeperServer, type ZooKeeperServer } from '../support/zookeeper
 let zk: ZooKeeperServer;
 let writer: ZkTestClient;
 let fixtures = 0;
-const SETTLE_MS = 300;
 
 before(async () => {
   zk = await startZooKeeperServer();
@@ -105,7 +103,15 @@ registryContract({
           });
           return;
         }
-        await sleep(SETTLE_MS);
+        // A notification consumes its watch, and the registry sets it again by reading the node
+        // again once it has handled the notification: the proxy sees every request answered and
+        // every notified node (still there) read again with a watch. The reply to that read was
+        // handled by then too (a reply is handled when it arrives); its publish runs on the next turn.
+        const tree = new Set([base, ...(await descendants(base))]);
+        await eventually(() => proxy.caughtUp((path) => tree.has(path)), {
+          what: 'the registry to re-arm its watches',
+        });
+        await new Promise((resolve) => setImmediate(resolve));
       },
       async close() {
         await proxy.close();
@@ -114,3 +120,12 @@ registryContract({
     };
   },
 });
+
+/** Every node below `path` (the services, then their instances). */
+async function descendants(path: string): Promise<string[]> {
+  const below: string[] = [];
+  for (const child of await writer.children(path)) {
+    below.push(`${path}/${child}`, ...(await descendants(`${path}/${child}`)));
+  }
+  return below;
+}
