@@ -104,14 +104,13 @@ registryContract({
           return;
         }
         // A notification consumes its watch, and the registry sets it again by reading the node
-        // again once it has handled the notification: the proxy sees every request answered and
-        // every notified node (still there) read again with a watch. The reply to that read was
-        // handled by then too (a reply is handled when it arrives); its publish runs on the next turn.
+        // again once it has handled the notification: the proxy sees every request answered, every
+        // node of the tree read with a watch, and every notified one read again since. The last
+        // answer may still be in the registry's socket: it reads it on the next I/O turn and
+        // publishes on the turn's setImmediate, which two turns of this process outlast.
         const tree = new Set([base, ...(await descendants(base))]);
-        await eventually(() => proxy.caughtUp((path) => tree.has(path)), {
-          what: 'the registry to re-arm its watches',
-        });
-        await new Promise((resolve) => setImmediate(resolve));
+        await eventually(() => proxy.caughtUp(tree), { what: 'the registry to re-arm its watches' });
+        for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
       },
       async close() {
         await proxy.close();

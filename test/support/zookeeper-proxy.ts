@@ -14,12 +14,12 @@ export interface ZooKeeperProxy {
   /** Client connections accepted so far (each reconnect attempt is one). */
   connections(): number;
   /**
-   * Whether the client is caught up with what the server told it, as the wire shows: every request
-   * answered, and every node the server notified a change of read again with a watch since (the
-   * client re-arms a watch only once it has handled the notification). `exists` tells which
-   * notified nodes still exist (a deleted one is not read again).
+   * Whether the client is caught up with the nodes of `tree` (every node now under its root), as
+   * the wire shows: every request answered, every node read with a watch, and every node the
+   * server notified a change of read again with a watch since (the client re-arms a watch only
+   * once it has handled the notification).
    */
-  caughtUp(exists: (path: string) => boolean): boolean;
+  caughtUp(tree: ReadonlySet<string>): boolean;
   close(): Promise<void>;
 }
 
@@ -79,7 +79,7 @@ export async function startZooKeeperProxy(targetPort: number): Promise<ZooKeeper
       mode = 'forward';
     },
     connections: () => accepted,
-    caughtUp: (exists) => tap.caughtUp(exists),
+    caughtUp: (tree) => tap.caughtUp(tree),
     close: () =>
       new Promise<void>((resolve) => {
         dropAll();
@@ -148,10 +148,12 @@ class WireTap {
     };
   }
 
-  caughtUp(exists: (path: string) => boolean): boolean {
+  caughtUp(tree: ReadonlySet<string>): boolean {
     if (this.outstanding.size > 0) return false;
-    for (const [path, at] of this.notified)
-      if (exists(path) && (this.rearmed.get(path) ?? 0) < at) return false;
+    for (const path of tree) {
+      const rearmed = this.rearmed.get(path);
+      if (rearmed === undefined || rearmed < (this.notified.get(path) ?? 0)) return false;
+    }
     return true;
   }
 }
