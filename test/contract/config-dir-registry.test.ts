@@ -4,6 +4,7 @@ import { mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigDirRegistry } from '../../config-dir/registry.js';
+import { eventually } from '../support/eventually.js';
 import { registryContract, type ContractService } from '../support/registry-contract.js';
 
 registryContract({
@@ -35,8 +36,12 @@ registryContract({
       if (name === undefined) throw new Error('no file to break');
       return name;
     };
+    const registry = new ConfigDirRegistry({ dir, debounceMs: 20 });
+    let markers = 0;
+    /** Whether the registry lists `name` (a path relative to the directory) among the files it read. */
+    const lists = (name: string): boolean => registry.debugState().files.some((f) => f.path === name);
     return {
-      registry: new ConfigDirRegistry({ dir, debounceMs: 20 }),
+      registry,
       hostname,
       async write({ before, after }) {
         if (after) await put(after);
@@ -47,6 +52,18 @@ registryContract({
       },
       breakSource: () => writeFile(file(broken()), 'kind: ServiceEntry\nspec: {hosts: [\n'),
       repairSource: () => writeFile(file(broken()), written.get(broken()) ?? ''),
+      // A marker file written after everything else, holding no resource: once the registry lists it
+      // among the files it read, the watcher has delivered (and the registry applied) every step
+      // before it, since a directory's events arrive in order. Removed again the same way, so the
+      // directory is as the suite left it.
+      async settled() {
+        const marker = `settle-${++markers}.yaml`;
+        await writeFile(join(dir, marker), '# a marker: no resource\n');
+        await eventually(() => lists(marker), { what: `the registry to read ${marker}` });
+        await unlink(join(dir, marker));
+        await eventually(() => !lists(marker), { what: `the registry to drop ${marker}` });
+        await registry.settled();
+      },
       close: () => rm(dir, { recursive: true, force: true }),
     };
   },

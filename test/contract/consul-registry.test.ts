@@ -2,6 +2,7 @@
 import { createConsulClient } from '../../adapters/consul/client.js';
 import { ConsulRegistry } from '../../adapters/consul/registry.js';
 import { silentLogger } from '../../log/logger.js';
+import { eventually } from '../support/eventually.js';
 import { ConsulStandin } from '../support/consul-standin.js';
 import { registryContract, type ContractService } from '../support/registry-contract.js';
 
@@ -36,6 +37,19 @@ registryContract({
       for (const address of addresses) standin.deregister(instanceId(name, address));
     };
     for (const service of seed) register(service, service.addresses);
+    /** Reads of a watched resource so far. */
+    const readsOf = (resource: string): number =>
+      resource === 'catalog'
+        ? standin.counts.catalog
+        : (standin.healthCounts.get(resource.slice('health:'.length)) ?? 0);
+    /** What the registry watches: the catalog, and each listed service it has read once. */
+    const watched = (): string[] => [
+      'catalog',
+      ...standin
+        .catalogNames()
+        .filter((name) => standin.healthCounts.has(name))
+        .map((name) => `health:${name}`),
+    ];
     return {
       registry: new ConsulRegistry({
         client: createConsulClient({ url: new URL(standin.url), waitMs: WAIT_MS }),
@@ -66,6 +80,20 @@ registryContract({
       breakSource: async () => standin.failReads({ status: 500, message: 'No cluster leader' }),
       repairSource: async () => standin.failReads(undefined),
       sourceActivity: () => standin.counts.total,
+      // Each watch asks again only once it has handled the previous answer: settled when every
+      // watch is blocked on the stand-in (nothing answered is left unhandled), or has asked again
+      // since the call (what was answered before the call is handled; a failing source is
+      // retried after backoff, so this also proves a failure was handled).
+      async settled() {
+        const before = new Map(watched().map((resource) => [resource, readsOf(resource)]));
+        await eventually(
+          () =>
+            [...before].every(
+              ([resource, reads]) => standin.isBlocking(resource) || readsOf(resource) > reads,
+            ),
+          { what: `each of ${[...before.keys()].join(', ')} to be blocked or read again` },
+        );
+      },
       close: () => standin.stop(),
     };
   },

@@ -7,7 +7,12 @@ import { loadClusters } from '../../adapters/kubernetes/kubeconfig.js';
 import { DEFAULT_TIMING } from '../../adapters/kubernetes/list-watcher.js';
 import { KubernetesRegistry } from '../../adapters/kubernetes/registry.js';
 import { silentLogger } from '../../log/logger.js';
-import { KubeApiServerStandin, type KubeObject } from '../support/kube-apiserver-standin.js';
+import { eventually } from '../support/eventually.js';
+import {
+  KubeApiServerStandin,
+  type KubeObject,
+  type RecordedRequest,
+} from '../support/kube-apiserver-standin.js';
 import { registryContract, type ContractService } from '../support/registry-contract.js';
 
 const NAMESPACE = 'contract';
@@ -30,17 +35,20 @@ registryContract({
         standin.apply('endpointslices', kubeSlice(after));
     };
     for (const service of seed) apply(undefined, service);
+    let down = false;
+    const registry = new KubernetesRegistry({
+      clusters: loadClusters([{ path: standin.kubeconfig(dir), clusterId: 'contract' }]),
+      domain: 'cluster.local',
+      logger: silentLogger,
+      timing: {
+        ...DEFAULT_TIMING,
+        requestTimeoutMs: 1000,
+        backoff: { initialMs: 20, maxMs: 100, jitter: 0 },
+      },
+    });
+    const isWatch = (r: RecordedRequest): boolean => r.query.watch === 'true' || r.query.watch === '1';
     return {
-      registry: new KubernetesRegistry({
-        clusters: loadClusters([{ path: standin.kubeconfig(dir), clusterId: 'contract' }]),
-        domain: 'cluster.local',
-        logger: silentLogger,
-        timing: {
-          ...DEFAULT_TIMING,
-          requestTimeoutMs: 1000,
-          backoff: { initialMs: 20, maxMs: 100, jitter: 0 },
-        },
-      }),
+      registry,
       hostname: (name) => `${name}.${NAMESPACE}.svc.cluster.local`,
       async write({ before, after }) {
         if (after) return apply(before, after);
@@ -48,9 +56,53 @@ registryContract({
         standin.remove('endpointslices', NAMESPACE, `${before.name}-1`);
         standin.remove('services', NAMESPACE, before.name);
       },
-      breakSource: () => standin.down(),
-      repairSource: () => standin.up(),
+      breakSource: async () => {
+        down = true;
+        await standin.down();
+      },
+      repairSource: async () => {
+        await standin.up();
+        down = false;
+      },
       sourceActivity: () => standin.requests.length,
+      async settled() {
+        if (down) {
+          // Refused connections reach no stand-in: the proof is each watcher recording a failure
+          // after the call (it retries after backoff), and the registry publishing it.
+          const since = new Date().toISOString();
+          await eventually(
+            () =>
+              registry
+                .debug()
+                .clusters.flatMap((c) => Object.values(c.watches))
+                .every((w) => w.unavailable !== undefined || (w.lastErrorAt ?? '') > since) &&
+              (registry.status().lastErrorAt ?? '') > since,
+            { what: 'every watcher to fail again' },
+          );
+          return;
+        }
+        // A BOOKMARK at the current version, then the end of every watch (as a watch timeout ends
+        // it): a watcher re-watches from the version it has applied, so one asking from the bookmark's
+        // has applied every event before it. (One not watching yet, just listed, watches from the
+        // list's version, the current one too.)
+        const rv = standin.resourceVersion();
+        const mark = standin.requests.length;
+        // Every path the registry lists or watches (a watcher lists first, then watches).
+        const paths = new Set(
+          standin.requests.filter((r) => isWatch(r) || r.query.limit !== undefined).map((r) => r.path),
+        );
+        standin.bookmark();
+        standin.endWatches();
+        await eventually(
+          () => {
+            const asked = standin.requests
+              .slice(mark)
+              .filter((r) => isWatch(r) && r.query.resourceVersion === rv);
+            return [...paths].every((path) => asked.some((r) => r.path === path));
+          },
+          { what: `a watch from ${rv} on each of ${[...paths].join(', ')}` },
+        );
+      },
       async close() {
         await standin.stop();
         rmSync(dir, { recursive: true, force: true });

@@ -37,6 +37,8 @@ registryContract({
       registry,
       hostname,
       write: async (change) => write(change),
+      // Synchronous: a write has published (or not) before it returns, so there is nothing to wait for.
+      settled: async () => {},
       close: async () => {},
     };
   },

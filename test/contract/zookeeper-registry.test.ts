@@ -4,6 +4,7 @@
 import { after, before } from 'node:test';
 import { ZooKeeperRegistry } from '../../adapters/zookeeper/registry.js';
 import { silentLogger } from '../../log/logger.js';
+import { eventually } from '../support/eventually.js';
 import { registryContract, type ContractService } from '../support/registry-contract.js';
 import { curatorInstanceJson, ZkTestClient } from '../support/zookeeper-client.js';
 import { startZooKeeperProxy } from '../support/zookeeper-proxy.js';
@@ -53,6 +54,7 @@ registryContract({
     for (const service of seed) await put(service, service.addresses);
     await writer.put(base, undefined); // the base exists even with no service in it
     const proxy = await startZooKeeperProxy(zk.port);
+    let cut = false;
     return {
       registry: new ZooKeeperRegistry({
         hosts: proxy.connectString,
@@ -81,9 +83,35 @@ registryContract({
         for (const gone of (before?.addresses ?? []).filter((a) => !after.addresses.includes(a)))
           await writer.remove(node(after.name, gone));
       },
-      breakSource: async () => proxy.cut(),
-      repairSource: async () => proxy.restore(),
+      breakSource: async () => {
+        cut = true;
+        proxy.cut();
+      },
+      repairSource: async () => {
+        proxy.restore();
+        cut = false;
+      },
       sourceActivity: () => proxy.connections(),
+      async settled() {
+        if (cut) {
+          // Cut off, the client keeps reconnecting (spinDelayMs apart): a second attempt since the
+          // call is made after the first was refused and handled.
+          const attempts = proxy.connections();
+          await eventually(() => proxy.connections() >= attempts + 2, {
+            timeoutMs: 5000,
+            what: 'two reconnection attempts',
+          });
+          return;
+        }
+        // A notification consumes its watch, and the registry sets it again by reading the node
+        // again once it has handled the notification: the proxy sees every request answered, every
+        // node of the tree read with a watch, and every notified one read again since. The last
+        // answer may still be in the registry's socket: it reads it on the next I/O turn and
+        // publishes on the turn's setImmediate, which two turns of this process outlast.
+        const tree = new Set([base, ...(await descendants(base))]);
+        await eventually(() => proxy.caughtUp(tree), { what: 'the registry to re-arm its watches' });
+        for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
+      },
       async close() {
         await proxy.close();
         await writer.removeTree(root);
@@ -91,3 +119,12 @@ registryContract({
     };
   },
 });
+
+/** Every node below `path` (the services, then their instances). */
+async function descendants(path: string): Promise<string[]> {
+  const below: string[] = [];
+  for (const child of await writer.children(path)) {
+    below.push(`${path}/${child}`, ...(await descendants(`${path}/${child}`)));
+  }
+  return below;
+}

@@ -367,6 +367,20 @@ export class ConsulStandin {
     return this.pending.size;
   }
 
+  /**
+   * Whether a blocking read of `resource` (`catalog`, `health:NAME`) is held open: its reader has
+   * taken the latest answer and asked again (a blocking watch asks only once it has).
+   */
+  isBlocking(resource: string): boolean {
+    for (const p of this.pending) if (p.resource === resource) return true;
+    return false;
+  }
+
+  /** The service names the catalog lists. */
+  catalogNames(): string[] {
+    return Object.keys(this.catalogServices());
+  }
+
   // ---- HTTP ----
 
   private async listen(port: number): Promise<void> {

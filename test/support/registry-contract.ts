@@ -15,7 +15,6 @@
 // the suite registers the case that does apply instead: nothing is skipped at run time.
 import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { AggregateDiscovery } from '../../aggregate/aggregate-discovery.js';
 import { endpointsOnly, changedHosts, type ChangeEvent, type RegistrySnapshot } from '../../model/change.js';
 import type { Registry, SyncEvent } from '../../model/registry.js';
@@ -53,6 +52,15 @@ export interface RegistryUnderTest {
   repairSource?(): Promise<void>;
   /** Requests (or connections) the source has received so far, where it can count them. */
   sourceActivity?(): number;
+  /**
+   * Resolves once the registry has taken in everything the source has said up to now, shown by
+   * something observable (the registry asking the source again after its last answer, a marker it
+   * has read, a failure it recorded after the call) rather than by time passing; rejects when the
+   * harness's bound runs out. A negative check ("nothing more was published", "the state stayed")
+   * runs after it, so a late event would have arrived by then and fails it. While the source is
+   * broken: the registry has seen it fail again since the call.
+   */
+  settled(): Promise<void>;
   /** Releases the source (the suite has stopped the registry). */
   close(): Promise<void>;
 }
@@ -85,8 +93,6 @@ export interface RegistryHarness {
   readonly quietMs: number;
 }
 
-/** Time given to anything a step could still publish, before asserting that nothing (more) was. */
-const SETTLE_MS = 300;
 const STORED_AT = '2026-01-01T00:00:00.000Z';
 
 export function registryContract(harness: RegistryHarness): void {
@@ -164,7 +170,7 @@ export function registryContract(harness: RegistryHarness): void {
 
         await u.breakSource?.();
         await until(() => assert.equal(u.registry.status().stale, true), 'the registry to go stale');
-        await sleep(SETTLE_MS);
+        await u.settled();
         const status = u.registry.status();
         assert.equal(status.stale, true);
         assert.notEqual(status.lastError ?? '', '', 'the reason is reported');
@@ -189,7 +195,7 @@ export function registryContract(harness: RegistryHarness): void {
           assert.equal(u.registry.status().stale, false);
           assert.equal(u.registry.status().lastError, undefined);
         }, 'recovery');
-        await sleep(SETTLE_MS);
+        await u.settled();
         assert.deepEqual(seen.syncs, ['synced'], 'exactly one synced event');
         assert.deepEqual(seen.changes, [], 'the source did not change, so nothing is announced');
         assert.deepEqual(viewOf(u.registry.snapshot()), source.view());
@@ -216,7 +222,7 @@ export function registryContract(harness: RegistryHarness): void {
 
         await u.registry.start();
         if (sourceDown) {
-          await sleep(SETTLE_MS);
+          await u.settled();
           assertRestored(u.registry, stored, 'while the source is down');
           await u.repairSource?.();
         }
@@ -254,7 +260,7 @@ export function registryContract(harness: RegistryHarness): void {
             () => assert.notEqual(u.registry.status().lastError ?? '', ''),
             'the empty answer to be reported',
           );
-          await sleep(SETTLE_MS);
+          await u.settled();
           assertRestored(u.registry, stored, 'after the empty answer');
         });
       }
@@ -286,7 +292,7 @@ export function registryContract(harness: RegistryHarness): void {
         seen.clear();
         await change();
         await until(() => assert.deepEqual(viewOf(u.registry.snapshot()), source.view()), what);
-        await sleep(SETTLE_MS);
+        await u.settled();
         assert.ok(seen.changes.length > 0, `${what}: a change event`);
         seen.checkEachAgainstSnapshots(what);
         const status = u.registry.status();
@@ -345,7 +351,7 @@ export function registryContract(harness: RegistryHarness): void {
       const { u, source, stop } = await setup(t, harness, [alpha]);
       const handlesBefore = openHandles();
       await u.registry.start();
-      await sleep(SETTLE_MS);
+      await u.settled();
       const seen = record(u.registry);
       const kept = viewOf(u.registry.snapshot());
 
