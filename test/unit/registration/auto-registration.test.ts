@@ -223,7 +223,8 @@ test('a restored registration whose agent reconnects within the grace is kept pa
   assert.equal(clock.pending, 0, 'no grace timer left running');
 });
 
-test('the config registry selects auto-registered entries into ServiceEntries by label; a file entry wins a name clash', async (t) => {
+/** A config directory with the echo ServiceEntry and the WorkloadGroup whose VMs it selects. */
+function echoConfigDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'portolan-autoreg-'));
   writeFileSync(
     join(dir, 'echo.yaml'),
@@ -247,6 +248,11 @@ test('the config registry selects auto-registered entries into ServiceEntries by
       '',
     ].join('\n'),
   );
+  return dir;
+}
+
+test('the config registry selects auto-registered entries into ServiceEntries by label; a file entry wins a name clash', async (t) => {
+  const dir = echoConfigDir();
   const config = new ConfigDirRegistry({ dir, debounceMs: 20 });
   const r = new AutoRegistration({
     groups: () => config.meshConfig().workloadGroups ?? [],
@@ -285,26 +291,7 @@ test('the config registry selects auto-registered entries into ServiceEntries by
 test('entries that change while the config registry announces its load are selected right after it (warm start)', async (t) => {
   // As at a warm start: the restored entries are known only once the WorkloadGroups are, which the
   // registry's own first event announces; the selection must run again after that event.
-  const dir = mkdtempSync(join(tmpdir(), 'portolan-autoreg-'));
-  writeFileSync(
-    join(dir, 'echo.yaml'),
-    [
-      'apiVersion: networking.istio.io/v1',
-      'kind: ServiceEntry',
-      'metadata: {name: echo, namespace: shop}',
-      'spec:',
-      '  hosts: [echo.vm.internal]',
-      '  resolution: STATIC',
-      '  ports: [{name: grpc, number: 50051, protocol: GRPC}]',
-      '  workloadSelector: {labels: {app: echo}}',
-      '---',
-      'apiVersion: networking.istio.io/v1',
-      'kind: WorkloadGroup',
-      'metadata: {name: echo-vms, namespace: shop}',
-      'spec: {metadata: {labels: {app: echo}}, template: {serviceAccount: echo}}',
-      '',
-    ].join('\n'),
-  );
+  const dir = echoConfigDir();
   const config = new ConfigDirRegistry({ dir, debounceMs: 20 });
   t.after(async () => {
     await config.stop();
