@@ -5,7 +5,8 @@
 // something for — an ACKing client PENDING until it ACKs, then SYNCED; a NACKing one NACK with its
 // message; a silent one PENDING; an unaffected one not listed; one connecting after the change
 // listed once sent it; one that disconnects dropped — over SotW and delta. /debug/push_status and
-// /debug/historyz carry the generation. Raw ADS clients over loopback, the admin server over HTTP.
+// /debug/historyz carry the generation; two publications coalesced into one push both list the
+// stream it changed. Raw ADS clients over loopback, the admin server over HTTP.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -26,7 +27,9 @@ import { Store } from '../../store/store.js';
 import { ENDPOINT } from '../../xds/proto/type-urls.js';
 import { eventually } from '../support/eventually.js';
 import { startInProcessPlane, type InProcessPlane } from '../support/in-process.js';
+import { endpoint, mockService, servicePort } from '../support/model-fixtures.js';
 import { grpcNode, RawAdsClient, type DecodedResponse } from '../support/raw-ads-client.js';
+import { waitz as waitzView } from '../../admin/waitz.js';
 import { RawDeltaClient } from '../support/raw-delta-client.js';
 
 const A = 'a.wait.internal';
@@ -316,4 +319,43 @@ test('config_sync without the config registry answers generation 0', async () =>
   } finally {
     await bare.close();
   }
+});
+
+test('coalesced: generations N and N+1 in one push; waitz N lists the stream it changed, pushed once handed out', async (t) => {
+  // A plane of its own with a push window, so that both changes wait in the debouncer together.
+  const own = await startInProcessPlane({ pushWindowMs: 50 });
+  t.after(() => own.stop());
+  const C = 'c.wait.internal';
+  await own.progress.after(() => {
+    own.mock.putService(mockService(C, [servicePort('grpc', 7070)]));
+    own.mock.setEndpoints(C, [endpoint('10.0.2.1', { grpc: 9000 })]);
+  });
+  const client = new RawAdsClient(own.address);
+  t.after(() => client.close());
+  const cluster = `outbound|7070||${C}`;
+  client.send({ node: grpcNode('coalesced'), type_url: ENDPOINT, resource_names: [cluster] });
+  client.ack(await client.next(), [cluster]);
+  const view = (n: number) => waitzView(own.ads.streamList(), n, 6, own.ads.pushedGenerations());
+  const pushed = own.progress.next();
+  // Two publications (5 and 6, as the config directory would number them) in one tick: one push.
+  own.mock.setEndpoints(C, [endpoint('10.0.2.2', { grpc: 9000 })]);
+  own.ads.requestFullPush({ registries: ['config'], files: ['c.yaml'], generation: 5 });
+  own.ads.requestFullPush({ registries: ['config'], files: ['c.yaml'], generation: 6 });
+  assert.equal(view(5).pushed, false, 'still in the debouncer');
+  assert.equal((await pushed).generation, 6);
+  const res = await client.next();
+  for (const n of [5, 6]) {
+    assert.equal(view(n).pushed, true);
+    assert.deepEqual(
+      view(n).proxies.map((p) => [p.id, p.state]),
+      [['coalesced', 'PENDING']],
+    );
+  }
+  client.ack(res, [cluster]);
+  await eventually(() =>
+    assert.deepEqual(
+      view(5).proxies.map((p) => [p.id, p.state]),
+      [['coalesced', 'SYNCED']],
+    ),
+  );
 });
