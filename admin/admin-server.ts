@@ -15,6 +15,7 @@ import type { StoreState } from '../ca/ca-store.js';
 import { caz } from './caz.js';
 import { configz } from './configz.js';
 import { edsz } from './edsz.js';
+import type { DiffService } from './diff.js';
 import { handleMockRequest } from './mock-api.js';
 import { foreignHost } from './same-origin.js';
 import { adsz, registryz } from './debug-views.js';
@@ -36,6 +37,8 @@ export interface AdminDeps {
   /** The config directory (for /debug/configz), when the `config` registry is enabled. */
   readonly config?: { debugState(): ConfigDebugState; meshConfig(): MeshConfig };
   readonly mock?: MockRegistry;
+  /** POST /debug/diff: a candidate of the config directory previewed per proxy (with the config registry). */
+  readonly diff?: DiffService;
   /** VMs registered through their agents, listed in /debug/registryz. */
   readonly autoRegistration?: { list(): readonly RegistrationView[] };
   readonly metrics?: PortolanMetrics;
@@ -110,6 +113,13 @@ export class AdminServer {
       if (!this.deps.mock) throw new HttpError(404, 'the mock registry is not enabled (--registries mock)');
       const api = { mock: this.deps.mock, owners: this.deps.discovery, adminHost: this.host };
       const result = await handleMockRequest(api, req, path);
+      return sendJson(res, result.status, result.body);
+    }
+    // The one POST besides the mock API: a preview that changes nothing (admin/diff.ts).
+    if (path === '/debug/diff') {
+      if (!this.deps.diff)
+        throw new HttpError(404, 'the config registry is not enabled (--registries config)');
+      const result = await this.deps.diff.handle(req, this.host);
       return sendJson(res, result.status, result.body);
     }
     if (req.method !== 'GET' && req.method !== 'HEAD')
