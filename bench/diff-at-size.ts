@@ -15,7 +15,7 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { DiffView } from '../cli/diff.js';
+import type { DiffView } from '../model/admin-api.js';
 import { connectStorm, startGenerators, type Helper } from './load/fleet.js';
 import { cpuSeconds, waitQuiet } from './load/proc.js';
 import { host, logProblems, startConfigDirPortolan, type ConfigDirPortolan } from './load/service-files.js';

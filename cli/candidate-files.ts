@@ -11,6 +11,8 @@
 import { constants, type Stats } from 'node:fs';
 import { open, readdir, readlink, realpath, stat } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
+import { MAX_DIFF_BODY_BYTES } from '../admin/diff.js';
+import { DEFAULT_CANDIDATE_LIMITS as SERVER_LIMITS } from '../config-dir/candidate.js';
 import { isConfigFile } from '../config-dir/load-file.js';
 import { ConfigFileReader, DEFAULT_READ_LIMITS, type ReadFs } from '../config-dir/read-file.js';
 import { OptionError } from './options.js';
@@ -46,11 +48,12 @@ export interface CandidateLimits {
   readonly totalTimeoutMs: number;
 }
 
+/** What POST /debug/diff accepts (admin/diff.ts, config-dir/candidate.ts): refused here first. */
 export const DEFAULT_CANDIDATE_LIMITS: CandidateLimits = {
-  maxFiles: 10_000,
-  maxEntries: 100_000,
-  maxFileBytes: DEFAULT_READ_LIMITS.maxBytes,
-  maxBodyBytes: 64 * 1024 * 1024,
+  maxFiles: SERVER_LIMITS.maxFiles,
+  maxEntries: 5 * SERVER_LIMITS.maxFiles,
+  maxFileBytes: Math.min(DEFAULT_READ_LIMITS.maxBytes, SERVER_LIMITS.maxFileBytes),
+  maxBodyBytes: MAX_DIFF_BODY_BYTES,
   readTimeoutMs: DEFAULT_READ_LIMITS.timeoutMs,
   totalTimeoutMs: 60_000,
 };

@@ -9,35 +9,13 @@
 // refuses the request.
 import { Option, type Command, type CommanderError } from 'commander';
 import { AdminError, adminBase } from './admin-client.js';
-import { CandidateError, diffRequestBody, readCandidate, type FileProblem } from './candidate-files.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { DiffFileProblem, DiffView } from '../model/admin-api.js';
+import { CandidateError, diffRequestBody, readCandidate } from './candidate-files.js';
 import { SERVE_DEFAULTS } from './options.js';
 import { cliErrors } from './token.js';
 
-export type DiffType = 'LDS' | 'RDS' | 'CDS' | 'EDS';
-
-export interface DiffChange {
-  readonly op: 'add' | 'change' | 'remove';
-  readonly type: DiffType;
-  readonly name: string;
-  /** `-`/`+`/` ` lines of the resource's JSON, for `change`; empty for add and remove. */
-  readonly diff: string;
-}
-
-export interface ProxyProblem {
-  readonly proxy: string;
-  readonly type: DiffType;
-  readonly name: string;
-  readonly message: string;
-}
-
-export type DiffProblem = FileProblem | ProxyProblem;
-
-/** POST /debug/diff's answer, and what `-o json` prints. */
-export interface DiffView {
-  readonly proxies: readonly { readonly id: string; readonly changes: readonly DiffChange[] }[];
-  readonly problems: readonly DiffProblem[];
-  readonly evaluatedMs?: number;
-}
+type DiffProblem = DiffView['problems'][number];
 
 export type DiffFormat = 'text' | 'json';
 
@@ -46,13 +24,15 @@ export interface DiffResult {
   readonly exitCode: 0 | 1;
 }
 
-/** The server evaluates in bounded time; this covers a large mesh on a loaded machine. */
+/** The server evaluates in bounded time (10 s); this covers waits for other diffs, and the upload. */
 const DIFF_TIMEOUT_MS = 60_000;
+/** The server evaluates one diff at a time and answers 429 meanwhile: asked again this often. */
+const BUSY_RETRY_MS = 200;
 
 export async function diff(configDir: string, httpAddr: string, format: DiffFormat): Promise<DiffResult> {
   const base = adminBase(httpAddr);
   const candidate = await readCandidate(configDir);
-  const view = await postDiff(base, httpAddr, diffRequestBody(candidate.files));
+  const view = await postDiff(base, httpAddr, diffRequestBody(candidate.files), Date.now() + DIFF_TIMEOUT_MS);
   // Files that could not be sent (unreadable, too large, a link out of DIR) come first, as the
   // server's own file problems do.
   const problems = [...candidate.problems, ...view.problems].sort(
@@ -66,7 +46,7 @@ export async function diff(configDir: string, httpAddr: string, format: DiffForm
 }
 
 const rank = (p: DiffProblem): number => ('file' in p ? 0 : 1);
-const byFile = (a: FileProblem, b: FileProblem): number =>
+const byFile = (a: DiffFileProblem, b: DiffFileProblem): number =>
   a.file < b.file ? -1 : a.file > b.file ? 1 : a.line - b.line;
 
 /**
@@ -90,7 +70,8 @@ export function formatDiff(view: DiffView): string {
     for (const p of view.problems) lines.push(`  ${problemLine(p)}`);
   }
   const n = view.proxies.length;
-  const took = view.evaluatedMs === undefined ? '' : `, evaluated in ${view.evaluatedMs} ms`;
+  // An older server's answer may lack the figure.
+  const took = typeof view.evaluatedMs === 'number' ? `, evaluated in ${view.evaluatedMs} ms` : '';
   lines.push(`${n} ${n === 1 ? 'proxy' : 'proxies'} affected${took}; nothing applied`);
   return `${lines.join('\n')}\n`;
 }
@@ -108,35 +89,44 @@ export function problemLine(p: DiffProblem): string {
   return `proxy ${p.proxy} ${p.type} ${p.name}: ${p.message}`;
 }
 
-async function postDiff(base: string, httpAddr: string, body: string): Promise<DiffView> {
+async function postDiff(base: string, httpAddr: string, body: string, deadline: number): Promise<DiffView> {
   const url = `${base}/debug/diff`;
-  let res: Response;
-  try {
-    res = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body,
-      signal: AbortSignal.timeout(DIFF_TIMEOUT_MS),
-    });
-  } catch (err) {
-    const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
-    throw new AdminError(
-      `cannot reach the Portolan admin API at ${base} (${cause === 'TimeoutError' ? `no answer within ${DIFF_TIMEOUT_MS} ms` : cause}): is portolan serve running with --http-addr ${httpAddr}?`,
-    );
+  for (;;) {
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+        signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())),
+      });
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
+      throw new AdminError(
+        `cannot reach the Portolan admin API at ${base} (${cause === 'TimeoutError' ? `no answer within ${DIFF_TIMEOUT_MS} ms` : cause}): is portolan serve running with --http-addr ${httpAddr}?`,
+      );
+    }
+    const text = await res.text();
+    // Another diff is being evaluated (a CI run beside this one, say): wait for it, within the deadline.
+    if (res.status === 429 && Date.now() + BUSY_RETRY_MS < deadline) {
+      await sleep(BUSY_RETRY_MS);
+      continue;
+    }
+    let answer: unknown;
+    try {
+      answer = JSON.parse(text) as unknown;
+    } catch {
+      throw new AdminError(`${url} answered ${res.status} with something that is not JSON`);
+    }
+    if (!res.ok) {
+      const message = (answer as { error?: unknown } | null)?.error;
+      throw new AdminError(
+        `${url} answered ${res.status}${typeof message === 'string' ? `: ${message}` : ''}`,
+      );
+    }
+    if (!isDiffView(answer)) throw new AdminError(`${url} answered with something that is not a diff`);
+    return answer;
   }
-  const text = await res.text();
-  let answer: unknown;
-  try {
-    answer = JSON.parse(text) as unknown;
-  } catch {
-    throw new AdminError(`${url} answered ${res.status} with something that is not JSON`);
-  }
-  if (!res.ok) {
-    const message = (answer as { error?: unknown } | null)?.error;
-    throw new AdminError(`${url} answered ${res.status}${typeof message === 'string' ? `: ${message}` : ''}`);
-  }
-  if (!isDiffView(answer)) throw new AdminError(`${url} answered with something that is not a diff`);
-  return answer;
 }
 
 function isDiffView(v: unknown): v is DiffView {

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { AdminError } from '../../../cli/admin-client.js';
-import { diff, formatDiff, type DiffView } from '../../../cli/diff.js';
+import { diff, formatDiff } from '../../../cli/diff.js';
+import type { DiffView } from '../../../model/admin-api.js';
 
 const MAIN = fileURLToPath(new URL('../../../cli/main.js', import.meta.url));
 
@@ -28,6 +29,8 @@ let dir: string;
 const received: Received[] = [];
 /** A candidate holding this is refused as too large (413). */
 const REFUSE = 'refuse-me';
+/** How many requests the stand-in answers 429 (busy with another diff) first. */
+let busy = 0;
 /** What the stand-in answers next. */
 let answer: { status: number; body: unknown } = { status: 200, body: { proxies: [], problems: [] } };
 
@@ -66,6 +69,12 @@ before(async () => {
         contentType: req.headers['content-type'],
         body: JSON.parse(text) as Received['body'],
       });
+      if (busy > 0) {
+        busy--;
+        res.writeHead(429, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: 'another diff is being evaluated; retry when it is done' }));
+        return;
+      }
       const refuse = text.includes(REFUSE);
       res.writeHead(refuse ? 413 : answer.status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(refuse ? { error: 'request body over 64 MiB' } : answer.body));
@@ -103,12 +112,14 @@ function run(args: readonly string[]): Promise<{ status: number | null; stdout: 
   });
 }
 
-test('sends the whole candidate as relative paths, JSON, to POST /debug/diff', async () => {
+test('sends the whole candidate as relative paths, JSON, to POST /debug/diff (again while it is busy)', async () => {
   received.length = 0;
+  busy = 2;
   answer = { status: 200, body: { proxies: [], problems: [], evaluatedMs: 3 } };
   const result = await diff(dir, httpAddr, 'text');
-  assert.equal(received.length, 1);
-  const [req] = received;
+  assert.equal(received.length, 3);
+  assert.deepEqual(received[0], received[2]);
+  const req = received[2];
   assert.equal(req?.method, 'POST');
   assert.equal(req?.path, '/debug/diff');
   assert.equal(req?.contentType, 'application/json');
