@@ -27,7 +27,7 @@ import type { Catalog } from '../model/catalog.js';
 import type { RegistrySnapshot } from '../model/change.js';
 import { servingView, type GeneratorLookup } from '../xds/generators/generator.js';
 import type { StreamView } from '../xds/server/observer.js';
-import { previewStreams } from './diff/preview.js';
+import { previewStreams, type ClientRejection } from './diff/preview.js';
 import { foreignRequest } from './same-origin.js';
 
 /** The whole body, at most (the contract of POST /debug/diff). */
@@ -50,6 +50,8 @@ export interface DiffDeps {
   readonly limits?: CandidateLimits;
   /** Tests only: the clock of the deadline. */
   readonly clock?: EvaluationClock;
+  /** Tests only: the clients' verdicts (default: xds/validate/acceptance.ts clientRejection). */
+  readonly rejection?: ClientRejection;
 }
 
 export interface DiffResult {
@@ -105,6 +107,7 @@ export class DiffService {
     });
     let sliceStart = clock.now();
     const preview = await previewStreams(this.deps.streams(), view, this.deps.generators, {
+      ...(this.deps.rejection && { rejection: this.deps.rejection }),
       checkpoint: async () => {
         const now = clock.now();
         if (now > deadline.at) throw overDeadline(deadline);

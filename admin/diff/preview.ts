@@ -43,9 +43,14 @@ const FOLLOW_ON: readonly (readonly [string, DiffType, string])[] = [
   [CLUSTER, 'EDS', ENDPOINT],
 ];
 
+/** Whether a proxy's client accepts a resource (xds/validate/acceptance.ts clientRejection). */
+export type ClientRejection = typeof clientRejection;
+
 export interface PreviewOptions {
   /** Called between streams: throws to stop (the deadline), may pause to let the event loop run. */
   readonly checkpoint?: () => Promise<void>;
+  /** Tests only: the clients' verdicts (default: clientRejection). */
+  readonly rejection?: ClientRejection;
 }
 
 export interface Preview {
@@ -67,7 +72,10 @@ class SharedBuilds {
   /** Builds actually run (the rest were shared). */
   buildCount = 0;
 
-  constructor(private readonly view: ServingView) {}
+  constructor(
+    private readonly view: ServingView,
+    private readonly rejects: ClientRejection,
+  ) {}
 
   /** The key the cache shares a generator's builds by for `proxy` (xds/server/cache-shares.ts). */
   viewKey(generator: ResourceGenerator, proxy: Proxy): string {
@@ -99,7 +107,7 @@ class SharedBuilds {
   rejection(proxy: Proxy, viewKey: string, resource: EncodedResource): string | undefined {
     const key = `${viewKey}\0${resource.name}\0${resource.version}\0${proxy.userAgent}\0${proxy.userAgentVersion}`;
     if (this.verdicts.has(key)) return this.verdicts.get(key);
-    const verdict = clientRejection(proxy, resource.typeUrl, resource);
+    const verdict = this.rejects(proxy, resource.typeUrl, resource);
     this.verdicts.set(key, verdict);
     return verdict;
   }
@@ -126,7 +134,7 @@ export async function previewStreams(
   generators: GeneratorLookup,
   options: PreviewOptions = {},
 ): Promise<Preview & { readonly builds: number }> {
-  const shared = new SharedBuilds(view);
+  const shared = new SharedBuilds(view, options.rejection ?? clientRejection);
   const changes = new Map<string, Map<string, DiffChange>>();
   const problems = new Map<string, DiffProxyProblem>();
   for (const stream of streams) {
