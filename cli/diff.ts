@@ -7,10 +7,10 @@
 // is known to reject the result, 1 when a file is invalid or a proxy would reject what it would be
 // sent, 2 on a usage error (an unknown flag included) or a control plane that cannot be reached or
 // refuses the request.
-import { Option, type Command, type CommanderError } from 'commander';
-import { AdminError, adminBase } from './admin-client.js';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Option, type Command, type CommanderError } from 'commander';
 import type { DiffFileProblem, DiffView } from '../model/admin-api.js';
+import { AdminError, adminBase } from './admin-client.js';
 import { CandidateError, diffRequestBody, readCandidate } from './candidate-files.js';
 import { SERVE_DEFAULTS } from './options.js';
 import { cliErrors } from './token.js';
