@@ -49,7 +49,7 @@ export interface CandidateEvaluation {
   /** The config registry's services and endpoints, had the candidate been written. */
   readonly snapshot: RegistrySnapshot;
   readonly meshConfig: MeshConfig;
-  /** Sorted by file, then line. */
+  /** By file; a file's own in the order /debug/configz lists them. */
   readonly problems: readonly CandidateProblem[];
 }
 
@@ -197,7 +197,8 @@ export async function evaluateCandidate(
   const publication = fullMerge(merged, conflicts, base.outsideEntries);
   const meshConfig = nextMeshConfig(base.mesh, merged);
   if (clock.now() > deadline.at) throw overDeadline(deadline);
-  problems.sort((a, b) => comparePaths(a.file, b.file) || a.line - b.line);
+  // By file (stable: a file's problems in the order /debug/configz lists them).
+  problems.sort((a, b) => comparePaths(a.file, b.file));
   return { snapshot: publication.snapshot, meshConfig, problems };
 }
 
