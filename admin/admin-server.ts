@@ -15,6 +15,7 @@ import type { StoreState } from '../ca/ca-store.js';
 import { caz } from './caz.js';
 import { configz } from './configz.js';
 import { edsz } from './edsz.js';
+import type { DiffService } from './diff.js';
 import { handleMockRequest } from './mock-api.js';
 import { foreignHost, foreignRequest } from './same-origin.js';
 import { configSync } from './config-sync.js';
@@ -45,6 +46,8 @@ export interface AdminDeps {
     sync?(): Promise<number>;
   };
   readonly mock?: MockRegistry;
+  /** POST /debug/diff: a candidate of the config directory previewed per proxy (with the config registry). */
+  readonly diff?: DiffService;
   /** VMs registered through their agents, listed in /debug/registryz. */
   readonly autoRegistration?: { list(): readonly RegistrationView[] };
   readonly metrics?: PortolanMetrics;
@@ -127,6 +130,13 @@ export class AdminServer {
       const foreign = foreignRequest(req, this.host);
       if (foreign) throw new HttpError(403, foreign);
       const result = await configSync(this.deps.config, req);
+      return sendJson(res, result.status, result.body);
+    }
+    // The one POST besides the mock API: a preview that changes nothing (admin/diff.ts).
+    if (path === '/debug/diff') {
+      if (!this.deps.diff)
+        throw new HttpError(404, 'the config registry is not enabled (--registries config)');
+      const result = await this.deps.diff.handle(req, this.host);
       return sendJson(res, result.status, result.body);
     }
     if (req.method !== 'GET' && req.method !== 'HEAD')

@@ -12,7 +12,7 @@ import {
   type UpdatableCatalog,
 } from '../model/catalog.js';
 import type { Catalog } from '../model/catalog.js';
-import type { ChangeEvent } from '../model/change.js';
+import type { ChangeEvent, RegistrySnapshot } from '../model/change.js';
 import type { ServiceDiscovery } from '../model/discovery.js';
 import type { Endpoint, PortEndpoint } from '../model/endpoint.js';
 import { Listeners } from '../model/listeners.js';
@@ -26,6 +26,9 @@ export interface HostConflict {
   /** Registries that also define it; their endpoints are merged, their Service is not. */
   readonly shadowed: readonly string[];
 }
+
+/** Where a merge reads a registry's snapshot (the one in force, or a candidate's in its place). */
+type SnapshotOf = (registry: Registry) => RegistrySnapshot;
 
 export class AggregateDiscovery implements ServiceDiscovery {
   private readonly listeners = new Listeners<ChangeEvent>();
@@ -117,19 +120,28 @@ export class AggregateDiscovery implements ServiceDiscovery {
     return this.catalog().endpointsByIp(ips);
   }
 
-  private mergeAll(): UpdatableCatalog {
+  /**
+   * The catalog had registry `name`'s snapshot been `snapshot` (a candidate of the config directory,
+   * `portolan diff`): every registry merged by the same rules as the catalog in force. Nothing in
+   * force changes; this costs a merge of everything.
+   */
+  catalogWith(name: string, snapshot: RegistrySnapshot): Catalog {
+    return this.mergeAll((r) => (r.name === name ? snapshot : r.snapshot()));
+  }
+
+  private mergeAll(snapshotOf: SnapshotOf = (r) => r.snapshot()): UpdatableCatalog {
     const owners = new Map<string, Service>();
     for (const registry of this.registries) {
-      for (const [host, service] of registry.snapshot().services)
+      for (const [host, service] of snapshotOf(registry).services)
         if (!owners.has(host)) owners.set(host, service);
     }
     const endpoints = new Map<string, Endpoint[]>();
     for (const registry of this.registries) {
-      const snap = registry.snapshot();
+      const snap = snapshotOf(registry);
       for (const [host, list] of snap.endpoints) {
         const owner = owners.get(host);
         if (!owner) continue;
-        const mapped = this.mapped(registry, owner, list);
+        const mapped = this.mapped(registry, owner, list, snapshotOf);
         const merged = endpoints.get(host);
         endpoints.set(host, merged ? [...merged, ...mapped] : [...mapped]);
       }
@@ -153,8 +165,13 @@ export class AggregateDiscovery implements ServiceDiscovery {
     return { service: owner, endpoints };
   }
 
-  private mapped(registry: Registry, owner: Service, list: readonly Endpoint[]): readonly Endpoint[] {
-    const own = registry.snapshot().services.get(owner.hostname);
+  private mapped(
+    registry: Registry,
+    owner: Service,
+    list: readonly Endpoint[],
+    snapshotOf: SnapshotOf = (r) => r.snapshot(),
+  ): readonly Endpoint[] {
+    const own = snapshotOf(registry).services.get(owner.hostname);
     return owner.registry === registry.name || !own ? list : remapEndpointPorts(list, own, owner);
   }
 

@@ -4,7 +4,12 @@
 // already open.
 import * as grpc from '@grpc/grpc-js';
 import { AdminServer } from '../admin/admin-server.js';
+import { DiffService } from '../admin/diff.js';
 import { mockExposureWarning } from '../admin/mock-api.js';
+import type { AggregateDiscovery } from '../aggregate/aggregate-discovery.js';
+import type { ConfigDirRegistry } from '../config-dir/registry.js';
+import { DEFAULT_GENERATORS, GeneratorTable } from '../xds/generators/index.js';
+import type { AdsServer } from '../xds/server/ads-server.js';
 import type { Logger } from '../log/logger.js';
 import type { PortolanMetrics } from '../metrics/metrics.js';
 import { startCa, type RunningCa } from './ca-serve.js';
@@ -52,7 +57,7 @@ export async function openListeners(
   const admin = new AdminServer({
     discovery,
     ads,
-    ...(config && { config }),
+    ...(config && { config, diff: diffService(options, config, discovery, ads) }),
     ...(mock && { mock }),
     ...(auto && { autoRegistration: auto.registration }),
     metrics,
@@ -82,6 +87,26 @@ export async function openListeners(
     ca,
     admin,
   };
+}
+
+/**
+ * POST /debug/diff: the config registry's candidates, merged like the catalog and previewed with the
+ * generators as they are (no PORTOLAN_VALIDATE_PUSHES wrapper: the client's own verdict is asked).
+ */
+function diffService(
+  options: ServeOptions,
+  config: ConfigDirRegistry,
+  discovery: AggregateDiscovery,
+  ads: AdsServer,
+): DiffService {
+  return new DiffService({
+    config,
+    discovery,
+    streams: () => ads.streamList(),
+    generators: new GeneratorTable(DEFAULT_GENERATORS),
+    meshSettings: { pathNormalization: options.pathNormalization },
+    ...(options.ca && { trustDomain: options.ca.trustDomain }),
+  });
 }
 
 /** Gives streams a moment to close cleanly, then cuts them. */

@@ -303,7 +303,8 @@ function sameIssues(a: readonly ConfigIssue[], b: readonly ConfigIssue[]): boole
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-function emptyFileRejected(path: string): FileLoad {
+/** What a file emptied while it defined something is, once the rechecks find it still empty (read-step.ts). */
+export function emptyFileRejected(path: string): FileLoad {
   const message =
     'file is empty; its last good version stays in force (delete the file to remove what it defined)';
   return { path, errors: [{ line: 1, message }], warnings: [], resources: [], hostPosition: NO_POSITIONS };

@@ -16,6 +16,7 @@ import { StateBackedRegistry } from '../adapters/registry-state.js';
 import { meshConfigStep, NO_CONFIG_CHANGE } from '../mesh/config-change.js';
 import { EMPTY_MESH_CONFIG, type MeshConfig, type MeshConfigSource } from '../mesh/mesh-config.js';
 import type { WorkloadEntrySource } from '../mesh/workload-entries.js';
+import type { CandidateBase } from './candidate.js';
 import { resourcesOf, type ConfigDebugState } from './debug-state.js';
 import { FileRecords } from './file-records.js';
 import { DEFAULT_READ_LIMITS, type ReadFs } from './read-file.js';
@@ -171,6 +172,15 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   async sync(): Promise<number> {
     await this.watcher.rescan();
     return this.generations.current;
+  }
+
+  /**
+   * What a candidate of the whole directory is evaluated against (candidate.ts, `portolan diff`): the
+   * versions in force, the outside WorkloadEntries and the mesh config, read now. Changes nothing.
+   */
+  candidateBase(): CandidateBase {
+    const inForce = new Map(this.records.debugFiles().map((f) => [f.path, this.records.inForce(f.path)]));
+    return { inForce, outsideEntries: this.entrySource?.workloadEntries() ?? [], mesh: this.mesh };
   }
 
   /** Resolves when pending reloads have been applied (useful in tests). */

@@ -441,3 +441,53 @@ export interface WaitzView {
   /** The streams generation >= N changed something for, by node id. */
   readonly proxies: readonly WaitProxy[];
 }
+
+// ---- POST /debug/diff
+
+// POST /debug/diff (`portolan diff`): a candidate of the whole config directory, previewed per
+// connected proxy. Nothing is applied and nothing is sent.
+
+/** The request body: every file of the directory's next version, paths relative to its root. */
+export interface DiffRequest {
+  readonly files: readonly { readonly path: string; readonly content: string }[];
+}
+
+export type DiffOp = 'add' | 'change' | 'remove';
+export type DiffType = 'LDS' | 'RDS' | 'CDS' | 'EDS';
+
+export interface DiffChange {
+  readonly op: DiffOp;
+  readonly type: DiffType;
+  readonly name: string;
+  /** `change` only: the unified diff (`-`/`+`/` ` lines, no headers) of the resource's JSON; else ''. */
+  readonly diff: string;
+}
+
+/** A proxy a resource it would be sent differs for; changes by type (LDS, RDS, CDS, EDS), then name. */
+export interface DiffProxy {
+  readonly id: string;
+  readonly changes: readonly DiffChange[];
+}
+
+/** A candidate file the directory would reject or hold back (file relative to the directory). */
+export interface DiffFileProblem {
+  readonly file: string;
+  readonly line: number;
+  readonly message: string;
+}
+
+/** A resource a proxy's client would reject (xds/validate/acceptance.ts): listed here, not as a change. */
+export interface DiffProxyProblem {
+  readonly proxy: string;
+  readonly type: DiffType;
+  readonly name: string;
+  readonly message: string;
+}
+
+export interface DiffView {
+  /** Only the affected proxies, by id. */
+  readonly proxies: readonly DiffProxy[];
+  /** File problems first (by file, line), then proxy problems (by proxy, type, name). */
+  readonly problems: readonly (DiffFileProblem | DiffProxyProblem)[];
+  readonly evaluatedMs: number;
+}
