@@ -23,7 +23,7 @@ import { DEFAULT_FLOW_CONTROL, PushLimiter, type FlowControlOptions } from './fl
 import { sentOrigins, type SentOrigin } from './nack-origins.js';
 import type { AdsObserver, StreamView } from './observer.js';
 import { DEFAULT_DEBOUNCE } from './push-debouncer.js';
-import { PushLoop, type PushCheck } from './push-loop.js';
+import { PushLoop, type PushCheck, type PushedGenerations } from './push-loop.js';
 import type { ViewCount } from './resource-cache.js';
 import { ResponseCache } from './response-cache.js';
 import { SotwConnection } from './sotw-connection.js';
@@ -47,6 +47,8 @@ export interface AdsServerOptions {
   readonly generators: GeneratorLookup;
   /** Runs after every push (the PORTOLAN_VALIDATE_PUSHES consistency check); none by default. */
   readonly checkPush?: PushCheck;
+  /** The config generation in force at the config directory (its registry's), for the first view. */
+  readonly configGeneration?: () => number;
   /** Hears about streams, requests, responses, NACKs and pushes (metrics, the proxy history). */
   readonly observer?: AdsObserver;
   /** Quiet period: a push goes out after this long without a new change (default 100 ms). */
@@ -110,6 +112,7 @@ export class AdsServer {
       streams: this.streams,
       observer,
       ...(options.checkPush && { checkPush: options.checkPush }),
+      ...(options.configGeneration && { configGeneration: options.configGeneration }),
     });
     this.limits = { ...DEFAULT_STREAM_LIMITS, ...options.limits };
     this.transport = { ...DEFAULT_TRANSPORT_LIMITS, ...options.transport };
@@ -122,6 +125,7 @@ export class AdsServer {
       observer,
       logger: options.logger,
       limits: this.limits,
+      configGeneration: this.loop.generation,
     };
     const pingLog = options.logger;
     const pings = new PingPolicy(this.transport, (session: Http2Session) =>
@@ -159,6 +163,11 @@ export class AdsServer {
       cachedResources: () => this.loop.cache.size,
       cachedViews: () => this.loop.cache.viewCounts(),
     };
+  }
+
+  /** How far pushes have come with the config generations (GET /debug/waitz). */
+  pushedGenerations(): PushedGenerations {
+    return this.loop.generations();
   }
 
   /** Pushes so far (one per debounced batch). */
