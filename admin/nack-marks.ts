@@ -50,7 +50,6 @@ export function nackMarks(state: ConfigDebugState, source: NackOriginSource): Na
       const since = t.acked?.at;
       const recent = since === undefined ? [] : [...found].filter((f) => files?.loadedAfter(f, since));
       const chosen = (recent.length > 0 ? recent : [...found]).sort().slice(0, MAX_FILES_PER_NACK);
-      const generation = (nack as { generation?: unknown }).generation;
       for (const file of chosen)
         marks.push({
           file,
@@ -60,7 +59,7 @@ export function nackMarks(state: ConfigDebugState, source: NackOriginSource): Na
           type: shortTypeName(t.typeUrl),
           ...(named.length === 1 && { name: (named[0] as SentOrigin).name }),
           message: nack.message,
-          generation: typeof generation === 'number' ? generation : null,
+          generation: t.nackGeneration ?? null,
         });
     }
   }

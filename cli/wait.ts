@@ -4,31 +4,11 @@
 // pushed and every proxy it changed something for ACKed it (exit 0), one NACKed it (exit 1), or the
 // timeout, counted from the start, passed (exit 2). A deploy script gates on the exit code.
 import { Option, type Command } from 'commander';
+import type { ConfigSyncView, WaitzView } from '../model/admin-api.js';
 import { durationMs } from '../model/duration.js';
 import { AdminError, getJson, postJson } from './admin-client.js';
 import { OptionError, SERVE_DEFAULTS } from './options.js';
 import { humanDuration } from './table.js';
-
-/** The answer of GET /debug/waitz?generation=N (contract 3 of issue 47). */
-export interface WaitzAnswer {
-  readonly generation: number;
-  readonly current: number;
-  readonly pushed: boolean;
-  readonly proxies: readonly WaitzProxy[];
-}
-
-export interface WaitzProxy {
-  readonly id: string;
-  readonly connection: string;
-  readonly state: 'SYNCED' | 'PENDING' | 'NACK';
-  readonly pending: readonly string[];
-  readonly nack: {
-    readonly type: string;
-    readonly name?: string;
-    readonly message: string;
-    readonly version: string;
-  } | null;
-}
 
 export type WaitOutcome = 'synced' | 'nack' | 'timeout' | 'error';
 
@@ -72,13 +52,12 @@ export async function waitForConfig(options: WaitOptions): Promise<WaitResult> {
   // Each call ends by the overall deadline: a hung control plane is a timeout, not a hang.
   const callMs = (): number => Math.max(1, Math.min(CALL_MS, deadline - Date.now()));
   let generation: number | null = null;
-  let last: WaitzAnswer | undefined;
+  let last: WaitzView | undefined;
   try {
-    generation = (
-      await postJson<{ generation: number }>(options.httpAddr, '/debug/config_sync', {}, callMs())
-    ).generation;
+    generation = (await postJson<ConfigSyncView>(options.httpAddr, '/debug/config_sync', {}, callMs()))
+      .generation;
     for (;;) {
-      last = await getJson<WaitzAnswer>(options.httpAddr, `/debug/waitz?generation=${generation}`, callMs());
+      last = await getJson<WaitzView>(options.httpAddr, `/debug/waitz?generation=${generation}`, callMs());
       const decided = decide(last);
       if (decided) return finish(options.format, { ...decided, generation, elapsedMs: elapsed() });
       const left = deadline - Date.now();
@@ -114,7 +93,7 @@ export async function waitForConfig(options: WaitOptions): Promise<WaitResult> {
 
 /** Synced or NACKed, or undefined while it is still pending. A NACK decides at once. */
 export function decide(
-  view: WaitzAnswer,
+  view: WaitzView,
 ): Pick<WaitReport, 'result' | 'proxies' | 'nacks' | 'pending'> | undefined {
   const nacks = view.proxies.flatMap((p) =>
     p.state === 'NACK' && p.nack

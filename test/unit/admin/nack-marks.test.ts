@@ -129,7 +129,7 @@ const nacked = (message: string, acked?: string): TypeStatus => ({
 test('a NACK naming a cluster marks the files its build read, with node, client, type and message', () => {
   const marks = nackMarks(
     state(),
-    source([stream(nacked('cluster outbound|80||a.mesh: bad policy'))], ORIGINS),
+    source([stream({ ...nacked('cluster outbound|80||a.mesh: bad policy'), nackGeneration: 4 })], ORIGINS),
   );
   assert.deepEqual(
     marks.map((m) => m.file),
@@ -143,7 +143,7 @@ test('a NACK naming a cluster marks the files its build read, with node, client,
     type: 'CDS',
     name: 'outbound|80||a.mesh',
     message: 'cluster outbound|80||a.mesh: bad policy',
-    generation: null,
+    generation: 4,
   });
 });
 

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test, type TestContext } from 'node:test';
-import { parseTimeout, waitForConfig, type WaitzAnswer, type WaitzProxy } from '../../../cli/wait.js';
+import { parseTimeout, waitForConfig } from '../../../cli/wait.js';
+import type { WaitProxy, WaitzView } from '../../../model/admin-api.js';
 
 interface Call {
   readonly method: string;
@@ -17,7 +18,7 @@ interface Call {
 async function standIn(
   t: TestContext,
   generation: number,
-  answers: readonly WaitzAnswer[],
+  answers: readonly WaitzView[],
   { hangWaitz = false } = {},
 ): Promise<{ addr: string; calls: Call[] }> {
   const calls: Call[] = [];
@@ -45,7 +46,7 @@ async function standIn(
   return { addr: `127.0.0.1:${(server.address() as AddressInfo).port}`, calls };
 }
 
-const proxy = (id: string, state: WaitzProxy['state'], extra: Partial<WaitzProxy> = {}): WaitzProxy => ({
+const proxy = (id: string, state: WaitProxy['state'], extra: Partial<WaitProxy> = {}): WaitProxy => ({
   id,
   connection: `c-${id}`,
   state,
@@ -54,7 +55,7 @@ const proxy = (id: string, state: WaitzProxy['state'], extra: Partial<WaitzProxy
   ...extra,
 });
 
-const view = (pushed: boolean, proxies: readonly WaitzProxy[]): WaitzAnswer => ({
+const view = (pushed: boolean, proxies: readonly WaitProxy[]): WaitzView => ({
   generation: 7,
   current: 7,
   pushed,
