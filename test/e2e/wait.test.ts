@@ -13,7 +13,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import type { ConfigzView } from '../../model/admin-api.js';
+import type { ConfigzView, SynczView } from '../../model/admin-api.js';
 import { CLUSTER } from '../../xds/proto/type-urls.js';
 import { startCcoreEchoStream } from '../support/ccore-client.js';
 import type { CallStream } from '../support/call-stream.js';
@@ -108,11 +108,16 @@ test('the split moved to the other backend, then wait: exit 0, and both clients 
   );
 });
 
-test('a client that NACKs the change: wait exits 1 naming it and its message; configz marks the file until it goes', async () => {
+test('a client that NACKs the change: wait exits 1 naming it and its message; configz marks the file until it goes', async (t) => {
   const rejecter = new RawAdsClient(mesh.portolan.xdsAddress);
   try {
     rejecter.send({ node: grpcNode('rejecter'), type_url: CLUSTER });
     rejecter.ack(await rejecter.next());
+    // Its ACK taken in before the change is written (the mark's files are those changed since).
+    await eventually(async () => {
+      const sync = await mesh.getJson<SynczView>('/debug/syncz?proxyID=rejecter');
+      assert.equal(sync.proxies[0]?.state, 'SYNCED');
+    });
     // A new subset: a new cluster for every client of the whole CDS list (the raw ones).
     addSubset('v3');
     const waiting = wait(['--http-addr', mesh.httpAddr, '--timeout', '20s']);
@@ -127,6 +132,7 @@ test('a client that NACKs the change: wait exits 1 naming it and its message; co
       error_detail: { code: 3, message },
     });
     const r = await waiting;
+    t.diagnostic(`wait printed: ${r.stdout.trim()}`);
     assert.equal(r.code, 1, r.stdout + r.stderr);
     assert.match(r.stdout, /^NACK: 1 of \d+ proxies rejected the change/);
     assert.ok(r.stdout.includes(`  rejecter rejected CDS: ${message}\n`), r.stdout);
@@ -153,9 +159,10 @@ test('a client that NACKs the change: wait exits 1 naming it and its message; co
   );
 });
 
-test('a client that never ACKs: wait --timeout 3s exits 2 naming it', async () => {
+test('a client that never ACKs: wait --timeout 3s exits 2 naming it', async (t) => {
   addSubset('v4');
   const r = await wait(['--http-addr', mesh.httpAddr, '--timeout', '3s', '-o', 'json']);
+  t.diagnostic(`wait -o json printed: ${r.stdout.trim()}`);
   assert.equal(r.code, 2, r.stdout + r.stderr);
   const report = JSON.parse(r.stdout) as { result: string; pending: { id: string; types: string[] }[] };
   assert.equal(report.result, 'timeout');
