@@ -126,7 +126,9 @@ export function text(r: WaitReport): string {
   const proxies = `${r.proxies} ${r.proxies === 1 ? 'proxy' : 'proxies'}`;
   switch (r.result) {
     case 'synced':
-      return `synced: ${proxies} ACKed the change in ${took}${gen}\n`;
+      return r.proxies === 0
+        ? `synced: no connected proxy is concerned by the change (${took})${gen}\n`
+        : `synced: ${proxies} ACKed the change in ${took}${gen}\n`;
     case 'nack':
       return (
         `NACK: ${r.nacks.length} of ${proxies} rejected the change${gen}\n` +

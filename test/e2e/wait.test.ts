@@ -83,8 +83,10 @@ test('the split moved to the other backend, then wait: exit 0, and both clients 
     `- route:\n        - { destination: { host: ${ECHO_HOST}, subset: v2 }, weight: 100 }\n`,
   );
   assert.notEqual(moved, rules);
+  const t0 = Date.now();
   writeFileSync(rulesFile, moved);
   const r = await wait(['--http-addr', mesh.httpAddr]);
+  t.diagnostic(`wait ran ${Date.now() - t0} ms (process start included)`);
   t.diagnostic(`wait printed: ${r.stdout.trim()}`);
   assert.equal(r.code, 0, r.stdout + r.stderr);
   // echo-client-1, ccore-client-1 and the sidecar were sent the new routes.

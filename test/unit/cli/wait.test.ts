@@ -133,3 +133,13 @@ test('durations are 20s, 500ms and the like, positive', () => {
   assert.equal(parseTimeout('20'), undefined);
   assert.equal(parseTimeout('soon'), undefined);
 });
+
+test('a change no connected proxy is concerned by is synced once pushed', async (t) => {
+  const { addr } = await standIn(t, 2, [view(false, []), view(true, [])]);
+  const r = await waitForConfig({ httpAddr: addr, timeoutMs: 10_000, format: 'text', pollMs: 100 });
+  assert.equal(r.exitCode, 0, r.output);
+  assert.match(
+    r.output,
+    /^synced: no connected proxy is concerned by the change \(\S+\) \(config generation 2\)\n$/,
+  );
+});
