@@ -115,7 +115,17 @@ export function decide(
 
 const EXIT: Readonly<Record<WaitOutcome, 0 | 1 | 2>> = { synced: 0, nack: 1, timeout: 2, error: 2 };
 
-function finish(format: 'text' | 'json', report: WaitReport): WaitResult {
+function finish(format: 'text' | 'json', r: WaitReport): WaitResult {
+  // One key order for every outcome, whatever order the report was put together in.
+  const report: WaitReport = {
+    result: r.result,
+    generation: r.generation,
+    proxies: r.proxies,
+    elapsedMs: r.elapsedMs,
+    nacks: r.nacks,
+    pending: r.pending,
+    ...(r.error !== undefined && { error: r.error }),
+  };
   const output = format === 'json' ? `${JSON.stringify(report)}\n` : text(report);
   return { output, exitCode: EXIT[report.result], report };
 }

@@ -85,6 +85,17 @@ test('a NACK decides at once: exit 1 naming the proxy, the type and the message'
   ]);
   const r = await waitForConfig({ httpAddr: addr, timeoutMs: 10_000, format: 'text' });
   assert.equal(r.exitCode, 1, r.output);
+  assert.deepEqual(Object.keys(r.report), [
+    'result',
+    'generation',
+    'proxies',
+    'elapsedMs',
+    'nacks',
+    'pending',
+  ]);
+  assert.deepEqual(r.report.nacks, [
+    { id: 'bad', type: 'CDS', name: 'outbound|80||echo', message: 'bad lb policy' },
+  ]);
   assert.match(r.output, /^NACK: 1 of 2 proxies rejected the change/);
   assert.match(r.output, /\n {2}bad rejected CDS outbound\|80\|\|echo: bad lb policy\n/);
   assert.equal(calls.length, 2, 'no poll after the NACK');
