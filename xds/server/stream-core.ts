@@ -147,7 +147,7 @@ export abstract class StreamCore<R extends CoreRequest, V extends TypeView> impl
 
   /** The client answered (ACK or NACK) its `typeUrl` response with `nonce`. */
   protected answered(typeUrl: string, nonce: string): void {
-    if (!this.rejecting) this.generations.acked(typeUrl);
+    if (!this.rejecting) this.generations.acked(typeUrl, nonce);
     this.rejecting = false;
     if (this.order.answered(typeUrl, nonce)) this.due = true;
   }
