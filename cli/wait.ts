@@ -42,20 +42,23 @@ export interface WaitResult {
 
 export const WAIT_TIMEOUT_DEFAULT = '60s';
 const POLL_MS = 150;
-/** The longest one HTTP call may take, however much of the overall timeout is left. */
+/** The longest one poll may take, however much of the overall timeout is left. */
 const CALL_MS = 5000;
+/** The longest config_sync may take: the server gives up at 15 s (admin/config-sync.ts) with a 503. */
+const SYNC_CALL_MS = 20_000;
 
 export async function waitForConfig(options: WaitOptions): Promise<WaitResult> {
   const started = Date.now();
   const deadline = started + options.timeoutMs;
   const elapsed = (): number => Date.now() - started;
   // Each call ends by the overall deadline: a hung control plane is a timeout, not a hang.
-  const callMs = (): number => Math.max(1, Math.min(CALL_MS, deadline - Date.now()));
+  const callMs = (limit = CALL_MS): number => Math.max(1, Math.min(limit, deadline - Date.now()));
   let generation: number | null = null;
   let last: WaitzView | undefined;
   try {
-    generation = (await postJson<ConfigSyncView>(options.httpAddr, '/debug/config_sync', {}, callMs()))
-      .generation;
+    generation = (
+      await postJson<ConfigSyncView>(options.httpAddr, '/debug/config_sync', {}, callMs(SYNC_CALL_MS))
+    ).generation;
     for (;;) {
       last = await getJson<WaitzView>(options.httpAddr, `/debug/waitz?generation=${generation}`, callMs());
       const decided = decide(last);
