@@ -248,7 +248,11 @@ export class AdminServer {
       case '/debug/configz':
         if (!this.deps.config)
           throw new HttpError(404, 'the config registry is not enabled (--registries config)');
-        return sendJson(res, 200, configz(this.deps.config.debugState(), this.deps.config.meshConfig()));
+        return sendJson(
+          res,
+          200,
+          configz(this.deps.config.debugState(), this.deps.config.meshConfig(), this.deps.ads),
+        );
       case '/metrics': {
         if (!this.deps.metrics) throw new HttpError(404, 'metrics are not enabled');
         const body = await this.deps.metrics.registry.metrics();

@@ -321,6 +321,28 @@ export interface TrafficLimitationView {
   readonly rule?: string;
 }
 
+/**
+ * A config file whose resources a connected proxy's NACK in force was generated from (issue 47): the
+ * mark is computed from the streams as they are, so it goes when the proxy ACKs a later version or
+ * disconnects.
+ */
+export interface NackMarkView {
+  /** Relative to the config directory. */
+  readonly file: string;
+  /** The proxy's node id. */
+  readonly node: string;
+  /** Its node's user_agent_name and user_agent_version ('' when absent). */
+  readonly client: string;
+  readonly clientVersion: string;
+  /** LDS, RDS, CDS or EDS. */
+  readonly type: string;
+  /** The resource the NACK message names, when it names one the proxy was sent. */
+  readonly name?: string;
+  readonly message: string;
+  /** The config generation of the response NACKed; null when the server does not know it. */
+  readonly generation: number | null;
+}
+
 export interface ConfigzView {
   readonly dir: string;
   readonly synced: boolean;
@@ -330,6 +352,8 @@ export interface ConfigzView {
   readonly limitations: readonly TrafficLimitationView[];
   /** Every resource in force, as validated, by kind (`serviceEntries`, ...; mesh/ types them). */
   readonly resources: Readonly<Record<string, readonly unknown[]>>;
+  /** Files a connected proxy's NACK in force came from (admin/nack-marks.ts), by file then node. */
+  readonly nacks: readonly NackMarkView[];
 }
 
 // ---- GET /debug/historyz[?limit=N]

@@ -20,7 +20,8 @@ import {
 } from './ads-service.js';
 import { DeltaConnection } from './delta-connection.js';
 import { DEFAULT_FLOW_CONTROL, PushLimiter, type FlowControlOptions } from './flow-control.js';
-import type { AdsObserver } from './observer.js';
+import { sentOrigins, type SentOrigin } from './nack-origins.js';
+import type { AdsObserver, StreamView } from './observer.js';
 import { DEFAULT_DEBOUNCE } from './push-debouncer.js';
 import { PushLoop, type PushCheck, type PushedGenerations } from './push-loop.js';
 import type { ViewCount } from './resource-cache.js';
@@ -88,6 +89,7 @@ export class AdsServer {
   private readonly unsubscribe: (() => void)[];
   private readonly observer: AdsObserver;
   private readonly responses = new ResponseCache();
+  private readonly generators: GeneratorLookup;
   readonly gauges: AdsGauges;
   /** The limits in force. */
   readonly limits: StreamLimits;
@@ -95,6 +97,7 @@ export class AdsServer {
 
   constructor(options: AdsServerOptions) {
     const observer = (this.observer = options.observer ?? {});
+    this.generators = options.generators;
     const meshConfig = options.meshConfig ?? NO_MESH_CONFIG;
     this.limiter = new PushLimiter({ ...DEFAULT_FLOW_CONTROL, ...options.flowControl });
     this.loop = new PushLoop({
@@ -228,6 +231,11 @@ export class AdsServer {
   /** The delta streams, with their protocol state. */
   deltaConnectionList(): readonly DeltaConnection[] {
     return this.streams.list().filter((s): s is DeltaConnection => s instanceof DeltaConnection);
+  }
+
+  /** The resources of `typeUrl` the stream was last sent, with what their cached builds read (read-only). */
+  sentOrigins(stream: StreamView, typeUrl: string): SentOrigin[] {
+    return sentOrigins(this.loop.cache, this.generators, stream, typeUrl);
   }
 
   /** Streams open, by protocol variant and kind of client. */
