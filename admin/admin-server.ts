@@ -14,6 +14,8 @@ import type { CertificateAuthority } from '../ca/authority.js';
 import type { StoreState } from '../ca/ca-store.js';
 import { caz } from './caz.js';
 import { configz } from './configz.js';
+import { withheldView } from './withheld-view.js';
+import type { WithheldPushes } from '../xds/validate/withheld.js';
 import { edsz } from './edsz.js';
 import { handleMockRequest } from './mock-api.js';
 import { foreignHost } from './same-origin.js';
@@ -44,6 +46,8 @@ export interface AdminDeps {
   readonly sharedHistory?: (limit: number) => Promise<readonly HistoryEntry[]>;
   /** Recent pushes and NACKs (/debug/push_status), when the ADS server reports to it. */
   readonly pushHistory?: PushHistory;
+  /** Pushes withheld because the client would reject them (/debug/configz `withheld`). */
+  readonly withheld?: WithheldPushes;
   /** The built-in CA (/debug/caz). */
   readonly ca?: CertificateAuthority;
   /** Several replicas on a shared store (--store postgres://): /debug/replicas, and the store's state in /ready and /debug/registryz. */
@@ -205,7 +209,15 @@ export class AdminServer {
       case '/debug/configz':
         if (!this.deps.config)
           throw new HttpError(404, 'the config registry is not enabled (--registries config)');
-        return sendJson(res, 200, configz(this.deps.config.debugState(), this.deps.config.meshConfig()));
+        return sendJson(
+          res,
+          200,
+          configz(
+            this.deps.config.debugState(),
+            this.deps.config.meshConfig(),
+            withheldView(this.deps.withheld, this.deps.ads),
+          ),
+        );
       case '/metrics': {
         if (!this.deps.metrics) throw new HttpError(404, 'metrics are not enabled');
         const body = await this.deps.metrics.registry.metrics();

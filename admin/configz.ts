@@ -2,12 +2,16 @@
 // what the xDS renderers cannot give each kind of client of the config in force.
 import type { ConfigDebugState } from '../config-dir/debug-state.js';
 import type { MeshConfig } from '../mesh/mesh-config.js';
-import type { ConfigzView } from '../model/admin-api.js';
+import type { ConfigzView, WithheldPushView } from '../model/admin-api.js';
 import { trafficLimitations } from '../xds/traffic/limitations.js';
 
 export type { ConfigzView } from '../model/admin-api.js';
 
-export function configz(state: ConfigDebugState, config: MeshConfig): ConfigzView {
+export function configz(
+  state: ConfigDebugState,
+  config: MeshConfig,
+  withheld: readonly WithheldPushView[] = [],
+): ConfigzView {
   const { resources, ...rest } = state;
-  return { ...rest, limitations: trafficLimitations(config), resources };
+  return { ...rest, limitations: trafficLimitations(config), withheld, resources };
 }
