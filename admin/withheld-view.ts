@@ -50,11 +50,13 @@ function rows(entry: WithheldPush, holders: readonly Holder[]): WithheldPushView
     if (!holds(entry.typeUrl, entry.name)) continue;
     const key = `${proxy.userAgent}\0${proxy.userAgentVersion}`;
     let row = byClient.get(key);
-    if (!row) byClient.set(key, (row = { client: proxy.userAgent, version: proxy.userAgentVersion, proxies: [] }));
+    if (!row)
+      byClient.set(key, (row = { client: proxy.userAgent, version: proxy.userAgentVersion, proxies: [] }));
     row.proxies.push(proxy.id);
   }
   // No connected proxy holds it: the client the build was for, with none (it may come back).
-  if (byClient.size === 0) byClient.set('', { client: entry.userAgent, version: entry.userAgentVersion, proxies: [] });
+  if (byClient.size === 0)
+    byClient.set('', { client: entry.userAgent, version: entry.userAgentVersion, proxies: [] });
   return [...byClient.values()].map((r) => ({
     client: r.client,
     clientVersion: r.version,

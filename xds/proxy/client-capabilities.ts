@@ -138,7 +138,9 @@ export const CLIENT_RULES: readonly ClientRule[] = [
     id: 'grpc-eds-priority-weight-sum',
     clients: 'every proxyless gRPC client (checked: @grpc/grpc-js-xds 1.14, gRPC C-core 1.51)',
     matches: isGrpc,
-    rejects: [{ typeUrl: ENDPOINT, check: (m) => priorityWeightOverflow(m as ClusterLoadAssignment__Output) }],
+    rejects: [
+      { typeUrl: ENDPOINT, check: (m) => priorityWeightOverflow(m as ClusterLoadAssignment__Output) },
+    ],
     rendering:
       'a ClusterLoadAssignment whose locality weights at one priority add up to more than 4294967295 (WorkloadEntry weights are uint32 each) is withheld: the client keeps its last good one',
     reason:
@@ -154,7 +156,8 @@ export const CLIENT_RULES: readonly ClientRule[] = [
     // The config-derived types only: EDS is endpoint data, rebuilt on every endpoint change, and its
     // generator's shape is fixed (docs/envoy.md has the figures).
     rejects: [LISTENER, ROUTE, CLUSTER].map((typeUrl) => ({ typeUrl, check: validateRules(typeUrl) })),
-    rendering: 'a Listener, RouteConfiguration or Cluster that breaks a (validate.rules) annotation is withheld',
+    rendering:
+      'a Listener, RouteConfiguration or Cluster that breaks a (validate.rules) annotation is withheld',
     reason: 'Envoy NACKs a resource that breaks the protoc-gen-validate rules of its own protos',
     reference: 'xds/validate/pgv-validator.ts (the annotations in envoy-api’s .proto files)',
     versioned: false,
@@ -183,8 +186,7 @@ function duplicateAddress(cla: ClusterLoadAssignment__Output): string | undefine
       const a = lb.endpoint?.address?.socket_address;
       if (!a) continue;
       const key = `${a.address ?? ''}:${a.port_value ?? 0}`;
-      if (seen.has(key))
-        return `endpoints[${i}].lb_endpoints[${j}]: duplicate endpoint address ${key}`;
+      if (seen.has(key)) return `endpoints[${i}].lb_endpoints[${j}]: duplicate endpoint address ${key}`;
       seen.add(key);
     }
   return undefined;
@@ -199,7 +201,8 @@ function priorityWeightOverflow(cla: ClusterLoadAssignment__Output): string | un
     sums.set(p, (sums.get(p) ?? 0) + (group.load_balancing_weight?.value ?? 0));
   }
   for (const [p, sum] of sums)
-    if (sum > UINT32_MAX) return `the locality weights of priority ${p} add up to ${sum}, more than ${UINT32_MAX}`;
+    if (sum > UINT32_MAX)
+      return `the locality weights of priority ${p} add up to ${sum}, more than ${UINT32_MAX}`;
   return undefined;
 }
 

@@ -5,7 +5,7 @@
 import type { EncodedResource } from '../proto/resource.js';
 import { messageType } from '../proto/protos.js';
 import { TYPE_URL_PREFIX } from '../proto/type-urls.js';
-import { clientProfile, type ClientRule } from '../proxy/client-capabilities.js';
+import { clientProfile, type ClientRule, type RuleCheck } from '../proxy/client-capabilities.js';
 import type { Proxy } from '../proxy/proxy.js';
 
 export interface Rejection {
@@ -25,6 +25,15 @@ export function clientRejection(
   return findRejection(proxy, typeUrl, resource)?.message;
 }
 
+/**
+ * Answers by the checks applied and the resource's version (a hash of its bytes): shares whose
+ * builds come out byte-equal (most clusters of sidecars in different namespaces, every EDS view of
+ * one assignment) are decoded and checked once. Bounded; the oldest answer goes first.
+ */
+const MAX_ANSWERS = 20_000;
+const answers = new Map<string, Rejection | null>();
+const checkIds = new WeakMap<readonly RuleCheck[], string>();
+
 /** clientRejection with the rule that says no (the first one whose check fails). */
 export function findRejection(
   proxy: Proxy,
@@ -32,6 +41,26 @@ export function findRejection(
   resource: EncodedResource,
 ): Rejection | undefined {
   const checks = clientProfile(proxy).checks(typeUrl);
+  if (checks.length === 0) return undefined;
+  let ids = checkIds.get(checks);
+  if (ids === undefined) checkIds.set(checks, (ids = checks.map((c) => c.rule.id).join(',')));
+  const key = `${ids}\0${typeUrl}\0${resource.version}`;
+  const known = answers.get(key);
+  if (known !== undefined) return known ?? undefined;
+  const answer = check(checks, typeUrl, resource);
+  answers.set(key, answer ?? null);
+  if (answers.size > MAX_ANSWERS) {
+    const oldest = answers.keys().next();
+    if (!oldest.done) answers.delete(oldest.value);
+  }
+  return answer;
+}
+
+function check(
+  checks: readonly RuleCheck[],
+  typeUrl: string,
+  resource: EncodedResource,
+): Rejection | undefined {
   const first = checks[0];
   if (!first) return undefined;
   let message: object;

@@ -47,7 +47,8 @@ export class WithheldPushes {
     const key = keyOf(push.kind, push.typeUrl, push.viewKey, push.name);
     const known = this.entries.get(key);
     const at = this.now();
-    const reason = push.reason.length > MAX_REASON_CHARS ? `${push.reason.slice(0, MAX_REASON_CHARS)}…` : push.reason;
+    const reason =
+      push.reason.length > MAX_REASON_CHARS ? `${push.reason.slice(0, MAX_REASON_CHARS)}…` : push.reason;
     this.entries.delete(key); // re-inserted last: the oldest entry is the first in the map
     this.entries.set(key, { ...push, reason, since: known?.since ?? at, at, count: (known?.count ?? 0) + 1 });
     while (this.entries.size > this.max) {
