@@ -11,7 +11,7 @@ import type { WithheldPush, WithheldPushes } from '../xds/validate/withheld.js';
 /** A connected proxy, and whether its stream holds or asks for a resource of a type. */
 interface Holder {
   readonly proxy: Proxy;
-  holds(typeUrl: string, name: string): boolean;
+  readonly holds: (typeUrl: string, name: string) => boolean;
 }
 
 export function withheldView(

@@ -125,7 +125,7 @@ export const CLIENT_RULES: readonly ClientRule[] = [
     id: 'grpc-eds-duplicate-address',
     clients: 'every proxyless gRPC client (checked: @grpc/grpc-js-xds 1.14, gRPC C-core 1.51)',
     matches: isGrpc,
-    rejects: [{ typeUrl: ENDPOINT, check: (m) => duplicateAddress(m as ClusterLoadAssignment__Output) }],
+    rejects: [{ typeUrl: ENDPOINT, check: duplicateAddress }],
     rendering:
       'a ClusterLoadAssignment listing one address:port twice (two WorkloadEntries or registry instances at the same address, e.g. in two localities) is withheld: the client keeps its last good one',
     reason:
@@ -138,9 +138,7 @@ export const CLIENT_RULES: readonly ClientRule[] = [
     id: 'grpc-eds-priority-weight-sum',
     clients: 'every proxyless gRPC client (checked: @grpc/grpc-js-xds 1.14, gRPC C-core 1.51)',
     matches: isGrpc,
-    rejects: [
-      { typeUrl: ENDPOINT, check: (m) => priorityWeightOverflow(m as ClusterLoadAssignment__Output) },
-    ],
+    rejects: [{ typeUrl: ENDPOINT, check: priorityWeightOverflow }],
     rendering:
       'a ClusterLoadAssignment whose locality weights at one priority add up to more than 4294967295 (WorkloadEntry weights are uint32 each) is withheld: the client keeps its last good one',
     reason:
