@@ -83,6 +83,15 @@ const clientState = async (node = NODE): Promise<SynczView['proxies'][number] | 
   (await getJson<SynczView>('/debug/syncz')).proxies.find((p) => p.node === node);
 
 test('an assignment the client would NACK is withheld: calls stay, no NACK, /debug/configz says so; the fix is sent', async () => {
+  // /debug/adsz shows each proxy the rules it is checked by, with the types they withhold.
+  const adsz = await getJson<{
+    clients: { node: string; clientRules: { id: string; withholds?: string[] }[] }[];
+  }>('/debug/adsz');
+  for (const node of [NODE, CCORE]) {
+    const rules = adsz.clients.find((c) => c.node === node)?.clientRules ?? [];
+    assert.deepEqual(rules.find((r) => r.id === 'grpc-eds-duplicate-address')?.withholds, ['EDS'], node);
+  }
+
   // The change: a second workload in zone b, and a third at the first one's address (a copy-paste).
   writeFileSync(
     join(dir, 'config', 'echo-2.yaml'),
