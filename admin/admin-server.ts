@@ -14,6 +14,8 @@ import type { CertificateAuthority } from '../ca/authority.js';
 import type { StoreState } from '../ca/ca-store.js';
 import { caz } from './caz.js';
 import { configz } from './configz.js';
+import { withheldView } from './withheld-view.js';
+import type { WithheldPushes } from '../xds/validate/withheld.js';
 import { edsz } from './edsz.js';
 import type { DiffService } from './diff.js';
 import { handleMockRequest } from './mock-api.js';
@@ -56,6 +58,8 @@ export interface AdminDeps {
   readonly sharedHistory?: (limit: number) => Promise<readonly HistoryEntry[]>;
   /** Recent pushes and NACKs (/debug/push_status), when the ADS server reports to it. */
   readonly pushHistory?: PushHistory;
+  /** Pushes withheld because the client would reject them (/debug/configz `withheld`). */
+  readonly withheld?: WithheldPushes;
   /** The built-in CA (/debug/caz). */
   readonly ca?: CertificateAuthority;
   /** Several replicas on a shared store (--store postgres://): /debug/replicas, and the store's state in /ready and /debug/registryz. */
@@ -251,7 +255,12 @@ export class AdminServer {
         return sendJson(
           res,
           200,
-          configz(this.deps.config.debugState(), this.deps.config.meshConfig(), this.deps.ads),
+          configz(
+            this.deps.config.debugState(),
+            this.deps.config.meshConfig(),
+            this.deps.ads,
+            withheldView(this.deps.withheld, this.deps.ads),
+          ),
         );
       case '/metrics': {
         if (!this.deps.metrics) throw new HttpError(404, 'metrics are not enabled');

@@ -2,13 +2,24 @@
 // what the xDS renderers cannot give each kind of client of the config in force.
 import type { ConfigDebugState } from '../config-dir/debug-state.js';
 import type { MeshConfig } from '../mesh/mesh-config.js';
-import type { ConfigzView } from '../model/admin-api.js';
+import type { ConfigzView, WithheldPushView } from '../model/admin-api.js';
 import { trafficLimitations } from '../xds/traffic/limitations.js';
 import { nackMarks, type NackOriginSource } from './nack-marks.js';
 
 export type { ConfigzView } from '../model/admin-api.js';
 
-export function configz(state: ConfigDebugState, config: MeshConfig, ads: NackOriginSource): ConfigzView {
+export function configz(
+  state: ConfigDebugState,
+  config: MeshConfig,
+  ads: NackOriginSource,
+  withheld: readonly WithheldPushView[] = [],
+): ConfigzView {
   const { resources, ...rest } = state;
-  return { ...rest, limitations: trafficLimitations(config), resources, nacks: nackMarks(state, ads) };
+  return {
+    ...rest,
+    limitations: trafficLimitations(config),
+    withheld,
+    resources,
+    nacks: nackMarks(state, ads),
+  };
 }

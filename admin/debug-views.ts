@@ -101,5 +101,7 @@ function clientRules(proxy: Proxy | undefined): unknown[] {
     rendering: r.rendering,
     reason: r.reason,
     reference: r.reference,
+    // The types whose resources this client is not sent when they break the rule (withheld).
+    ...(r.rejects && { withholds: [...new Set(r.rejects.map((c) => shortTypeName(c.typeUrl)))] }),
   }));
 }

@@ -13,6 +13,7 @@ import { ConnectionLogObserver } from '../xds/server/connection-log.js';
 import { composeObservers } from '../xds/server/observer.js';
 import { checkPushConsistency } from '../xds/validate/push-consistency.js';
 import { validatePushesEnabled } from '../xds/validate/validating-generator.js';
+import { WithheldPushes } from '../xds/validate/withheld.js';
 import type { ServeOptions } from './options.js';
 import type { OpenRegistries } from './serve-registries.js';
 import type { OpenStores } from './serve-stores.js';
@@ -21,6 +22,8 @@ export interface MadeAds {
   readonly ads: AdsServer;
   /** Recent pushes and NACKs (/debug/push_status, the dashboard). */
   readonly pushHistory: PushHistory;
+  /** Resources not sent because the client would reject them (/debug/configz `withheld`). */
+  readonly withheld: WithheldPushes;
 }
 
 export function makeAds(
@@ -35,10 +38,13 @@ export function makeAds(
   // checked for dangling references across each Envoy view.
   const validate = validatePushesEnabled();
   const adsLogger = logger.child({ component: 'ads' });
+  // A resource a known client version would reject is not sent to it (xds/proxy/client-capabilities.ts).
+  const withheld = new WithheldPushes();
   const generators = new GeneratorTable(
     DEFAULT_GENERATORS,
     validate,
     logger.child({ component: 'validate-pushes' }),
+    withheld,
   );
   routeGrpcLogs(logger);
   const pushHistory = new PushHistory();
@@ -69,7 +75,7 @@ export function makeAds(
   });
   metrics.watchAds(ads.gauges);
   stores.serveProxies(() => ads.streamList().flatMap((s) => (s.proxy ? [s.proxy.id] : [])));
-  return { ads, pushHistory };
+  return { ads, pushHistory, withheld };
 }
 
 /**

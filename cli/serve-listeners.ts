@@ -32,7 +32,7 @@ export async function openListeners(
   logger: Logger,
   stores: OpenStores,
   sources: OpenRegistries,
-  { ads, pushHistory }: MadeAds,
+  { ads, pushHistory, withheld }: MadeAds,
   metrics: PortolanMetrics,
 ): Promise<OpenListeners> {
   const { store, shared, historyMirror, replication } = stores;
@@ -68,6 +68,7 @@ export async function openListeners(
         sharedHistory: async (limit: number) => (await historyMirror.flush(), shared.recentHistory(limit)),
       }),
     pushHistory,
+    withheld,
     ...(ca && { ca: ca.ca }),
     ...(shared && { replicas: replication }),
     logger: logger.child({ component: 'admin' }),

@@ -343,6 +343,31 @@ export interface NackMarkView {
   readonly generation: number | null;
 }
 
+/**
+ * A resource not sent to some clients because they would reject it (xds/proxy/client-capabilities.ts,
+ * `rejects`): they keep their last good version (`kept`), or, with none (`kept` null), do not have it.
+ */
+export interface WithheldPushView {
+  /** The node's user_agent_name and user_agent_version. */
+  readonly client: string;
+  readonly clientVersion: string;
+  /** LDS, RDS, CDS, EDS (or the type URL's last part for other types). */
+  readonly type: string;
+  readonly name: string;
+  /** The rule, what the client would say, and why. */
+  readonly reason: string;
+  /** The rule's id in xds/proxy/client-capabilities.ts. */
+  readonly rule: string;
+  /** When this resource was first withheld (ISO time). */
+  readonly since: string;
+  /** Rebuilds withheld since then. */
+  readonly count: number;
+  /** Whether these clients keep a last good version (false: the resource is absent for them). */
+  readonly kept: boolean;
+  /** Node ids of the connected proxies of this client that hold or ask for the resource. */
+  readonly proxies: readonly string[];
+}
+
 export interface ConfigzView {
   readonly dir: string;
   readonly synced: boolean;
@@ -350,6 +375,8 @@ export interface ConfigzView {
   readonly conflicts: readonly ConfigConflictView[];
   readonly warnings: readonly CrossResourceWarningView[];
   readonly limitations: readonly TrafficLimitationView[];
+  /** Pushes withheld because a connected client would reject them (admin/withheld-view.ts). */
+  readonly withheld: readonly WithheldPushView[];
   /** Every resource in force, as validated, by kind (`serviceEntries`, ...; mesh/ types them). */
   readonly resources: Readonly<Record<string, readonly unknown[]>>;
   /** Files a connected proxy's NACK in force came from (admin/nack-marks.ts), by file then node. */

@@ -90,6 +90,26 @@ export function configPage(): Page {
             { empty: 'nothing: every client gets all of it' },
           ),
         ),
+        card(
+          'Pushes withheld',
+          h(
+            'p',
+            { class: 'muted' },
+            'Resources not sent to a client that would reject them; it keeps its last good version (or, with none, does not have it).',
+          ),
+          table(
+            ['client', 'resource', 'rule', 'why', 'since', 'proxies'],
+            (c.withheld ?? []).map((w) => [
+              mono(`${w.client} ${w.clientVersion}`),
+              mono(`${w.type} ${w.name}`),
+              pill(w.kept ? w.rule : `${w.rule} (absent)`, 'warn'),
+              h('span', { class: 'warn-text' }, w.reason),
+              ago(w.since),
+              w.proxies.length ? mono(w.proxies.join(', ')) : '-',
+            ]),
+            { empty: 'none: every client is sent what the config gives' },
+          ),
+        ),
       );
     },
   };

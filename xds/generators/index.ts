@@ -10,6 +10,8 @@ import { envoyGenerators } from './envoy/generators.js';
 import { nameTableGenerator } from './agent/name-table.js';
 import { registrationGenerator } from './agent/registration.js';
 import { validatingGenerator } from '../validate/validating-generator.js';
+import type { WithheldPushes } from '../validate/withheld.js';
+import { withholdingGenerator } from '../validate/withholding-generator.js';
 
 export const DEFAULT_GENERATORS: readonly ResourceGenerator[] = [
   grpcClusterGenerator,
@@ -32,16 +34,23 @@ export class GeneratorTable implements GeneratorLookup {
   /**
    * With `validate` (cli/ sets it from PORTOLAN_VALIDATE_PUSHES), every resource is checked against
    * Envoy's validation rules before it is served, and withheld (logged to `logger`) if it fails.
+   * With `withheld` (what `portolan serve` serves), a resource the proxy's client would reject
+   * (xds/validate/acceptance.ts) is not sent: the client keeps its last good one, and the push is
+   * recorded there. Without it (`portolan diff`'s candidates), the generators are the raw ones.
    */
   constructor(
     generators: readonly ResourceGenerator[] = DEFAULT_GENERATORS,
     validate = false,
     logger?: Logger,
+    withheld?: WithheldPushes,
   ) {
     for (const g of generators) {
       let byType = this.table.get(g.proxyKind);
       if (!byType) this.table.set(g.proxyKind, (byType = new Map<string, ResourceGenerator>()));
-      byType.set(g.typeUrl, validate ? validatingGenerator(g, logger) : g);
+      const accepted = withheld
+        ? withholdingGenerator(g, withheld, logger?.child({ component: 'client-acceptance' }))
+        : g;
+      byType.set(g.typeUrl, validate ? validatingGenerator(accepted, logger) : accepted);
     }
   }
 

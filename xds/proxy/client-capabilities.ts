@@ -5,6 +5,16 @@
 // each proxy's applicable rules, and /debug/configz lists, as limitations, the config some clients
 // are given differently (xds/traffic/client-limitations.ts). Every rule the renderers follow because
 // of one client's strictness is here, including those applied to every gRPC client.
+//
+// A rule with `rejects` names resources a client would NACK (or crash on) that the renderers cannot
+// simply render around: such a resource is not sent to that client, which keeps its last good
+// version (xds/validate/acceptance.ts asks; xds/validate/withholding-generator.ts withholds;
+// /debug/configz lists what was withheld). Each check runs on the decoded resource once per build
+// of a cache share, never per stream.
+import type { ClusterLoadAssignment__Output } from '../generated/envoy/config/endpoint/v3/ClusterLoadAssignment.js';
+import { messageType } from '../proto/protos.js';
+import { CLUSTER, ENDPOINT, LISTENER, ROUTE, TYPE_URL_PREFIX } from '../proto/type-urls.js';
+import { validateMessage, type Violation } from '../validate/pgv-validator.js';
 import type { Proxy, ProxyKind } from './proxy.js';
 
 /** The Cluster lb_policy values a DestinationRule can ask for. */
@@ -19,6 +29,8 @@ export interface ClientRule {
   readonly matches: (client: ClientId) => boolean;
   /** Policies these clients are not sent, and what they get instead. */
   readonly lbPolicies?: { readonly withheld: readonly LbPolicy[]; readonly instead: LbPolicy };
+  /** Resources these clients would reject: not sent to them (they keep their last good one). */
+  readonly rejects?: readonly ResourceCheck[];
   /** What the renderers send these clients because of the rule. */
   readonly rendering: string;
   readonly reason: string;
@@ -28,6 +40,16 @@ export interface ClientRule {
    * entries) of their own. Rules for every gRPC client are part of the common rendering.
    */
   readonly versioned: boolean;
+}
+
+/** One check of a rule on the resources of one type. */
+export interface ResourceCheck {
+  readonly typeUrl: string;
+  /**
+   * undefined when the client takes `message` (the resource as decoded from what would be sent:
+   * proto field names, enums as numbers, wrappers as `{ value }`); else what it would say.
+   */
+  readonly check: (message: object) => string | undefined;
 }
 
 export interface ClientId {
@@ -99,7 +121,88 @@ export const CLIENT_RULES: readonly ClientRule[] = [
     reference: 'test/clients/README.md; xds/generators/grpc/listener.ts, cluster.ts',
     versioned: false,
   },
+  {
+    id: 'grpc-eds-duplicate-address',
+    clients: 'every proxyless gRPC client (checked: @grpc/grpc-js-xds 1.14, gRPC C-core 1.51)',
+    matches: isGrpc,
+    rejects: [{ typeUrl: ENDPOINT, check: duplicateAddress }],
+    rendering:
+      'a ClusterLoadAssignment listing one address:port twice (two WorkloadEntries or registry instances at the same address, e.g. in two localities) is withheld: the client keeps its last good one',
+    reason:
+      'both NACK the whole assignment: grpc-js-xds "address is a duplicate of another address in the same endpoint", C-core "duplicate endpoint address"; Istio accepts two WorkloadEntries with one address',
+    reference:
+      'test/clients/README.md; @grpc/grpc-js-xds 1.14 build/src/xds-resource-type/endpoint-resource-type.js validateAddress',
+    versioned: false,
+  },
+  {
+    id: 'grpc-eds-priority-weight-sum',
+    clients: 'every proxyless gRPC client (checked: @grpc/grpc-js-xds 1.14, gRPC C-core 1.51)',
+    matches: isGrpc,
+    rejects: [{ typeUrl: ENDPOINT, check: priorityWeightOverflow }],
+    rendering:
+      'a ClusterLoadAssignment whose locality weights at one priority add up to more than 4294967295 (WorkloadEntry weights are uint32 each) is withheld: the client keeps its last good one',
+    reason:
+      'both NACK it: grpc-js-xds "priority 0 has total weight greater than UINT32_MAX", C-core "sum of locality weights for priority 0 exceeds uint32 max"',
+    reference:
+      'test/clients/README.md; @grpc/grpc-js-xds 1.14 build/src/xds-resource-type/endpoint-resource-type.js validateResource',
+    versioned: false,
+  },
+  {
+    id: 'envoy-validate-rules',
+    clients: 'Envoy',
+    matches: (c) => c.kind === 'envoy',
+    // The config-derived types only: EDS is endpoint data, rebuilt on every endpoint change, and its
+    // generator's shape is fixed (docs/envoy.md has the figures).
+    rejects: [LISTENER, ROUTE, CLUSTER].map((typeUrl) => ({ typeUrl, check: validateRules(typeUrl) })),
+    rendering:
+      'a Listener, RouteConfiguration or Cluster that breaks a (validate.rules) annotation is withheld',
+    reason: 'Envoy NACKs a resource that breaks the protoc-gen-validate rules of its own protos',
+    reference: 'xds/validate/pgv-validator.ts (the annotations in envoy-api’s .proto files)',
+    versioned: false,
+  },
 ];
+
+/** How many violations a message names (a resource can break many rules at once). */
+const MAX_VIOLATIONS_NAMED = 3;
+
+function validateRules(typeUrl: string): (message: object) => string | undefined {
+  const typeName = typeUrl.slice(TYPE_URL_PREFIX.length);
+  return (message) => {
+    const violations: Violation[] = validateMessage(messageType(typeName), message as never, '');
+    if (violations.length === 0) return undefined;
+    const named = violations.slice(0, MAX_VIOLATIONS_NAMED).map((v) => `${v.path}: ${v.message}`);
+    const more = violations.length > named.length ? ` (and ${violations.length - named.length} more)` : '';
+    return `${named.join('; ')}${more}`;
+  };
+}
+
+/** The first address:port that appears twice in the assignment (any locality, any priority). */
+function duplicateAddress(cla: ClusterLoadAssignment__Output): string | undefined {
+  const seen = new Set<string>();
+  for (const [i, group] of (cla.endpoints ?? []).entries())
+    for (const [j, lb] of (group.lb_endpoints ?? []).entries()) {
+      const a = lb.endpoint?.address?.socket_address;
+      if (!a) continue;
+      const key = `${a.address ?? ''}:${a.port_value ?? 0}`;
+      if (seen.has(key)) return `endpoints[${i}].lb_endpoints[${j}]: duplicate endpoint address ${key}`;
+      seen.add(key);
+    }
+  return undefined;
+}
+
+const UINT32_MAX = 0xffff_ffff;
+
+function priorityWeightOverflow(cla: ClusterLoadAssignment__Output): string | undefined {
+  const sums = new Map<number, number>();
+  for (const group of cla.endpoints ?? []) {
+    const p = group.priority ?? 0;
+    sums.set(p, (sums.get(p) ?? 0) + (group.load_balancing_weight?.value ?? 0));
+  }
+  for (const [p, sum] of sums)
+    if (sum > UINT32_MAX)
+      return `the locality weights of priority ${p} add up to ${sum}, more than ${UINT32_MAX}`;
+  return undefined;
+}
 
 /** What one proxy may be sent, by the rules that match it. */
 export interface ClientProfile {
@@ -108,9 +211,23 @@ export interface ClientProfile {
   lbPolicy(wanted: LbPolicy): LbPolicy;
   /** '' for the common rendering; otherwise names the versioned rules (part of a generator's viewKey). */
   readonly key: string;
+  /** The checks of this type these clients' resources must pass, with their rules. */
+  checks(typeUrl: string): readonly RuleCheck[];
+  /**
+   * '' when every client of this kind is checked alike for this type; otherwise names the versioned
+   * rules that check it (a withholding generator adds it to its viewKey, so a share's resources are
+   * checked for one set of rules).
+   */
+  checkKey(typeUrl: string): string;
+}
+
+export interface RuleCheck {
+  readonly rule: ClientRule;
+  readonly check: ResourceCheck['check'];
 }
 
 const profiles = new WeakMap<Proxy, ClientProfile>();
+const NO_CHECKS: readonly RuleCheck[] = [];
 
 /** The profile of `proxy` (computed once per proxy). */
 export function clientProfile(proxy: Proxy): ClientProfile {
@@ -121,7 +238,25 @@ export function clientProfile(proxy: Proxy): ClientProfile {
 
 export function profileFor(client: ClientId, rules: readonly ClientRule[] = CLIENT_RULES): ClientProfile {
   const matching = rules.filter((r) => r.matches(client));
+  const byType = new Map<string, RuleCheck[]>();
+  for (const rule of matching)
+    for (const c of rule.rejects ?? []) {
+      let list = byType.get(c.typeUrl);
+      if (!list) byType.set(c.typeUrl, (list = []));
+      list.push({ rule, check: c.check });
+    }
+  const checkKeys = new Map<string, string>();
+  for (const [typeUrl, list] of byType)
+    checkKeys.set(
+      typeUrl,
+      list
+        .filter((c) => c.rule.versioned)
+        .map((c) => c.rule.id)
+        .join(','),
+    );
   return {
+    checks: (typeUrl) => byType.get(typeUrl) ?? NO_CHECKS,
+    checkKey: (typeUrl) => checkKeys.get(typeUrl) ?? '',
     rules: matching,
     lbPolicy(wanted) {
       let policy = wanted;

@@ -43,9 +43,15 @@ test('every gRPC client gets ROUND_ROBIN for the policies no gRPC client takes; 
     'grpc-lb-policies',
     'ccore-locality-weights',
     'ccore-required-fields',
+    'grpc-eds-duplicate-address',
+    'grpc-eds-priority-weight-sum',
   ]);
   const envoy = profileFor({ kind: 'envoy', userAgent: 'envoy', userAgentVersion: '' });
-  assert.deepEqual(envoy.rules, []);
+  assert.deepEqual(
+    envoy.rules.map((r) => r.id),
+    ['envoy-validate-rules'],
+    'Envoy is only checked, never rendered differently',
+  );
   assert.equal(envoy.lbPolicy('LEAST_REQUEST'), 'LEAST_REQUEST');
 });
 
