@@ -119,6 +119,7 @@ test('a cross-origin request is 403, another method 405, another content type 41
   assert.equal((await fetch(`${base}/debug/diff`)).status, 405);
   const form = await post('files=1', { 'content-type': 'application/x-www-form-urlencoded' });
   assert.equal(form.status, 415);
+  assert.equal((await post(filesBody([]), {})).status, 415);
 });
 
 test('a second request while one is evaluated is 429; the first is answered', async () => {
