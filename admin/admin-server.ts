@@ -17,7 +17,9 @@ import { configz } from './configz.js';
 import { edsz } from './edsz.js';
 import type { DiffService } from './diff.js';
 import { handleMockRequest } from './mock-api.js';
-import { foreignHost } from './same-origin.js';
+import { foreignHost, foreignRequest } from './same-origin.js';
+import { configSync } from './config-sync.js';
+import { parseGeneration, waitz } from './waitz.js';
 import { adsz, registryz } from './debug-views.js';
 import { overviewz, readiness } from './overviewz.js';
 import { proxyConfigz } from './proxy-configz.js';
@@ -35,7 +37,14 @@ export interface AdminDeps {
   readonly discovery: AggregateDiscovery;
   readonly ads: AdsServer;
   /** The config directory (for /debug/configz), when the `config` registry is enabled. */
-  readonly config?: { debugState(): ConfigDebugState; meshConfig(): MeshConfig };
+  readonly config?: {
+    debugState(): ConfigDebugState;
+    meshConfig(): MeshConfig;
+    /** The config generation in force (config-dir/generations.ts). */
+    generation?(): number;
+    /** Takes in every change on disk now; resolves to the generation in force after (config_sync). */
+    sync?(): Promise<number>;
+  };
   readonly mock?: MockRegistry;
   /** POST /debug/diff: a candidate of the config directory previewed per proxy (with the config registry). */
   readonly diff?: DiffService;
@@ -115,6 +124,14 @@ export class AdminServer {
       const result = await handleMockRequest(api, req, path);
       return sendJson(res, result.status, result.body);
     }
+    if (path === '/debug/config_sync') {
+      if (req.method !== 'POST')
+        throw new HttpError(405, `${req.method ?? ''} not allowed on ${path}; POST it`);
+      const foreign = foreignRequest(req, this.host);
+      if (foreign) throw new HttpError(403, foreign);
+      const result = await configSync(this.deps.config, req);
+      return sendJson(res, result.status, result.body);
+    }
     // The one POST besides the mock API: a preview that changes nothing (admin/diff.ts).
     if (path === '/debug/diff') {
       if (!this.deps.diff)
@@ -153,6 +170,22 @@ export class AdminServer {
           series: history.series(),
           nacks: history.nacks(),
         } satisfies PushStatusView);
+      }
+      case '/debug/waitz': {
+        let generation: number;
+        try {
+          generation = parseGeneration(url.searchParams.get('generation'));
+        } catch (e) {
+          throw new HttpError(400, e instanceof Error ? e.message : String(e));
+        }
+        const current = this.deps.config?.generation?.() ?? 0;
+        const view = waitz(
+          this.deps.ads.streamList(),
+          generation,
+          current,
+          this.deps.ads.pushedGenerations(),
+        );
+        return sendJson(res, 200, view);
       }
       case '/debug/edsz': {
         const proxyId = url.searchParams.get('proxyID');
@@ -215,7 +248,11 @@ export class AdminServer {
       case '/debug/configz':
         if (!this.deps.config)
           throw new HttpError(404, 'the config registry is not enabled (--registries config)');
-        return sendJson(res, 200, configz(this.deps.config.debugState(), this.deps.config.meshConfig()));
+        return sendJson(
+          res,
+          200,
+          configz(this.deps.config.debugState(), this.deps.config.meshConfig(), this.deps.ads),
+        );
       case '/metrics': {
         if (!this.deps.metrics) throw new HttpError(404, 'metrics are not enabled');
         const body = await this.deps.metrics.registry.metrics();

@@ -71,6 +71,7 @@ export class PushHistory implements AdsObserver {
       proxies: null,
       responses: {},
       convergenceMs: null,
+      generation: push.generation ?? 0,
     };
     ring(this.records, record, this.maxPushes);
     this.open.set(push.round, record);
@@ -113,6 +114,7 @@ export class PushHistory implements AdsObserver {
         nonce: truncated(nack.nonce, CLIENT_INPUT_LIMITS.nonceChars),
         code: nack.code,
         message: truncated(nack.message, CLIENT_INPUT_LIMITS.errorMessageChars),
+        ...(nack.generation !== undefined && { generation: nack.generation }),
       },
       this.maxNacks,
     );

@@ -52,6 +52,7 @@ export class AggregateDiscovery implements ServiceDiscovery {
               registries: [registry.name],
               files: event.trigger?.files ?? [],
               ...(event.trigger?.debounced && { debounced: true }),
+              ...(event.trigger?.generation !== undefined && { generation: event.trigger.generation }),
             },
           });
         }),

@@ -17,6 +17,7 @@ import { proxylessStorm } from './proxyless-storm.js';
 import { churnStreams } from './churn-streams.js';
 import { storm10k } from './storm-10k.js';
 import { startupAtSize } from './startup-at-size.js';
+import { diffAtSize } from './diff-at-size.js';
 import { warmStart } from './warm-start.js';
 import { consulBench } from './consul.js';
 import { zookeeperLatency } from './zookeeper.js';
@@ -47,6 +48,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   'churn-streams': churnStreams,
   'storm-10k': storm10k,
   'startup-at-size': startupAtSize,
+  'diff-at-size': diffAtSize,
 };
 
 const chosen = process.argv.slice(2);

@@ -15,17 +15,45 @@ export function adminBase(httpAddr: string): string {
 }
 
 export async function getJson<T>(httpAddr: string, path: string, timeoutMs = 5000): Promise<T> {
+  return requestJson<T>(httpAddr, path, timeoutMs);
+}
+
+/** A POST of a JSON body (the admin server's writes require the JSON content type). */
+export async function postJson<T>(
+  httpAddr: string,
+  path: string,
+  body: unknown,
+  timeoutMs = 5000,
+): Promise<T> {
+  return requestJson<T>(httpAddr, path, timeoutMs, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+}
+
+async function requestJson<T>(
+  httpAddr: string,
+  path: string,
+  timeoutMs: number,
+  init?: RequestInit,
+): Promise<T> {
   const base = adminBase(httpAddr);
   let res: Response;
   try {
-    res = await fetch(`${base}${path}`, { signal: AbortSignal.timeout(timeoutMs) });
+    res = await fetch(`${base}${path}`, { ...init, signal: AbortSignal.timeout(timeoutMs) });
   } catch (err) {
     const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
     throw new AdminError(
       `cannot reach the Portolan admin API at ${base} (${cause === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : cause}): is portolan serve running with --http-addr ${httpAddr}?`,
     );
   }
-  const text = await res.text();
+  let text: string;
+  try {
+    text = await res.text();
+  } catch {
+    throw new AdminError(`${base}${path}: the answer was cut off or took over ${timeoutMs} ms`);
+  }
   let body: unknown;
   try {
     body = JSON.parse(text) as unknown;

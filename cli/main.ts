@@ -29,6 +29,8 @@ import { addTokenCommand, cliErrors } from './token.js';
 import { AdminError } from './admin-client.js';
 import { CONFIG_KINDS, proxyConfig, type ConfigFormat, type ConfigKind } from './proxy-config.js';
 import { proxyStatus } from './proxy-status.js';
+import { addDiffCommand } from './diff.js';
+import { addWaitCommand } from './wait.js';
 import { addEnvOptions } from './env-options.js';
 import { oneLineErrors } from './usage-errors.js';
 import { versionLine } from './version.js';
@@ -249,7 +251,9 @@ program
       }),
   );
 
+addDiffCommand(program);
 addBootstrapCommand(program);
+addWaitCommand(program);
 
 program
   .command('version')

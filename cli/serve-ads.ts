@@ -48,6 +48,7 @@ export function makeAds(
     // --path-normalization rides on every mesh config (mesh/mesh-config.ts).
     meshConfig: withMeshSettings(config ?? NO_MESH_CONFIG, { pathNormalization: options.pathNormalization }),
     generators,
+    ...(config && { configGeneration: () => config.generation() }),
     ...(validate && { checkPush: (contexts) => checkPushConsistency(generators, contexts, adsLogger) }),
     observer: composeObservers(
       new AdsMetrics(metrics),

@@ -33,6 +33,7 @@ import {
 } from './publication.js';
 import { REAL_TIMERS, waitOn, type Timers } from './timers.js';
 import { DirWatcher } from './watcher.js';
+import { ConfigGenerations } from './generations.js';
 
 export type { ConfigDebugState } from './debug-state.js';
 export type { MeshConfig } from '../mesh/mesh-config.js';
@@ -78,13 +79,16 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   private entriesStale = false;
   /** Why the initial load stopped part way (a reload that threw): not ready until a restart. */
   private startFailure: string | undefined;
+  /** The id of each publication (generations.ts). */
+  private readonly generations: ConfigGenerations;
 
   constructor(options: ConfigDirOptions) {
     super();
     this.dir = resolve(options.dir);
     this.logger = options.logger ?? silentLogger;
     const timers = options.timers ?? REAL_TIMERS;
-    this.records = new FileRecords(this.logger, options.history);
+    this.generations = new ConfigGenerations(options.history);
+    this.records = new FileRecords(this.logger, this.generations.tagging(options.history));
     this.watcher = new DirWatcher({
       dir: this.dir,
       debounceMs: options.debounceMs ?? DEFAULT_DEBOUNCE_MS,
@@ -152,6 +156,22 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       stop();
       this.entrySource = undefined;
     };
+  }
+
+  /** The config generation in force: the id of the last publication (0 before any). */
+  generation(): number {
+    return this.generations.current;
+  }
+
+  /**
+   * Takes in every change on disk now (POST /debug/config_sync): what the directory holds is
+   * compared with what is in force, so a write whose event has not arrived yet, or waits in the
+   * quiet period, is taken too; publishes if anything changed. Resolves to the generation in force
+   * after that. Calls while one runs share the next rescan.
+   */
+  async sync(): Promise<number> {
+    await this.watcher.rescan();
+    return this.generations.current;
   }
 
   /**
@@ -244,7 +264,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
       this.state.replace(
         publication.snapshot,
         this.records.failure(),
-        editTrigger(files),
+        editTrigger(files, this.generations.next()),
         publication.hosts,
         keys,
       );
@@ -293,8 +313,11 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
 
 /**
  * What caused a publish, for the push: the files of an edit. The watcher read them only after its
- * quiet period, so the push need not wait for one of its own (`debounced`).
+ * quiet period, so the push need not wait for one of its own (`debounced`). `generation`: the
+ * publication's id.
  */
-function editTrigger(files: readonly string[]): ChangeTrigger | undefined {
-  return files.length > 0 ? { registries: [], files, debounced: true } : undefined;
+function editTrigger(files: readonly string[], generation: number): ChangeTrigger {
+  return files.length > 0
+    ? { registries: [], files, debounced: true, generation }
+    : { registries: [], files: [], generation };
 }

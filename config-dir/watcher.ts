@@ -19,6 +19,7 @@ import { stat } from 'node:fs/promises';
 import { relative, resolve, sep } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import { DirTree } from './dir-tree.js';
+import { listConfigFiles } from './rescan.js';
 import { isConfigFile } from './load-file.js';
 import { REAL_TIMERS, type TimerHandle, type Timers } from './timers.js';
 
@@ -89,6 +90,9 @@ export class DirWatcher {
   private running: Promise<void> = Promise.resolve();
   private busy = false;
   private idleWaiters: (() => void)[] = [];
+  /** The rescan running, and the one that follows it for calls made meanwhile (rescan()). */
+  private rescanning: Promise<void> | undefined;
+  private rescanNext: Promise<void> | undefined;
 
   constructor(private readonly options: DirWatcherOptions) {
     this.dir = resolve(options.dir);
@@ -172,6 +176,43 @@ export class DirWatcher {
   settled(): Promise<void> {
     if (this.isIdle()) return Promise.resolve();
     return new Promise((resolveIdle) => this.idleWaiters.push(resolveIdle));
+  }
+
+  /**
+   * Reads now every config file the directory holds and every file known, whatever the events said
+   * (a write whose event has not arrived, or that waits in the quiet period), after any batch
+   * already running; resolves once that batch is applied. A call while a rescan runs waits for the
+   * next one, shared with every call made meanwhile: a rescan that began before the call might have
+   * listed the directory before the write.
+   */
+  rescan(): Promise<void> {
+    if (this.rescanNext) return this.rescanNext;
+    if (!this.rescanning) return this.startRescan();
+    const next = this.rescanning
+      .catch(() => undefined)
+      .then(() => {
+        this.rescanNext = undefined;
+        return this.startRescan();
+      });
+    this.rescanNext = next;
+    return next;
+  }
+
+  private startRescan(): Promise<void> {
+    const run = this.rescanOnce().finally(() => {
+      if (this.rescanning === run) this.rescanning = undefined;
+    });
+    this.rescanning = run;
+    return run;
+  }
+
+  private async rescanOnce(): Promise<void> {
+    if (!this.ready || !this.files) return; // not started, or stopped: nothing to take in
+    const listed = await listConfigFiles(this.dir);
+    const batch = new Set([...listed, ...this.known, ...this.dirty]);
+    // What waited for the quiet period is in this batch; the timer finds nothing left to read.
+    this.dirty.clear();
+    await this.enqueue(batch);
   }
 
   /** Reads `path` (relative, `/`-separated) again, as if it had changed. */

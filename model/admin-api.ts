@@ -91,6 +91,8 @@ export interface PushRecord {
   readonly responses: Readonly<Record<string, number>>;
   /** From the first change being seen to the last affected stream having sent; null until then. */
   readonly convergenceMs: number | null;
+  /** The config generation of the serving view it pushed (0 before the config directory published). */
+  readonly generation?: number;
 }
 
 export interface NackRecord {
@@ -101,6 +103,8 @@ export interface NackRecord {
   readonly nonce: string;
   readonly code: number;
   readonly message: string;
+  /** The config generation of the response NACKed, when the stream knew it. */
+  readonly generation?: number;
 }
 
 /** One interval of the push chart. */
@@ -317,6 +321,28 @@ export interface TrafficLimitationView {
   readonly rule?: string;
 }
 
+/**
+ * A config file whose resources a connected proxy's NACK in force was generated from (issue 47): the
+ * mark is computed from the streams as they are, so it goes when the proxy ACKs a later version or
+ * disconnects.
+ */
+export interface NackMarkView {
+  /** Relative to the config directory. */
+  readonly file: string;
+  /** The proxy's node id. */
+  readonly node: string;
+  /** Its node's user_agent_name and user_agent_version ('' when absent). */
+  readonly client: string;
+  readonly clientVersion: string;
+  /** LDS, RDS, CDS or EDS. */
+  readonly type: string;
+  /** The resource the NACK message names, when it names one the proxy was sent. */
+  readonly name?: string;
+  readonly message: string;
+  /** The config generation of the response NACKed; null when the server does not know it. */
+  readonly generation: number | null;
+}
+
 export interface ConfigzView {
   readonly dir: string;
   readonly synced: boolean;
@@ -326,6 +352,8 @@ export interface ConfigzView {
   readonly limitations: readonly TrafficLimitationView[];
   /** Every resource in force, as validated, by kind (`serviceEntries`, ...; mesh/ types them). */
   readonly resources: Readonly<Record<string, readonly unknown[]>>;
+  /** Files a connected proxy's NACK in force came from (admin/nack-marks.ts), by file then node. */
+  readonly nacks: readonly NackMarkView[];
 }
 
 // ---- GET /debug/historyz[?limit=N]
@@ -340,6 +368,8 @@ export interface HistoryChange {
   readonly detail: string;
   /** The replica that wrote it ('' before replicas were named). */
   readonly replica: string;
+  /** Config rows: the config generation their file step published; null for registry events and older rows. */
+  readonly generation?: number | null;
 }
 
 export interface ProxyConnectionView {
@@ -397,6 +427,46 @@ export interface CazView {
   /** With a shared store: where the tokens and certificates are instead (both lists are then empty). */
   readonly sharedStore?: string;
 }
+
+// ---- POST /debug/config_sync
+
+/** The config generation in force once the config directory took in what is on disk (0: none). */
+export interface ConfigSyncView {
+  readonly generation: number;
+}
+
+// ---- GET /debug/waitz?generation=N
+
+/** Where a stream is with a config generation (admin/waitz.ts decides it). */
+export type WaitState = 'SYNCED' | 'PENDING' | 'NACK';
+
+export interface WaitNack {
+  readonly type: string;
+  readonly name?: string;
+  readonly message: string;
+  readonly version: string;
+}
+
+export interface WaitProxy {
+  readonly id: string;
+  readonly connection: string;
+  readonly state: WaitState;
+  /** Types with a response of generation >= N unanswered, or work queued. */
+  readonly pending: readonly string[];
+  readonly nack: WaitNack | null;
+}
+
+export interface WaitzView {
+  readonly generation: number;
+  /** The config generation in force now. */
+  readonly current: number;
+  /** A push including generation >= N has been handed out to every stream it concerns. */
+  readonly pushed: boolean;
+  /** The streams generation >= N changed something for, by node id. */
+  readonly proxies: readonly WaitProxy[];
+}
+
+// ---- POST /debug/diff
 
 // POST /debug/diff (`portolan diff`): a candidate of the whole config directory, previewed per
 // connected proxy. Nothing is applied and nothing is sent.

@@ -38,6 +38,11 @@ export interface ChangeTrigger {
    * debounce): the push does not wait for another (push-debouncer.ts).
    */
   readonly debounced?: boolean;
+  /**
+   * The config generation the source's publication got (the config directory numbers each one:
+   * `portolan wait`); merged changes keep the highest.
+   */
+  readonly generation?: number;
 }
 
 const NONE: ReadonlySet<string> = new Set();
@@ -173,12 +178,16 @@ export function mergeTriggers(
   if (!a || !b) {
     // A part of unknown origin was not debounced at its source.
     const known = a ?? b;
-    return known?.debounced ? { registries: known.registries, files: known.files } : known;
+    if (!known?.debounced) return known;
+    const { debounced, ...rest } = known;
+    return rest;
   }
+  const generation = Math.max(a.generation ?? -1, b.generation ?? -1);
   return {
     registries: capUnion(a.registries, b.registries),
     files: capUnion(a.files, b.files),
     ...(a.debounced && b.debounced && { debounced: true }),
+    ...(generation >= 0 && { generation }),
   };
 }
 

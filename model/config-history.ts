@@ -7,6 +7,16 @@ export interface ConfigHistory {
   recordConfig(
     path: string,
     outcome: 'accepted' | 'rejected' | 'removed',
-    details: { text?: string; resources?: readonly string[]; error?: string },
+    details: {
+      text?: string;
+      resources?: readonly string[];
+      error?: string;
+      /** The config generation of the publication this row's file step made. */
+      generation?: number;
+    },
   ): void;
+  /** The highest config generation recorded (0: none): a restart numbers on from it. */
+  lastGeneration?(): number;
+  /** Records that `generation` was published, so no later run uses it again. */
+  recordGeneration?(generation: number): void;
 }

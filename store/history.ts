@@ -35,6 +35,10 @@ export class HistoryTables {
   /** Accepted text (or null: removed) of files whose row is still pending, for lastAcceptedText. */
   private readonly pendingFiles = new Map<string, string | null>();
   private readonly tagged: boolean;
+  /** Migration 8's column and table are there (see `tagged`). */
+  private readonly numbered: boolean;
+  /** The last generation recorded whose row is still pending. */
+  private pendingGeneration: number | undefined;
   private mirror: HistoryMirror | undefined;
 
   constructor(
@@ -54,6 +58,12 @@ export class HistoryTables {
           "SELECT COUNT(*) AS n FROM pragma_table_info('config_history') WHERE name = 'replica'",
         )
         .get()?.n === 1;
+    this.numbered =
+      db
+        .prepare<[], { n: number }>(
+          "SELECT COUNT(*) AS n FROM pragma_table_info('config_history') WHERE name = 'generation'",
+        )
+        .get()?.n === 1;
   }
 
   /** --store: every row recorded from now on is also handed to `mirror`. */
@@ -64,9 +74,10 @@ export class HistoryTables {
   recordConfig(
     file: string,
     outcome: ConfigOutcome,
-    details: { text?: string; resources?: readonly string[]; error?: string },
+    details: { text?: string; resources?: readonly string[]; error?: string; generation?: number },
   ): void {
     const at = new Date().toISOString();
+    const generation = details.generation ?? null;
     const hash = details.text === undefined ? null : hashText(details.text);
     if (outcome === 'accepted' && details.text !== undefined) this.pendingFiles.set(file, details.text);
     if (outcome === 'removed') this.pendingFiles.set(file, null);
@@ -77,6 +88,7 @@ export class HistoryTables {
       event: outcome,
       detail: details.error ?? JSON.stringify(details.resources ?? []),
       replica: this.replica,
+      generation,
     });
     const pendingText = this.pendingFiles.get(file);
     this.defer(`config history of ${file}`, () => {
@@ -84,9 +96,11 @@ export class HistoryTables {
       if (this.pendingFiles.get(file) === pendingText) this.pendingFiles.delete(file);
       prepared(
         this.db,
-        this.tagged
-          ? 'INSERT INTO config_history (at, file, outcome, content_hash, resources, error, replica) VALUES (?, ?, ?, ?, ?, ?, ?)'
-          : 'INSERT INTO config_history (at, file, outcome, content_hash, resources, error) VALUES (?, ?, ?, ?, ?, ?)',
+        this.numbered
+          ? 'INSERT INTO config_history (at, file, outcome, content_hash, resources, error, replica, generation) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'
+          : this.tagged
+            ? 'INSERT INTO config_history (at, file, outcome, content_hash, resources, error, replica) VALUES (?, ?, ?, ?, ?, ?, ?)'
+            : 'INSERT INTO config_history (at, file, outcome, content_hash, resources, error) VALUES (?, ?, ?, ?, ?, ?)',
       ).run(
         at,
         file,
@@ -95,6 +109,7 @@ export class HistoryTables {
         JSON.stringify(details.resources ?? []),
         details.error ?? null,
         ...(this.tagged ? [this.replica] : []),
+        ...(this.numbered ? [generation] : []),
       );
       if (outcome === 'accepted' && details.text !== undefined) {
         prepared(
@@ -127,9 +142,43 @@ export class HistoryTables {
     )?.text;
   }
 
+  /** The highest config generation recorded (0: none, or a database not yet migrated). */
+  lastGeneration(): number {
+    if (!this.numbered) return 0;
+    const row = prepared<[], { g: number | null }>(
+      this.db,
+      `SELECT MAX(g) AS g FROM (
+         SELECT MAX(generation) AS g FROM config_history
+         UNION ALL SELECT generation FROM config_generation WHERE id = 1)`,
+    ).get();
+    return Math.max(row?.g ?? 0, this.pendingGeneration ?? 0);
+  }
+
+  /** Records that `generation` was published (written behind, like the rows). */
+  recordGeneration(generation: number): void {
+    if (!this.numbered) return;
+    this.pendingGeneration = generation;
+    this.defer('config generation', () => {
+      if (this.pendingGeneration === generation) this.pendingGeneration = undefined;
+      prepared(
+        this.db,
+        `INSERT INTO config_generation (id, generation) VALUES (1, ?)
+           ON CONFLICT (id) DO UPDATE SET generation = MAX(generation, excluded.generation)`,
+      ).run(generation);
+    });
+  }
+
   recordRegistry(registry: string, event: RegistryEventKind, detail = ''): void {
     const at = new Date().toISOString();
-    this.mirror?.record({ at, source: 'registry', subject: registry, event, detail, replica: this.replica });
+    this.mirror?.record({
+      at,
+      source: 'registry',
+      subject: registry,
+      event,
+      detail,
+      replica: this.replica,
+      generation: null,
+    });
     this.defer(`registry event of ${registry}`, () => {
       prepared(
         this.db,
@@ -145,14 +194,16 @@ export class HistoryTables {
   recent(limit = 100): HistoryEntry[] {
     this.flush();
     const replica = this.tagged ? 'replica' : "''";
+    const generation = this.numbered ? 'generation' : 'NULL';
     return prepared<[number], HistoryEntry>(
       this.db,
-      `SELECT at, source, subject, event, detail, replica FROM (
+      `SELECT at, source, subject, event, detail, replica, generation FROM (
            SELECT id, at, 'config' AS source, file AS subject, outcome AS event,
-                  COALESCE(error, resources) AS detail, ${replica} AS replica FROM config_history
+                  COALESCE(error, resources) AS detail, ${replica} AS replica,
+                  ${generation} AS generation FROM config_history
            UNION ALL
            SELECT id, at, 'registry' AS source, registry AS subject, event, COALESCE(detail, '') AS detail,
-                  ${replica} AS replica
+                  ${replica} AS replica, NULL AS generation
              FROM registry_events)
          ORDER BY at DESC, id DESC LIMIT ?`,
     ).all(limit);

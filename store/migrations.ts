@@ -124,4 +124,12 @@ export const MIGRATIONS: readonly string[] = [
   // before replicas were named.
   `ALTER TABLE config_history ADD COLUMN replica TEXT NOT NULL DEFAULT '';
    ALTER TABLE registry_events ADD COLUMN replica TEXT NOT NULL DEFAULT '';`,
+
+  // 8: config generations (config-dir/generations.ts): the one each config row's file step
+  // published, and the last one published (a restart numbers on from it, even past the rows kept).
+  `ALTER TABLE config_history ADD COLUMN generation INTEGER;
+   CREATE TABLE config_generation (
+     id INTEGER PRIMARY KEY CHECK (id = 1),
+     generation INTEGER NOT NULL
+   );`,
 ];

@@ -11,8 +11,8 @@ export class PgHistory {
     await this.db.transaction(async (client) => {
       for (const r of rows)
         await client.query(
-          'INSERT INTO history (at, source, subject, event, detail, replica) VALUES ($1, $2, $3, $4, $5, $6)',
-          [r.at, r.source, r.subject, r.event, r.detail, r.replica],
+          'INSERT INTO history (at, source, subject, event, detail, replica, generation) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+          [r.at, r.source, r.subject, r.event, r.detail, r.replica, r.generation ?? null],
         );
       await client.query(
         'DELETE FROM history WHERE id <= (SELECT id FROM history ORDER BY id DESC OFFSET $1 LIMIT 1)',
@@ -23,10 +23,11 @@ export class PgHistory {
 
   /** Every replica's newest rows, newest first. */
   async recent(limit: number): Promise<HistoryEntry[]> {
-    const res = await this.db.pool.query<HistoryEntry>(
-      'SELECT at, source, subject, event, detail, replica FROM history ORDER BY at DESC, id DESC LIMIT $1',
+    const res = await this.db.pool.query<Omit<HistoryEntry, 'generation'> & { generation: string | null }>(
+      'SELECT at, source, subject, event, detail, replica, generation FROM history ORDER BY at DESC, id DESC LIMIT $1',
       [limit],
     );
-    return res.rows;
+    // BIGINT comes back as text.
+    return res.rows.map((r) => ({ ...r, generation: r.generation === null ? null : Number(r.generation) }));
   }
 }

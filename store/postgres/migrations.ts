@@ -98,4 +98,8 @@ export const PG_MIGRATIONS: readonly string[] = [
      replica TEXT NOT NULL
    );
    CREATE INDEX history_at ON history (at);`,
+
+  // 7: a config row's config generation (config-dir/generations.ts), per replica; NULL for
+  // registry events and older rows.
+  `ALTER TABLE history ADD COLUMN generation BIGINT;`,
 ];

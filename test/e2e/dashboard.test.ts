@@ -133,6 +133,36 @@ spec:
   }
 });
 
+test('a NACK in force shows beside the file it came from on the config page, and goes with the proxy', async () => {
+  const { page, problems } = await open('#/config');
+  const rejecter = new RawAdsClient(mesh.portolan.xdsAddress);
+  try {
+    rejecter.send({ node: grpcNode('file-rejecter'), type_url: CLUSTER });
+    const sent = await rejecter.next();
+    const message = `cluster outbound|${mesh.echoPort}||echo.mesh.internal: rejected (dashboard test)`;
+    rejecter.send({
+      type_url: CLUSTER,
+      version_info: '',
+      response_nonce: sent.nonce,
+      error_detail: { code: 3, message },
+    });
+    const row = page.locator('tr', { has: page.locator('td code', { hasText: 'traffic/echo-rules.yaml' }) });
+    await row
+      .locator('.nack-mark', { hasText: 'file-rejecter' })
+      .getByText(message)
+      .waitFor({ timeout: 10_000 });
+    rejecter.close();
+    await row
+      .locator('.nack-mark', { hasText: 'file-rejecter' })
+      .waitFor({ state: 'detached', timeout: 10_000 });
+    await notReloaded(page);
+    assert.deepEqual(problems, []);
+  } finally {
+    rejecter.close();
+    await page.close();
+  }
+});
+
 test('the dashboard is served by Portolan alone: every asset from /ui/, with a content security policy', async () => {
   const res = await fetch(`${mesh.portolan.httpBase}/ui/`);
   assert.equal(res.status, 200);

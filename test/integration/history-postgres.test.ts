@@ -63,14 +63,18 @@ test('portolan history --store shows both replicas rows, tagged with their repli
   const a = await replica(url, 'replica-a');
   const b = await replica(url, 'replica-b');
   try {
-    a.local.history.recordConfig('payments.yaml', 'accepted', { text: 'x', resources: ['VirtualService/p'] });
+    a.local.history.recordConfig('payments.yaml', 'accepted', {
+      text: 'x',
+      resources: ['VirtualService/p'],
+      generation: 7,
+    });
     b.local.history.recordRegistry('remote', 'failed', 'connection refused');
     await eventually(async () => {
       const rows = await sharedHistory(url, a.dir);
-      assert.deepEqual(rows.map((r) => `${r.replica} ${r.source} ${r.subject} ${r.event}`).sort(), [
-        'replica-a config payments.yaml accepted',
-        'replica-b registry remote failed',
-      ]);
+      assert.deepEqual(
+        rows.map((r) => `${r.replica} ${r.source} ${r.subject} ${r.event} ${r.generation ?? '-'}`).sort(),
+        ['replica-a config payments.yaml accepted 7', 'replica-b registry remote failed -'],
+      );
     });
   } finally {
     await a.close();

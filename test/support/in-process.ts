@@ -6,6 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import { MockRegistry } from '../../adapters/mock/registry.js';
 import { AggregateDiscovery } from '../../aggregate/aggregate-discovery.js';
 import { ConfigDirRegistry } from '../../config-dir/registry.js';
+import type { ConfigHistory } from '../../model/config-history.js';
 import { silentLogger } from '../../log/logger.js';
 import { AdsMetrics } from '../../metrics/ads-metrics.js';
 import type { PortolanMetrics } from '../../metrics/metrics.js';
@@ -47,6 +48,10 @@ export interface PlaneOptions {
   readonly extraRegistries?: readonly Registry[];
   /** A watched config directory: the `config` registry and the mesh config. */
   readonly configDir?: string;
+  /** The config directory's quiet period (default 20 ms). */
+  readonly configDebounceMs?: number;
+  /** Where the config directory keeps accepted versions and its history (a store's `history`). */
+  readonly configHistory?: ConfigHistory;
   /** Prometheus metrics: the ADS observer and the live gauges, as `portolan serve` has them. */
   readonly metrics?: PortolanMetrics;
   /** Where connections and disconnects are recorded (a store's `proxies`). */
@@ -85,7 +90,13 @@ export async function startInProcessPlane(options: PlaneOptions = {}): Promise<I
   const { pushWindowMs = 0, extraRegistries = [], configDir } = options;
   const mock = options.mock ?? new MockRegistry();
   const config =
-    configDir === undefined ? undefined : new ConfigDirRegistry({ dir: configDir, debounceMs: 20 });
+    configDir === undefined
+      ? undefined
+      : new ConfigDirRegistry({
+          dir: configDir,
+          debounceMs: options.configDebounceMs ?? 20,
+          ...(options.configHistory && { history: options.configHistory }),
+        });
   const persistence =
     options.persistence &&
     new RegistryPersistence(options.persistence.store, extraRegistries, silentLogger, {
@@ -109,7 +120,7 @@ export async function startInProcessPlane(options: PlaneOptions = {}): Promise<I
     discovery,
     logger: silentLogger,
     pushWindowMs,
-    ...(config && { meshConfig: config }),
+    ...(config && { meshConfig: config, configGeneration: () => config.generation() }),
     generators,
     ...(validate && { checkPush: (contexts) => checkPushConsistency(generators, contexts, silentLogger) }),
     observer: composeObservers(...observers),

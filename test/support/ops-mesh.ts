@@ -5,8 +5,8 @@
 //   web-sidecar     a raw Envoy sidecar that ACKs everything, EDS and RDS included (SYNCED)
 //   nacker          a raw gRPC client that rejects its clusters (NACK)
 //   silent          a raw gRPC client that never answers (STALE)
-// plus a join token spent on a certificate and a spare one (the CA page). Used by the ops tests, the
-// dashboard tests and `npm run screenshots`.
+// plus (unless `ca: false`) a join token spent on a certificate and a spare one (the CA page). Used
+// by the ops tests, the dashboard tests, the wait tests and `npm run screenshots`.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -102,7 +102,12 @@ spec:
     - { address: 127.0.0.3, labels: { app: web }, locality: us-east/us-east-1a }
 `;
 
-export async function startOpsMesh(): Promise<OpsMesh> {
+export interface OpsMeshOptions {
+  /** Spend a join token on a certificate and keep a spare one (the CA page); default true. */
+  readonly ca?: boolean;
+}
+
+export async function startOpsMesh({ ca = true }: OpsMeshOptions = {}): Promise<OpsMesh> {
   const dir = mkdtempSync(join(tmpdir(), 'portolan-ops-'));
   const configDir = join(dir, 'config');
   const dataDir = join(dir, 'data');
@@ -242,46 +247,48 @@ export async function startOpsMesh(): Promise<OpsMesh> {
     await silent.next();
 
     // The CA: a token spent on a certificate, and a spare one.
-    const secure = portolan.logs.find((l) => l.msg === 'portolan serving')?.secureXdsAddress;
-    const token = cli([
-      'token',
-      'create',
-      '--namespace',
-      'default',
-      '--service-account',
-      'echo',
-      '--data-dir',
-      dataDir,
-    ]);
-    cli([
-      'token',
-      'create',
-      '--namespace',
-      'default',
-      '--service-account',
-      'web',
-      '--uses',
-      '3',
-      '--data-dir',
-      dataDir,
-    ]);
-    const root = cli(['ca', 'root', '--data-dir', dataDir]);
-    if (typeof secure === 'string' && token.status === 0 && root.status === 0) {
-      writeFileSync(join(dir, 'root.pem'), root.stdout);
-      cli([
-        'cert',
-        '--once',
-        '--ca-addr',
-        secure,
-        '--root-cert',
-        join(dir, 'root.pem'),
-        '--token',
-        token.stdout.trim(),
-        '--out',
-        join(dir, 'certs'),
-        '--log-level',
-        'warn',
+    if (ca) {
+      const secure = portolan.logs.find((l) => l.msg === 'portolan serving')?.secureXdsAddress;
+      const token = cli([
+        'token',
+        'create',
+        '--namespace',
+        'default',
+        '--service-account',
+        'echo',
+        '--data-dir',
+        dataDir,
       ]);
+      cli([
+        'token',
+        'create',
+        '--namespace',
+        'default',
+        '--service-account',
+        'web',
+        '--uses',
+        '3',
+        '--data-dir',
+        dataDir,
+      ]);
+      const root = cli(['ca', 'root', '--data-dir', dataDir]);
+      if (typeof secure === 'string' && token.status === 0 && root.status === 0) {
+        writeFileSync(join(dir, 'root.pem'), root.stdout);
+        cli([
+          'cert',
+          '--once',
+          '--ca-addr',
+          secure,
+          '--root-cert',
+          join(dir, 'root.pem'),
+          '--token',
+          token.stdout.trim(),
+          '--out',
+          join(dir, 'certs'),
+          '--log-level',
+          'warn',
+        ]);
+      }
     }
 
     const streams = { nacker, silent, 'delta-client-1': delta, 'web-sidecar': sidecar };

@@ -1,6 +1,7 @@
-// Config files: each file's status, its errors and warnings at file:line with the field path,
-// conflicts between files, and what the clients cannot be given (per kind of client).
-import type { ConfigIssue, ConfigzView } from '../../model/admin-api.js';
+// Config files: each file's status, its errors and warnings at file:line with the field path, the
+// proxies whose NACK in force came from the file (beside it), conflicts between files, and what the
+// clients cannot be given (per kind of client).
+import type { ConfigIssue, ConfigzView, NackMarkView } from '../../model/admin-api.js';
 import { ApiError, getJson } from '../api.js';
 import { card, h, mono, pill, table } from '../dom.js';
 import { ago } from '../format.js';
@@ -27,6 +28,7 @@ export function configPage(): Page {
         throw err;
       }
       const broken = c.files.filter((f) => f.status === 'error');
+      const rejected = new Set(c.nacks.map((n) => n.file));
       const issue = (f: string, i: ConfigIssue, kind: string): unknown[] => [
         mono(`${f}:${i.line}`),
         i.path ? mono(i.path) : '-',
@@ -40,6 +42,7 @@ export function configPage(): Page {
           mono(c.dir),
           ` — ${c.files.length} files, `,
           broken.length ? h('strong', { class: 'nack' }, `${broken.length} with errors`) : 'all valid',
+          rejected.size ? [', ', h('strong', { class: 'nack' }, `${rejected.size} rejected by a proxy`)] : '',
           '. A file with errors keeps its last good version in force.',
         ),
         broken.length
@@ -56,7 +59,7 @@ export function configPage(): Page {
           table(
             ['file', 'status', 'resources', 'loaded', 'checked', 'warnings'],
             c.files.map((f) => [
-              mono(f.path),
+              [mono(f.path), nackMarks(c.nacks.filter((n) => n.file === f.path))],
               pill(f.status),
               f.resources.length
                 ? h('span', { class: 'resources' }, f.resources.join(', '))
@@ -113,4 +116,27 @@ function warnings(c: ConfigzView): HTMLElement | string {
   const rows = [...conflicts, ...cross, ...fileWarnings];
   if (rows.length === 0) return '';
   return card('Warnings and conflicts', table(['file:line', 'subject', 'message'], rows));
+}
+
+/** The NACKs in force that came from one file: who rejected what, with the client's message. */
+function nackMarks(marks: readonly NackMarkView[]): HTMLElement | string {
+  if (marks.length === 0) return '';
+  return h(
+    'div',
+    { class: 'nack-marks' },
+    marks.map((n) =>
+      h(
+        'div',
+        { class: 'nack-mark' },
+        pill('NACK'),
+        ' ',
+        mono(n.node),
+        n.client
+          ? h('span', { class: 'muted' }, ` (${n.client}${n.clientVersion ? ` ${n.clientVersion}` : ''})`)
+          : '',
+        ` rejected ${n.type}${n.name ? ` ${n.name}` : ''}: `,
+        h('span', { class: 'err' }, n.message),
+      ),
+    ),
+  );
 }

@@ -13,6 +13,8 @@ interface Event {
   readonly what: string;
   readonly detail: string;
   readonly tone: string;
+  /** A config row's config generation (the id its file step published). */
+  readonly generation?: number;
 }
 
 export function historyPage(): Page {
@@ -56,6 +58,9 @@ export function historyPage(): Page {
               pill(e.what, e.tone),
               ' ',
               mono(e.subject),
+              e.generation === undefined
+                ? ''
+                : h('span', { class: 'muted', title: 'config generation' }, ` · g${e.generation}`),
               e.detail ? h('div', { class: 'detail' }, e.detail) : '',
             ),
           ),
@@ -99,6 +104,7 @@ function toEvents(hz: HistoryzView): Event[] {
     what: c.event,
     detail: readable(c.detail),
     tone: tone[c.event] ?? 'info',
+    ...(typeof c.generation === 'number' && { generation: c.generation }),
   }));
   for (const p of hz.proxies) {
     out.push({

@@ -153,9 +153,11 @@ export function triggerText(t: PushRecord['trigger']): string {
 
 export function pushTable(pushes: readonly PushRecord[]): HTMLTableElement {
   return table(
-    ['#', 'when', 'kind', 'trigger', 'proxies', 'responses', 'convergence'],
+    ['#', 'generation', 'when', 'kind', 'trigger', 'proxies', 'responses', 'convergence'],
     pushes.map((p) => [
       p.round,
+      // The config generation it pushed: what `portolan wait` and a NACK name.
+      p.generation === undefined ? '-' : mono(`g${p.generation}`),
       h('span', { title: p.startedAt }, clock(p.startedAt)),
       pill(p.kind, 'info'),
       h('span', { class: 'trigger' }, triggerText(p.trigger)),

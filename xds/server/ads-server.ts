@@ -20,9 +20,10 @@ import {
 } from './ads-service.js';
 import { DeltaConnection } from './delta-connection.js';
 import { DEFAULT_FLOW_CONTROL, PushLimiter, type FlowControlOptions } from './flow-control.js';
-import type { AdsObserver } from './observer.js';
+import { sentOrigins, type SentOrigin } from './nack-origins.js';
+import type { AdsObserver, StreamView } from './observer.js';
 import { DEFAULT_DEBOUNCE } from './push-debouncer.js';
-import { PushLoop, type PushCheck } from './push-loop.js';
+import { PushLoop, type PushCheck, type PushedGenerations } from './push-loop.js';
 import type { ViewCount } from './resource-cache.js';
 import { ResponseCache } from './response-cache.js';
 import { SotwConnection } from './sotw-connection.js';
@@ -46,6 +47,8 @@ export interface AdsServerOptions {
   readonly generators: GeneratorLookup;
   /** Runs after every push (the PORTOLAN_VALIDATE_PUSHES consistency check); none by default. */
   readonly checkPush?: PushCheck;
+  /** The config generation in force at the config directory (its registry's), for the first view. */
+  readonly configGeneration?: () => number;
   /** Hears about streams, requests, responses, NACKs and pushes (metrics, the proxy history). */
   readonly observer?: AdsObserver;
   /** Quiet period: a push goes out after this long without a new change (default 100 ms). */
@@ -86,6 +89,7 @@ export class AdsServer {
   private readonly unsubscribe: (() => void)[];
   private readonly observer: AdsObserver;
   private readonly responses = new ResponseCache();
+  private readonly generators: GeneratorLookup;
   readonly gauges: AdsGauges;
   /** The limits in force. */
   readonly limits: StreamLimits;
@@ -93,6 +97,7 @@ export class AdsServer {
 
   constructor(options: AdsServerOptions) {
     const observer = (this.observer = options.observer ?? {});
+    this.generators = options.generators;
     const meshConfig = options.meshConfig ?? NO_MESH_CONFIG;
     this.limiter = new PushLimiter({ ...DEFAULT_FLOW_CONTROL, ...options.flowControl });
     this.loop = new PushLoop({
@@ -107,6 +112,7 @@ export class AdsServer {
       streams: this.streams,
       observer,
       ...(options.checkPush && { checkPush: options.checkPush }),
+      ...(options.configGeneration && { configGeneration: options.configGeneration }),
     });
     this.limits = { ...DEFAULT_STREAM_LIMITS, ...options.limits };
     this.transport = { ...DEFAULT_TRANSPORT_LIMITS, ...options.transport };
@@ -119,6 +125,7 @@ export class AdsServer {
       observer,
       logger: options.logger,
       limits: this.limits,
+      configGeneration: this.loop.generation,
     };
     const pingLog = options.logger;
     const pings = new PingPolicy(this.transport, (session: Http2Session) =>
@@ -156,6 +163,11 @@ export class AdsServer {
       cachedResources: () => this.loop.cache.size,
       cachedViews: () => this.loop.cache.viewCounts(),
     };
+  }
+
+  /** How far pushes have come with the config generations (GET /debug/waitz). */
+  pushedGenerations(): PushedGenerations {
+    return this.loop.generations();
   }
 
   /** Pushes so far (one per debounced batch). */
@@ -219,6 +231,11 @@ export class AdsServer {
   /** The delta streams, with their protocol state. */
   deltaConnectionList(): readonly DeltaConnection[] {
     return this.streams.list().filter((s): s is DeltaConnection => s instanceof DeltaConnection);
+  }
+
+  /** The resources of `typeUrl` the stream was last sent, with what their cached builds read (read-only). */
+  sentOrigins(stream: StreamView, typeUrl: string): SentOrigin[] {
+    return sentOrigins(this.loop.cache, this.generators, stream, typeUrl);
   }
 
   /** Streams open, by protocol variant and kind of client. */

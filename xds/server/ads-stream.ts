@@ -26,6 +26,8 @@ export interface AdsStream extends StreamView {
   handleRequest(bytes: Buffer): void;
   /** Marks what `changes` touched for this stream and joins `round`; returns whether anything was. */
   onChange(changes: ChangeSet, round: PushRound): boolean;
+  /** A push of config generation `generation` handed the stream work (onChange returned true). */
+  changedBy(generation: number): void;
   close(): void;
 }
 
@@ -40,6 +42,8 @@ export interface StreamDeps {
   readonly observer: AdsObserver;
   readonly logger: Logger;
   readonly limits: StreamLimits;
+  /** The config generation of the serving view the cache holds: what a response is generated at. */
+  readonly configGeneration: () => number;
 }
 
 /**

@@ -66,6 +66,7 @@ export class DeltaConnection extends StreamCore<DeltaDiscoveryRequest, TypeView>
   typeStatus(): readonly TypeStatus[] {
     return this.state.watchedTypes().map((typeUrl) => {
       const t = this.state.type(typeUrl);
+      const g = this.generationOf(typeUrl, t?.nack !== undefined);
       return {
         typeUrl,
         sentVersion: t?.lastNonce ?? '',
@@ -74,6 +75,8 @@ export class DeltaConnection extends StreamCore<DeltaDiscoveryRequest, TypeView>
         ...(t?.ackedNonce &&
           t.ackedAt && { acked: { version: t.ackedNonce, nonce: t.ackedNonce, at: t.ackedAt } }),
         ...(t?.nack && { nack: t.nack }),
+        ...(g.sent !== undefined && { sentGeneration: g.sent }),
+        ...(g.nack !== undefined && { nackGeneration: g.nack }),
       };
     });
   }

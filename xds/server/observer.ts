@@ -32,6 +32,18 @@ export interface StreamView {
   typeStatus(): readonly TypeStatus[];
   /** The resources of `typeUrl` the client holds, as far as the server knows (config dumps). */
   heldResources(typeUrl: string): readonly EncodedResource[];
+  /** Which config generations reached the stream (GET /debug/waitz); absent on test doubles. */
+  waitStatus?(): StreamWaitStatus;
+}
+
+/** What the stream was handed and sent of the config generations (stream-generations.ts). */
+export interface StreamWaitStatus {
+  /** The highest config generation a push handed this stream work at; -1 if none did. */
+  readonly changedGeneration: number;
+  /** The config generation of the stream's first response; undefined before any. */
+  readonly firstSentGeneration: number | undefined;
+  /** The types with work queued for the stream (not yet built, held back, or waiting for a slot). */
+  readonly queued: readonly string[];
 }
 
 export interface Subscription {
@@ -52,6 +64,10 @@ export interface TypeStatus {
   readonly acked?: { readonly version: string; readonly nonce: string; readonly at: string };
   /** The last rejection, until the next ACK. */
   readonly nack?: Nack;
+  /** The config generation the last response was generated at (config-dir/generations.ts). */
+  readonly sentGeneration?: number;
+  /** The config generation of the response `nack` rejected. */
+  readonly nackGeneration?: number;
 }
 
 /** One response written to a stream. */
@@ -65,6 +81,8 @@ export interface ResponseSent {
   readonly bytes: number;
   /** Time spent building it for this stream (cache lookups, diff, framing). */
   readonly buildMs: number;
+  /** The config generation it was generated at. */
+  readonly generation?: number;
 }
 
 /** A client rejecting what it was sent. */
@@ -76,6 +94,8 @@ export interface NackReceived {
   readonly nonce: string;
   readonly code: number;
   readonly message: string;
+  /** The config generation of the response it rejects, when the stream still knows it. */
+  readonly generation?: number;
 }
 
 /** A workload's readiness as its agent reported it (an `istio.io/health` request). */
@@ -99,6 +119,8 @@ export interface PushInfo {
   readonly debounceMs: number;
   /** What caused it: registries and files (when the change said), and the hostnames that changed. */
   readonly trigger: PushTrigger;
+  /** The config generation of the serving view it pushes (config-dir/generations.ts). */
+  readonly generation?: number;
 }
 
 export interface PushTrigger extends ChangeTrigger {

@@ -3,6 +3,11 @@
 // change event to the shared resource cache, which reports exactly what changed, hands that to the streams it concerns
 // (the registry's subscription index), and follows the push until every stream it touched has sent
 // it (convergence). It reports each step to the observer.
+//
+// It also keeps the config generation (config-dir/generations.ts) of the serving view: the highest
+// generation among the events its pushes applied. A view taken later may read a newer publication
+// whose event still waits in the debouncer, but the cache rebuilds only what the events applied name,
+// so a response is counted as generated at the generation of the events applied, not the newest.
 import type { MeshConfigSource } from '../../mesh/mesh-config.js';
 import {
   changedHosts,
@@ -38,6 +43,16 @@ export interface PushLoopOptions {
   readonly streams: StreamRegistry;
   readonly observer: AdsObserver;
   readonly checkPush?: PushCheck;
+  /** The config generation in force at the sources (the config directory's); 0 without one. */
+  readonly configGeneration?: () => number;
+}
+
+/** How far pushes have come with the config generations (GET /debug/waitz reads it). */
+export interface PushedGenerations {
+  /** The config generation of the serving view: what responses are generated at now. */
+  readonly generation: number;
+  /** The highest generation an event waiting in the debouncer carries; undefined when none waits. */
+  readonly waiting: number | undefined;
 }
 
 export class PushLoop {
@@ -53,8 +68,14 @@ export class PushLoop {
   private readonly debouncer: PushDebouncer;
   /** Pushes so far (one per debounced batch). */
   pushes = 0;
+  /** The config generation of the serving view (see the top). */
+  private servingGeneration: number;
+  /** The highest generation of an event not pushed yet. */
+  private waitingGeneration: number | undefined;
 
   constructor(private readonly options: PushLoopOptions) {
+    // The first view is built whole from what is in force: it holds the source's generation.
+    this.servingGeneration = options.configGeneration?.() ?? 0;
     this.serving = this.nextServing();
     this.cache = new ResourceCache((proxy) => this.context(proxy));
     const { limiter } = options;
@@ -69,8 +90,19 @@ export class PushLoop {
 
   /** Queues a change for the next push. */
   add(event: ChangeEvent): void {
+    const generation = event.trigger?.generation;
+    if (generation !== undefined && generation > (this.waitingGeneration ?? -1))
+      this.waitingGeneration = generation;
     this.debouncer.add(event);
   }
+
+  /** The serving view's config generation, and the newest one still waiting to be pushed. */
+  generations(): PushedGenerations {
+    return { generation: this.servingGeneration, waiting: this.waitingGeneration };
+  }
+
+  /** What a response built now is generated at. */
+  readonly generation = (): number => this.servingGeneration;
 
   stop(): void {
     this.debouncer.stop();
@@ -95,12 +127,18 @@ export class PushLoop {
   private push(change: MergedChange): void {
     const started = performance.now();
     const { observer, streams } = this.options;
+    // The push's own generation, if a config publication is in it: what it changes for a stream.
+    const pushed = change.event.trigger?.generation;
+    if (pushed !== undefined && pushed > this.servingGeneration) this.servingGeneration = pushed;
+    if (this.waitingGeneration !== undefined && this.waitingGeneration <= this.servingGeneration)
+      this.waitingGeneration = undefined;
     const push: PushInfo = {
       round: ++this.pushes,
       kind: pushKind(change.event),
       changesMerged: change.merged,
       debounceMs: started - change.firstSeen,
       trigger: pushTrigger(change.event),
+      generation: this.servingGeneration,
     };
     observer.pushStarted?.(push);
     this.serving = this.nextServing(this.serving);
@@ -113,8 +151,10 @@ export class PushLoop {
     for (const stream of streams.affected(changes)) {
       // Counted before the stream may finish (synchronously, when it has nothing to send).
       round.add();
-      if (stream.onChange(changes, round.member)) touched += 1;
-      else round.member.done();
+      if (stream.onChange(changes, round.member)) {
+        touched += 1;
+        if (pushed !== undefined) stream.changedBy(pushed);
+      } else round.member.done();
     }
     observer.pushHandedOut?.(push, performance.now() - started, touched);
     round.sealed();

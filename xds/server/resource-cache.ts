@@ -185,6 +185,19 @@ export class ResourceCache {
     return resource;
   }
 
+  /**
+   * What the cached build of `name` for `proxy` read, or undefined when none is cached; builds
+   * nothing (the debug views ask it: admin/nack-marks.ts through nack-origins.ts).
+   */
+  readsOf(
+    generator: ResourceGenerator,
+    proxy: Proxy,
+    name: string,
+    viewKey = this.viewKey(generator, proxy),
+  ): ReadSet | undefined {
+    return this.entries.get(`${this.shares.ref(generator, viewKey)}\0${name}`)?.reads;
+  }
+
   /** The names a wildcard subscription resolves to for this proxy, and the same as a set. */
   wildcardNames(
     generator: ResourceGenerator,

@@ -91,6 +91,9 @@ export class SotwConnection extends StreamCore<DiscoveryRequest, SotwView> {
       if (t.ackedVersion && t.ackedAt)
         status.acked = { version: t.ackedVersion, nonce: t.ackedNonce ?? '', at: t.ackedAt };
       if (t.nack) status.nack = t.nack;
+      const g = this.generationOf(typeUrl, t.nack !== undefined);
+      if (g.sent !== undefined) status.sentGeneration = g.sent;
+      if (g.nack !== undefined) status.nackGeneration = g.nack;
       out.push(status);
     }
     return out;

@@ -25,6 +25,8 @@ import { MakeBeforeBreak, warmsClusters } from './make-before-break.js';
 import type { EncodedResource } from '../proto/resource.js';
 import { typeKey, wildcardKey, type ChangeSet, type ViewHold } from './resource-cache.js';
 import { StreamPump, type PendingWork, type PumpTarget, type PushRound } from './stream-pump.js';
+import { StreamGenerations } from './stream-generations.js';
+import type { StreamWaitStatus } from './observer.js';
 
 /** What a stream keeps per type besides its protocol state: made when the type is first needed. */
 export interface TypeView {
@@ -72,6 +74,10 @@ export abstract class StreamCore<R extends CoreRequest, V extends TypeView> impl
   private nonceCounter = 0;
   /** The request being applied marked work or released held work: kick the pump after it. */
   private due = false;
+  /** The config generations of the responses sent, and of the pushes that changed something. */
+  protected readonly generations = new StreamGenerations();
+  /** The request being applied is a NACK (rejected() runs before answered()). */
+  private rejecting = false;
 
   constructor(
     readonly id: string,
@@ -141,6 +147,8 @@ export abstract class StreamCore<R extends CoreRequest, V extends TypeView> impl
 
   /** The client answered (ACK or NACK) its `typeUrl` response with `nonce`. */
   protected answered(typeUrl: string, nonce: string): void {
+    if (!this.rejecting) this.generations.acked(typeUrl, nonce);
+    this.rejecting = false;
     if (this.order.answered(typeUrl, nonce)) this.due = true;
   }
 
@@ -151,12 +159,15 @@ export abstract class StreamCore<R extends CoreRequest, V extends TypeView> impl
       { conn: this.id, node: this.proxyInfo?.id ?? '', type, nonce, error: req.errorDetail?.message },
       'client rejected config (NACK)',
     );
+    this.rejecting = true;
+    const generation = this.generations.nacked(req.typeUrl, nonce);
     this.deps.observer.nack?.(this, {
       typeUrl: req.typeUrl,
       type,
       nonce,
       code: req.errorDetail?.code ?? 0,
       message: req.errorDetail?.message ?? '',
+      ...(generation !== undefined && { generation }),
     });
   }
 
@@ -227,6 +238,27 @@ export abstract class StreamCore<R extends CoreRequest, V extends TypeView> impl
     return touched;
   }
 
+  changedBy(generation: number): void {
+    if (generation > this.generations.changed) this.generations.changed = generation;
+  }
+
+  waitStatus(): StreamWaitStatus {
+    const queued: string[] = [];
+    for (const typeUrl of this.watchedTypes()) if (this.pump.has(typeUrl)) queued.push(typeUrl);
+    return {
+      changedGeneration: this.generations.changed,
+      firstSentGeneration: this.generations.firstSent,
+      queued,
+    };
+  }
+
+  /** The generation fields of `typeUrl`'s TypeStatus (`nacked`: a NACK is in force). */
+  protected generationOf(typeUrl: string, nacked: boolean): { sent?: number; nack?: number } {
+    const g = this.generations.of(typeUrl);
+    if (!g) return {};
+    return nacked && g.nacked !== undefined ? { sent: g.sent, nack: g.nacked } : { sent: g.sent };
+  }
+
   private markNames(typeUrl: string, names: readonly string[]): void {
     if (this.partial(typeUrl)) this.pump.mark(typeUrl, { names });
     else this.pump.mark(typeUrl, { full: true });
@@ -268,12 +300,15 @@ export abstract class StreamCore<R extends CoreRequest, V extends TypeView> impl
     const built = this.respond(typeUrl, work, this.typeView(typeUrl), proxy, again);
     if (!built) return undefined;
     if (built.warm) this.clustersSent(built.nonce, built.warm.updated, built.warm.added);
+    const generation = this.deps.configGeneration();
+    this.generations.sent(typeUrl, built.nonce, generation);
     this.deps.observer.responseSent?.(this, {
       typeUrl,
       type: shortTypeName(typeUrl),
       resources: built.resources,
       bytes: built.bytes,
       buildMs: performance.now() - started,
+      generation,
     });
     return built.message;
   }

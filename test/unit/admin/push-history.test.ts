@@ -1,5 +1,6 @@
 // PushHistory (/debug/push_status): each push with its trigger, proxies, responses and convergence;
-// responses counted to the newest push still converging; NACKs; bounded rings; chart buckets.
+// responses counted to the newest push still converging; NACKs; bounded rings; chart buckets; the
+// config generation of each push and NACK.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PushHistory } from '../../../admin/push-history.js';
@@ -14,6 +15,7 @@ function push(round: number, files: string[] = []): PushInfo {
     changesMerged: 1,
     debounceMs: 100,
     trigger: { registries: ['config'], files, hostnames: [], hostnameCount: 0 },
+    generation: 40 + round,
   };
 }
 
@@ -42,6 +44,7 @@ test('a push is recorded with its trigger, the proxies it touched, its responses
     proxies: 3,
     responses: { RDS: 2, CDS: 1 },
     convergenceMs: 150.12,
+    generation: 41,
   });
 });
 
@@ -59,17 +62,24 @@ test('the push and NACK rings keep only the newest entries', () => {
   const history = new PushHistory({ pushes: 3, nacks: 2 });
   for (let i = 1; i <= 5; i++) {
     history.pushStarted(push(i));
-    history.nack(stream, { typeUrl: 't', type: 'CDS', nonce: String(i), code: 3, message: `bad ${i}` });
+    history.nack(stream, {
+      typeUrl: 't',
+      type: 'CDS',
+      nonce: String(i),
+      code: 3,
+      message: `bad ${i}`,
+      generation: 40 + i,
+    });
   }
   assert.deepEqual(
     history.pushes().map((p) => p.round),
     [5, 4, 3],
   );
   assert.deepEqual(
-    history.nacks().map((n) => [n.node, n.nonce, n.message]),
+    history.nacks().map((n) => [n.node, n.nonce, n.message, n.generation]),
     [
-      ['node-1', '5', 'bad 5'],
-      ['node-1', '4', 'bad 4'],
+      ['node-1', '5', 'bad 5', 45],
+      ['node-1', '4', 'bad 4', 44],
     ],
   );
 });
