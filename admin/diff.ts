@@ -69,15 +69,21 @@ export class DiffService {
 
   /** The HTTP request: same-origin checks, the body's bounds, one at a time. */
   async handle(req: IncomingMessage, adminHost: string): Promise<DiffResult> {
+    const result = await this.answer(req, adminHost);
+    // A body refused unread is discarded (never kept), so the client reads the answer.
+    if (!req.readableEnded) req.resume();
+    return result;
+  }
+
+  private async answer(req: IncomingMessage, adminHost: string): Promise<DiffResult> {
     const refused = foreignRequest(req, adminHost);
     if (refused !== undefined) return { status: 403, body: { error: refused } };
     if (req.method !== 'POST') return error(405, `${req.method ?? ''} not allowed on /debug/diff (POST it)`);
+    // As on the mock API's writes: a cross-site form post (sent without a preflight) is refused.
     const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-    // No type is taken as JSON (curl -d sends a form type, though: say so); any other is refused.
-    if (type && type !== 'application/json')
-      return error(415, `content-type: must be application/json, got ${JSON.stringify(type)}`);
+    if (type !== 'application/json')
+      return error(415, `content-type: must be application/json, got ${JSON.stringify(type ?? '')}`);
     if (this.running) {
-      req.resume();
       return error(429, 'another diff is being evaluated; retry when it is done');
     }
     this.running = true;
@@ -140,10 +146,7 @@ function error(status: number, message: string): DiffResult {
 /** The body, at most MAX_DIFF_BODY_BYTES within BODY_TIMEOUT_MS; past either, what is left is discarded. */
 async function readBody(req: IncomingMessage): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > MAX_DIFF_BODY_BYTES) {
-    req.resume();
-    throw tooLarge();
-  }
+  if (Number.isFinite(declared) && declared > MAX_DIFF_BODY_BYTES) throw tooLarge();
   const chunks: Buffer[] = [];
   let size = 0;
   let over = false;

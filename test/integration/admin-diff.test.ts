@@ -3,6 +3,7 @@
 // or a path leaving the directory is 400, a cross-origin request 403, other methods 405, and a
 // second request while one is evaluated 429. One admin server on an in-process plane.
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { after, before, test } from 'node:test';
 import { AdminServer } from '../../admin/admin-server.js';
 import { DiffService } from '../../admin/diff.js';
@@ -73,6 +74,30 @@ async function post(
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
+/** `count` chunks of `size` bytes, chunked (no content-length). */
+function postChunked(count: number, size: number): Promise<{ status: number; error: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${base}/debug/diff`,
+      { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } },
+      (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            error: String((JSON.parse(text) as { error?: unknown }).error),
+          }),
+        );
+      },
+    );
+    req.on('error', reject);
+    const chunk = Buffer.alloc(size, 0x20);
+    for (let i = 0; i < count; i++) req.write(chunk);
+    req.end();
+  });
+}
+
 const filesBody = (files: { path: string; content: string }[]): string => JSON.stringify({ files });
 
 test('a candidate is answered in the contract shape', async () => {
@@ -102,6 +127,10 @@ test('a body over 64 MiB, too many files or a file over its size limit is 413', 
   const huge = await post('x'.repeat(64 * 1024 * 1024 + 1));
   assert.equal(huge.status, 413);
   assert.match(String(huge.body.error), /64 MiB/);
+  // Sent in chunks with no length declared: read to its end, not kept, then refused.
+  const chunked = await postChunked(65, 1024 * 1024);
+  assert.equal(chunked.status, 413);
+  assert.match(chunked.error, /64 MiB/);
   const many = await post(filesBody(['a', 'b', 'c', 'd'].map((n) => ({ path: `${n}.yaml`, content: '' }))));
   assert.equal(many.status, 413);
   assert.match(String(many.body.error), /more than the 3/);
@@ -119,6 +148,7 @@ test('a cross-origin request is 403, another method 405, another content type 41
   assert.equal((await fetch(`${base}/debug/diff`)).status, 405);
   const form = await post('files=1', { 'content-type': 'application/x-www-form-urlencoded' });
   assert.equal(form.status, 415);
+  assert.equal((await post(filesBody([]), {})).status, 415);
 });
 
 test('a second request while one is evaluated is 429; the first is answered', async () => {
