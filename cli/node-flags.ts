@@ -23,6 +23,9 @@
 // then triggered a full collection in nearly every storm: 6 of 7 against 2 of 7 with the factor held
 // at 2, and 55 against 41 µs of CPU per response (docs/benchmarks.md, 2026-11-29). The heap may
 // grow to twice its live size before the next full collection; --max-old-space-size still bounds it.
+// That left a storm's garbage in the heap (and its pages in RSS) long after the storm: hence
+// --expose-gc, for the one collection cli/settle-collector.ts runs once the process is idle again
+// after the heap grew a lot (never during a storm, never for light steady work).
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 

@@ -30,5 +30,6 @@ test('npm start runs the portolan executable itself, so its #! line is the one l
     '--no-memory-reducer',
     '--min-semi-space-size=8',
     '--heap-growing-percent=100',
+    '--expose-gc',
   ]);
 });
