@@ -16,7 +16,7 @@ import {
   type MeshConfigLists,
   type MeshKindList,
 } from './config-kinds.js';
-import { ConfigKeyIndex, resourceCount, type Placed } from './config-key-index.js';
+import { configKeyIndex, resourceCount, type ConfigKeyIndex, type Placed } from './config-key-index.js';
 import { configHasFaults, routesInjectFaults } from './faults.js';
 import { resolveHost } from './hosts.js';
 import { resourceKey, type AnyConfigResource } from './types.js';
@@ -61,7 +61,7 @@ export function configChangeKeys(
   const after = indexOf(next);
   const measured =
     measure(prev, next, indexOf(prev), after, keys) ??
-    measure(prev, next, ConfigKeyIndex.of(prev), ConfigKeyIndex.of(next), keys);
+    measure(prev, next, configKeyIndex(prev), configKeyIndex(next), keys);
   return measured?.keys ?? EVERYTHING;
 }
 
@@ -93,10 +93,10 @@ export function meshConfigStep(
   const derived = measured !== undefined;
   if (!measured) {
     // The whole config indexed (no versions given, or they did not account for the step).
-    after = ConfigKeyIndex.of(draft);
+    after = configKeyIndex(draft);
     const all = keys ?? allKeys(before, after);
     measured = measure(previous, draft, before, after, all) ??
-      measure(previous, draft, ConfigKeyIndex.of(previous), after, all) ?? {
+      measure(previous, draft, configKeyIndex(previous), after, all) ?? {
         keys: EVERYTHING,
         altered: new Set(MESH_KIND_LISTS),
       };
@@ -239,7 +239,7 @@ const places = new WeakMap<MeshConfig, ConfigKeyIndex | undefined>();
 
 function indexOf(config: MeshConfig): ConfigKeyIndex | undefined {
   if (places.has(config)) return places.get(config);
-  const index = ConfigKeyIndex.of(config);
+  const index = configKeyIndex(config);
   places.set(config, index);
   return index;
 }
