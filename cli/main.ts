@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --no-memory-reducer --min-semi-space-size=8 --heap-growing-percent=100 --expose-gc
+#!/usr/bin/env -S node --no-memory-reducer --min-semi-space-size=8 --heap-growing-percent=100 --compact-on-every-full-gc --expose-gc
 // The `portolan` command line.
 import { readFileSync } from 'node:fs';
 import { Argument, Command, Option } from 'commander';
