@@ -22,6 +22,7 @@ import { warmStart } from './warm-start.js';
 import { consulBench } from './consul.js';
 import { zookeeperLatency } from './zookeeper.js';
 import { registryPublishBench } from './registry-publish.js';
+import { ruleEdits } from './rule-edits.js';
 
 const SCENARIOS: Record<string, () => Promise<void>> = {
   'edit-latency': editLatency,
@@ -49,6 +50,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   'storm-10k': storm10k,
   'startup-at-size': startupAtSize,
   'diff-at-size': diffAtSize,
+  'rule-edits': ruleEdits,
 };
 
 const chosen = process.argv.slice(2);

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --no-memory-reducer --min-semi-space-size=8 --heap-growing-percent=100
+#!/usr/bin/env -S node --no-memory-reducer --min-semi-space-size=8 --heap-growing-percent=100 --compact-on-every-full-gc --expose-gc
 // The `portolan` command line.
 import { readFileSync } from 'node:fs';
 import { Argument, Command, Option } from 'commander';
@@ -23,6 +23,7 @@ import {
 } from './options.js';
 import { REGISTRY_FACTORIES, knownRegistries } from './registries.js';
 import { startPortolan } from './serve.js';
+import { startSettleCollector } from './settle-collector.js';
 import { REPLICA_ID_ENV, STORE_FLAG_HELP, STORE_URL_ENV, storeUrl } from './store-options.js';
 import { parseShutdownTimeout, SHUTDOWN_TIMEOUT_DEFAULT, stopWithDeadline } from './shutdown.js';
 import { addTokenCommand, cliErrors } from './token.js';
@@ -158,6 +159,8 @@ serve.action(async (raw: RawServeOptions, cmd: Command) => {
   }
   // Up and announced: routine lines (one per config edit, say) may now wait a moment to be written.
   batchLogWrites();
+  // After a storm, once idle: one full collection (settle-collector.ts).
+  startSettleCollector();
   let stopping = false;
   const shutdown = (signal: string): void => {
     if (stopping) return;

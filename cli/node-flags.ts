@@ -23,6 +23,15 @@
 // then triggered a full collection in nearly every storm: 6 of 7 against 2 of 7 with the factor held
 // at 2, and 55 against 41 µs of CPU per response (docs/benchmarks.md, 2026-11-29). The heap may
 // grow to twice its live size before the next full collection; --max-old-space-size still bounds it.
+// That left a storm's garbage in the heap long after the storm: hence --expose-gc, for the one
+// collection cli/settle-collector.ts runs once the process is idle again after the heap grew a lot
+// (never during a storm, never for light steady work).
+//
+// --compact-on-every-full-gc: a storm promotes its garbage interleaved with the streams' long-lived
+// state, so after a full collection the old generation's pages are sparse (2,000 streams: 76 MiB
+// used in 144 MiB of heap, all of it in RSS), and V8's own heuristics evacuate few of them. Full
+// collections are rare here (above), so compacting in each costs little, and the pages it empties
+// go back to the system: the steady state's RSS per stream is the live state's, not the storm's.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 

@@ -6,7 +6,7 @@
 import type { ConfigHistory } from '../model/config-history.js';
 import type { Logger } from '../log/logger.js';
 import { MESH_CONFIG_KINDS, meshConfigLists, type MeshConfigLists } from '../mesh/config-kinds.js';
-import { resourceKey } from '../mesh/types.js';
+import { resourceKey, type AnyConfigResource } from '../mesh/types.js';
 import { resolveClaims, type FileVersions } from './claims.js';
 import type { FileDebugState } from './debug-state.js';
 import { FileIndex } from './file-index.js';
@@ -60,6 +60,8 @@ export class FileRecords {
   private readonly meshFiles = new Set<string>();
   /** Keys of the traffic config resources whose file's version in force changed since takeTouched(). */
   private touched = new Set<string>();
+  /** The traffic config resources of the versions in force that touched them (the step's index reads them). */
+  private touchedVersions = new Set<AnyConfigResource>();
   /**
    * Files of the initial load that could not be read (a read error, not a verdict on content), with
    * why, until a read gets through or the file goes: while any is listed the registry is not ready.
@@ -212,11 +214,15 @@ export class FileRecords {
     return meshConfigLists(paths.flatMap((p) => this.files.get(p)?.good?.resources ?? []));
   }
 
-  /** The keys of traffic config resources whose file's version in force changed since the last call. */
-  takeTouched(): ReadonlySet<string> {
-    const touched = this.touched;
+  /**
+   * The keys of traffic config resources whose file's version in force changed since the last call,
+   * and those files' traffic config resources in force now.
+   */
+  takeTouched(): { readonly keys: ReadonlySet<string>; readonly versions: ReadonlySet<AnyConfigResource> } {
+    const taken = { keys: this.touched, versions: this.touchedVersions };
     this.touched = new Set();
-    return touched;
+    this.touchedVersions = new Set();
+    return taken;
   }
 
   /** With a file broken, the directory answered only in part. */
@@ -285,6 +291,9 @@ export class FileRecords {
       for (const load of [previous?.good, record?.good])
         for (const r of load?.resources ?? [])
           if (MESH_CONFIG_KINDS.has(r.kind)) this.touched.add(resourceKey(r));
+      for (const r of previous?.good?.resources ?? []) this.touchedVersions.delete(r);
+      for (const r of record?.good?.resources ?? [])
+        if (MESH_CONFIG_KINDS.has(r.kind)) this.touchedVersions.add(r);
     }
     if (record) this.files.set(path, record);
     else this.files.delete(path);

@@ -252,7 +252,8 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     let keys = NO_CONFIG_CHANGE;
     if (traffic) {
       // Only the resources of files whose version in force changed are compared.
-      const step = meshConfigStep(this.mesh, traffic, this.records.takeTouched());
+      const touched = this.records.takeTouched();
+      const step = meshConfigStep(this.mesh, traffic, touched.keys, touched.versions);
       this.mesh = step.config;
       keys = step.keys;
     }

@@ -10,6 +10,9 @@ import { ROOT_NAMESPACE } from './destination-rule-index.js';
 
 type Labels = Readonly<Record<string, string>>;
 
+/** Answers kept per index, by namespace and labels, before they are dropped and built again. */
+const MAX_ANSWERS = 4096;
+
 /** A workload as selection sees it: its namespace and labels (a node's NAMESPACE and LABELS). */
 export interface WorkloadRef {
   readonly namespace: string;
@@ -43,6 +46,8 @@ class SelectorIndex<T extends Selectable> {
       const own =
         workload.namespace === ROOT_NAMESPACE ? [] : (this.byNamespace.get(workload.namespace) ?? []);
       answer = [...root.filter(applies), ...own.filter(applies)];
+      // Kept while the lists are (mesh-index.ts): bounded, as proxies come and go meanwhile.
+      if (this.answers.size >= MAX_ANSWERS) this.answers.clear();
       this.answers.set(key, answer);
     }
     return answer;

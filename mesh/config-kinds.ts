@@ -94,6 +94,13 @@ export const MESH_CONFIG_KINDS: ReadonlySet<string> = new Set(MESH_ROWS.map((r) 
 const LIST_OF: ReadonlyMap<string, KindList> = new Map(KINDS.map((r) => [r.kind, r.list]));
 const GROUP_OF: ReadonlyMap<ConfigKind, ApiGroup> = new Map(KINDS.map((r) => [r.kind, r.group]));
 
+const MESH_LIST_OF: ReadonlyMap<string, MeshKindList> = new Map(MESH_ROWS.map((r) => [r.kind, r.list]));
+
+/** The traffic config list a kind's resources go in; undefined for services and endpoints. */
+export function meshListOf(kind: string): MeshKindList | undefined {
+  return MESH_LIST_OF.get(kind);
+}
+
 /** The API group a kind is read from. */
 export function apiGroupOf(kind: ConfigKind): ApiGroup {
   return GROUP_OF.get(kind) ?? 'networking';

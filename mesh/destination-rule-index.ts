@@ -5,8 +5,8 @@
 // namespace are first merged into one as Istio merges them (destination-rule-merge.ts). Indexed by
 // namespace, then by exact host.
 import type { DestinationRuleResource, Subset } from './types.js';
-import { mergeDestinationRules } from './destination-rule-merge.js';
-import { bestMatch, resolveHost } from './hosts.js';
+import { mergeDestinationRules, ruleHost } from './destination-rule-merge.js';
+import { bestMatch } from './hosts.js';
 import { visibleTo } from './visibility.js';
 
 /** Mesh-wide rules live here, as in Istio (`istio-system` is Istio's default root namespace). */
@@ -32,7 +32,7 @@ export class DestinationRuleIndex {
     for (const rule of mergeDestinationRules(rules).rules) {
       let entry = this.byNamespace.get(rule.namespace);
       if (!entry) this.byNamespace.set(rule.namespace, (entry = { exact: new Map(), wildcard: [] }));
-      const host = resolveHost(rule.spec.host, rule.namespace);
+      const host = ruleHost(rule);
       if (host.startsWith('*')) entry.wildcard.push({ rule, host });
       else {
         const list = entry.exact.get(host) ?? [];

@@ -51,8 +51,7 @@ export function mergeDestinationRules(rules: readonly DestinationRuleResource[])
 function merge(rules: readonly DestinationRuleResource[]): MergedDestinationRules {
   const groups = new Map<string, Group>();
   for (const rule of rules) {
-    const host = resolveHost(rule.spec.host, rule.namespace);
-    const key = JSON.stringify([rule.namespace, host, exportKey(rule), selectorKey(rule)]);
+    const { host, key } = groupOf(rule);
     const group = groups.get(key);
     if (group) group.members.push(rule);
     else groups.set(key, { first: rule, host, members: [rule] });
@@ -96,6 +95,24 @@ function merge(rules: readonly DestinationRuleResource[]): MergedDestinationRule
     });
   }
   return { rules: out, skippedSubsets, ignoredPolicies };
+}
+
+/** Per rule, its resolved host and group key: a config step keeps every rule but the edited ones. */
+const GROUP_OF = new WeakMap<DestinationRuleResource, { readonly host: string; readonly key: string }>();
+
+/** A rule's host, resolved in its namespace (what the index files it under). */
+export function ruleHost(rule: DestinationRuleResource): string {
+  return groupOf(rule).host;
+}
+
+function groupOf(rule: DestinationRuleResource): { readonly host: string; readonly key: string } {
+  let group = GROUP_OF.get(rule);
+  if (!group) {
+    const host = resolveHost(rule.spec.host, rule.namespace);
+    const key = JSON.stringify([rule.namespace, host, exportKey(rule), selectorKey(rule)]);
+    GROUP_OF.set(rule, (group = { host, key }));
+  }
+  return group;
 }
 
 /** exportTo as a set: absent means everyone (`*`), `.` the rule's own namespace. */

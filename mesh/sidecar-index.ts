@@ -8,6 +8,9 @@ import { sidecarScope, type ProxyScope } from './sidecar-scope.js';
 
 type Labels = Readonly<Record<string, string>>;
 
+/** Scopes kept per index, by namespace and labels, before they are dropped and built again. */
+const MAX_ANSWERS = 4096;
+
 export class SidecarIndex {
   private readonly byNamespace = new Map<string, SidecarResource[]>();
   /** Asked once per cluster, listener and route built: one scope per namespace and labels. */
@@ -35,7 +38,11 @@ export class SidecarIndex {
   scope(namespace: string, labels: Labels): ProxyScope {
     const key = JSON.stringify([namespace, labels]);
     let scope = this.scopes.get(key);
-    if (!scope) this.scopes.set(key, (scope = sidecarScope(this.lookup(namespace, labels))));
+    if (!scope) {
+      // Kept while the Sidecars are (mesh-index.ts): bounded, as proxies come and go meanwhile.
+      if (this.scopes.size >= MAX_ANSWERS) this.scopes.clear();
+      this.scopes.set(key, (scope = sidecarScope(this.lookup(namespace, labels))));
+    }
     return scope;
   }
 

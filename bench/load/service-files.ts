@@ -85,11 +85,15 @@ export async function startConfigDirPortolan(
   args: readonly string[] = [],
   /** Where `node --cpu-prof` writes the child's V8 CPU profile; none when unset. */
   profileDir?: string,
+  /** DestinationRules written before the start: rule-0.yaml … (ruleYaml, for svc-0 …). */
+  rules = 0,
 ): Promise<ConfigDirPortolan> {
   const dir = mkdtempSync(join(tmpdir(), 'portolan-bench-'));
   const configDir = join(dir, 'config');
   try {
     writeServiceDir(configDir, services);
+    for (let i = 0; i < rules; i++)
+      writeFileSync(join(configDir, `rule-${i}.yaml`), ruleYaml(i % services, 1));
     const portolan = await startPortolanProcess(
       [
         '--config-dir',

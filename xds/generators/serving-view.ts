@@ -28,8 +28,17 @@ export function servingView(
     memo: keep && keep.catalog === source.catalog ? keep.memo : new ViewMemo(),
     // Always present (maybe undefined): one object shape, which contexts copy field by field.
     trustDomain: source.trustDomain || undefined,
-    faults: keep ? keep.faults : configHasFaults(source.config),
+    faults: keep ? keep.faults : faultsOf(source.config),
   };
+}
+
+/** Whether routes inject faults, by the VirtualServices list (a step that kept the list keeps it). */
+const faultsByList = new WeakMap<MeshConfig['virtualServices'], boolean>();
+
+function faultsOf(config: MeshConfig): boolean {
+  let faults = faultsByList.get(config.virtualServices);
+  if (faults === undefined) faultsByList.set(config.virtualServices, (faults = configHasFaults(config)));
+  return faults;
 }
 
 /** The server's context of `proxy` in `view`: it records nothing (builds are given one that does). */
