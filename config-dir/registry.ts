@@ -8,6 +8,7 @@
 // ServiceEntries and WorkloadEntries (the snapshot's diff) and the rules and kinds of its traffic
 // config (mesh/config-change.ts).
 import { resolve } from 'node:path';
+import type { AcceptedFiles } from '../model/accepted-files.js';
 import type { ConfigHistory } from '../model/config-history.js';
 import type { RegistryStatus } from '../model/registry.js';
 import { MAX_TRIGGER_NAMES, type ChangeTrigger } from '../model/change.js';
@@ -50,6 +51,8 @@ export interface ConfigDirOptions {
   logger?: Logger;
   /** Where accepted versions are kept across restarts, and changes are recorded (the store). */
   history?: ConfigHistory;
+  /** What each accepted file loaded to (the store): a restart takes unchanged files without a parse. */
+  accepted?: AcceptedFiles;
   /** How long one file's read may take before it is an error for that file; default 5 s. */
   readTimeoutMs?: number;
   /** Tests only: the file system calls reads go through (to simulate a read that hangs). */
@@ -83,7 +86,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     this.dir = resolve(options.dir);
     this.logger = options.logger ?? silentLogger;
     const timers = options.timers ?? REAL_TIMERS;
-    this.records = new FileRecords(this.logger, options.history);
+    this.records = new FileRecords(this.logger, options.history, options.accepted);
     this.watcher = new DirWatcher({
       dir: this.dir,
       debounceMs: options.debounceMs ?? DEFAULT_DEBOUNCE_MS,
@@ -113,11 +116,17 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   }
 
   async start(): Promise<void> {
+    const started = performance.now();
     await this.watcher.start();
-    this.records.markStarted();
     // An empty directory loads nothing, yet the first publish is what marks the registry synced (and
     // replaces a restored snapshot).
     if (!this.published) this.publishAll([]);
+    const summary = this.records.startSummary();
+    this.records.markStarted();
+    this.logger.info(
+      { dir: this.dir, ...summary, ms: Math.round(performance.now() - started) },
+      'config directory loaded',
+    );
   }
 
   /** With `unready`: the files of the initial load that could not be read (not ready until they are). */

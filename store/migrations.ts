@@ -124,4 +124,11 @@ export const MIGRATIONS: readonly string[] = [
   // before replicas were named.
   `ALTER TABLE config_history ADD COLUMN replica TEXT NOT NULL DEFAULT '';
    ALTER TABLE registry_events ADD COLUMN replica TEXT NOT NULL DEFAULT '';`,
+  // 8: what each accepted config file loaded to (store/config-loads.ts), for a restart.
+  `CREATE TABLE config_loads (
+     path TEXT PRIMARY KEY,           -- relative to the config directory
+     content_hash TEXT NOT NULL,      -- of the text it loaded (config_files.content_hash)
+     format TEXT NOT NULL,            -- the build that loaded it (config-dir/stored-load.ts)
+     load TEXT NOT NULL               -- JSON: resources and warnings
+   );`,
 ];

@@ -35,8 +35,13 @@ export class RegistryPersistence {
   private readonly timers = new Map<string, NodeJS.Timeout>();
   /** How long each registry's last save took, in ms. */
   private readonly saveMs = new Map<string, number>();
-  /** Per registry: the hostnames changed since its last save; absent until a first (full) save. */
+  /**
+   * Per registry: the hostnames changed since its last save; absent until a first (full) save, or
+   * since the restore of the stored rows (which the first live snapshot's event is a diff against).
+   */
   private readonly changed = new Map<string, Set<string>>();
+  /** Registries whose shared copy (the mirror) has not been written whole this run yet. */
+  private readonly mirrorWhole = new Set<string>();
   private readonly unsubscribes: (() => void)[] = [];
   private readonly debounceMs: number;
   private readonly mirror: SnapshotMirror | undefined;
@@ -71,6 +76,10 @@ export class RegistryPersistence {
       }
       if (!stored) continue;
       registry.restore(stored.snapshot, stored.syncedAt);
+      // The stored rows are the restored snapshot: the first save after the live sync writes what
+      // that sync changed, not every host again (10,000 rows rewritten at each start, otherwise).
+      // Only for a per-host snapshot: saveHosts rewrites any other whole anyway.
+      if (stored.perHost) this.changed.set(registry.name, new Set());
       restored.push(registry.name);
       this.logger.info(
         { registry: registry.name, services: stored.snapshot.services.size, syncedAt: stored.syncedAt },
@@ -163,7 +172,11 @@ export class RegistryPersistence {
     );
     if (!saved) this.changed.delete(registry.name);
     // The shared copy keeps its own pending hostnames, so a failed local write does not skip them.
-    this.mirror?.saved(registry.name, snapshot, changed ?? 'all', status.lastSyncAt);
+    // It is written whole at its first save of a run: it may hold another replica's newer state than
+    // the local rows this run restored.
+    const whole = !this.mirrorWhole.has(registry.name);
+    this.mirrorWhole.add(registry.name);
+    this.mirror?.saved(registry.name, snapshot, whole ? 'all' : (changed ?? 'all'), status.lastSyncAt);
     this.saveMs.set(registry.name, performance.now() - started);
   }
 }

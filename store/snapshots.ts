@@ -22,6 +22,8 @@ export interface StoredRegistrySnapshot {
   readonly snapshot: RegistrySnapshot;
   readonly syncedAt: string;
   readonly hash: string;
+  /** Kept as one row per hostname (saveHosts), which a save of the hosts that changed builds on. */
+  readonly perHost: boolean;
 }
 
 interface Row {
@@ -125,7 +127,8 @@ export class SnapshotTable {
   }
 
   private toStored(row: Row): StoredRegistrySnapshot {
-    const snapshot = isPerHost(row.snapshot)
+    const perHost = isPerHost(row.snapshot);
+    const snapshot = perHost
       ? decodeHosts(
           this.db
             .prepare<[string], { host: string; service: string | null; endpoints: string | null }>(
@@ -134,6 +137,6 @@ export class SnapshotTable {
             .all(row.registry),
         )
       : decodeSnapshot(row.snapshot);
-    return { registry: row.registry, snapshot, syncedAt: row.synced_at, hash: row.content_hash };
+    return { registry: row.registry, snapshot, syncedAt: row.synced_at, hash: row.content_hash, perHost };
   }
 }
