@@ -38,6 +38,8 @@ export interface StepWatch {
   writesSeen(path: string): number;
   /** Reads `path` again after the quiet period, as if it had changed. */
   readAgain(path: string): void;
+  /** The device `path` is known to be on (a regular file in its listed directory), if any. */
+  deviceOf?(path: string): number | undefined;
 }
 
 export class ReadStep {
@@ -81,7 +83,9 @@ export class ReadStep {
   private async readAll(paths: Iterable<string>, changes: FileChange[]): Promise<Map<string, FileRead>> {
     const emptied = new Map<string, FileRead>();
     const list = [...paths];
-    const reads = new ReadAhead(list, (path) => this.reader.read(join(this.dir, path)));
+    const reads = new ReadAhead(list, (path) =>
+      this.reader.read(join(this.dir, path), this.watch.deviceOf?.(path)),
+    );
     for (const [i, path] of list.entries()) {
       const read = await reads.take(i);
       if (read.kind === 'text' && this.emptiedBy(path, read.text)) emptied.set(path, read);

@@ -78,6 +78,8 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   /** A publish is emitting its event; the entry source changed meanwhile (see entriesChanged). */
   private publishing = false;
   private entriesStale = false;
+  /** The store's snapshot, restored if start() fails before its first publish. */
+  private pendingRestore: (() => void) | undefined;
   /** Why the initial load stopped part way (a reload that threw): not ready until a restart. */
   private startFailure: string | undefined;
 
@@ -115,12 +117,26 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     this.step = new ReadStep(this.dir, this.records, this.watcher, wait, limits, options.readFs);
   }
 
+  /**
+   * The store's snapshot is wanted only if start() fails before its first publish: start() reads
+   * and publishes every file before anything is served (store/registry-persistence.ts).
+   */
+  restoreUnlessStarted(restore: () => void): void {
+    this.pendingRestore = restore;
+  }
+
   async start(): Promise<void> {
     const started = performance.now();
-    await this.watcher.start();
-    // An empty directory loads nothing, yet the first publish is what marks the registry synced (and
-    // replaces a restored snapshot).
-    if (!this.published) this.publishAll([]);
+    try {
+      await this.watcher.start();
+      // An empty directory loads nothing, yet the first publish is what marks the registry synced
+      // (and replaces a restored snapshot).
+      if (!this.published) this.publishAll([]);
+    } finally {
+      const restore = this.pendingRestore;
+      this.pendingRestore = undefined;
+      if (!this.published) restore?.();
+    }
     const summary = this.records.startSummary();
     this.records.markStarted();
     this.logger.info(

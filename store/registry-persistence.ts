@@ -24,6 +24,19 @@ export interface SnapshotMirror {
   ): void;
 }
 
+/**
+ * A registry whose start syncs it in full before anything is served (the config directory: start()
+ * resolves once every file is read and published), so its stored snapshot would only be decoded,
+ * diffed against the live one and dropped: it is restored only if that start fails part way.
+ */
+export interface DeferredRestore {
+  restoreUnlessStarted(restore: () => void): void;
+}
+
+function defersRestore(registry: Registry): registry is Registry & DeferredRestore {
+  return typeof (registry as Partial<DeferredRestore>).restoreUnlessStarted === 'function';
+}
+
 export interface PersistenceOptions {
   /** Quiet time before a changed snapshot is written (default 500 ms). */
   readonly debounceMs?: number;
@@ -64,29 +77,35 @@ export class RegistryPersistence {
     const restored: string[] = [];
     for (const registry of this.registries) {
       if (!registry.restore) continue;
-      let stored;
-      try {
-        stored = this.store.snapshots.load(registry.name);
-      } catch (err) {
-        this.logger.error(
-          { err, registry: registry.name },
-          'stored snapshot unreadable; starting without it',
-        );
+      if (defersRestore(registry)) {
+        registry.restoreUnlessStarted(() => void this.restoreOne(registry));
         continue;
       }
-      if (!stored) continue;
-      registry.restore(stored.snapshot, stored.syncedAt);
-      // The stored rows are the restored snapshot: the first save after the live sync writes what
-      // that sync changed, not every host again (10,000 rows rewritten at each start, otherwise).
-      // Only for a per-host snapshot: saveHosts rewrites any other whole anyway.
-      if (stored.perHost) this.changed.set(registry.name, new Set());
-      restored.push(registry.name);
-      this.logger.info(
-        { registry: registry.name, services: stored.snapshot.services.size, syncedAt: stored.syncedAt },
-        'serving the stored snapshot until the first live sync',
-      );
+      if (this.restoreOne(registry)) restored.push(registry.name);
     }
     return restored;
+  }
+
+  /** Hands `registry` its stored snapshot, if there is one; whether it did. */
+  private restoreOne(registry: Registry): boolean {
+    let stored;
+    try {
+      stored = this.store.snapshots.load(registry.name);
+    } catch (err) {
+      this.logger.error({ err, registry: registry.name }, 'stored snapshot unreadable; starting without it');
+      return false;
+    }
+    if (!stored || !registry.restore) return false;
+    registry.restore(stored.snapshot, stored.syncedAt);
+    // The stored rows are the restored snapshot: the first save after the live sync writes what
+    // that sync changed, not every host again. Only for a per-host snapshot: saveHosts rewrites any
+    // other whole anyway.
+    if (stored.perHost) this.changed.set(registry.name, new Set());
+    this.logger.info(
+      { registry: registry.name, services: stored.snapshot.services.size, syncedAt: stored.syncedAt },
+      'serving the stored snapshot until the first live sync',
+    );
+    return true;
   }
 
   /** Saves snapshots as registries change, and records their sync events. */
