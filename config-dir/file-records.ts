@@ -90,6 +90,7 @@ export class FileRecords {
    * and dropped after it; undefined before it is read, and after.
    */
   private atStart: ReadonlyMap<string, AcceptedFile> | undefined;
+  private atStartRead = false;
 
   constructor(
     private readonly logger: Logger,
@@ -340,7 +341,10 @@ export class FileRecords {
   /** The store's last accepted text of `path`; during the initial load, from the one read of them all. */
   private storedText(path: string): string | undefined {
     if (!this.started && this.accepted) {
-      this.atStart ??= this.accepted.all(loadFormat());
+      if (!this.atStartRead) {
+        this.atStartRead = true;
+        this.atStart = this.accepted.all(loadFormat());
+      }
       if (this.atStart) return this.atStart.get(path)?.text;
     }
     return this.history?.lastAcceptedText(path);
