@@ -2,6 +2,7 @@
 // them. Every registry `--registries` can name has one (adapters/<name>/factory.ts,
 // config-dir/factory.ts); cli/registries.ts lists them in merge order, and serve builds through them.
 import type { Command } from 'commander';
+import type { AcceptedFiles } from '../model/accepted-files.js';
 import type { ConfigHistory } from '../model/config-history.js';
 import type { Registry } from '../model/registry.js';
 import type { Logger } from '../log/logger.js';
@@ -14,6 +15,8 @@ export interface RegistryContext {
   readonly logger: Logger;
   /** The store's config history, for a registry that keeps accepted files across restarts. */
   readonly configHistory?: ConfigHistory;
+  /** What each accepted config file loaded to, for a restart without parsing the unchanged ones. */
+  readonly acceptedFiles?: AcceptedFiles;
 }
 
 export interface RegistryFactory<R extends Registry = Registry> {

@@ -98,6 +98,7 @@ async function createRegistries(
         dataDir: options.dataDir,
         logger: logger.child({ component: factory.logComponent ?? name }),
         configHistory: stores.store.history,
+        acceptedFiles: stores.store.configLoads,
       }),
     );
   }

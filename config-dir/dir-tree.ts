@@ -9,7 +9,7 @@
 // watcher of its own (chokidar, in watcher.ts).
 import { watch, type FSWatcher } from 'node:fs';
 import { lstat, readdir, realpath, stat } from 'node:fs/promises';
-import { join, sep } from 'node:path';
+import { dirname, join, sep } from 'node:path';
 
 export interface DirTreeEvents {
   /**
@@ -33,6 +33,8 @@ export class DirTree {
   private readonly checkAgain = new Set<string>();
   /** Regular files in watched directories (absolute paths): their writes are reported. */
   private readonly plain = new Set<string>();
+  /** The device of each watched directory: a regular file listed in it is on the same one. */
+  private readonly devices = new Map<string, number>();
   private closed = false;
 
   constructor(
@@ -54,6 +56,15 @@ export class DirTree {
     this.realOf.clear();
     this.reals.clear();
     this.plain.clear();
+    this.devices.clear();
+  }
+
+  /**
+   * The device `path` is on, when it is a regular file this tree listed (a file lives on its
+   * directory's filesystem; a symlink or a mount point may lead anywhere: undefined).
+   */
+  deviceOf(path: string): number | undefined {
+    return this.plain.has(path) ? this.devices.get(dirname(path)) : undefined;
   }
 
   /** Looks at `path` again and reports what it is now (a file's watcher saw it go, say). */
@@ -108,6 +119,8 @@ export class DirTree {
       if (!isGone(e)) this.events.error(watchError(dir, e));
     });
     this.dirs.set(dir, watcher);
+    const info = await stat(dir).catch(() => undefined);
+    if (info) this.devices.set(dir, info.dev);
     this.realOf.set(dir, real);
     this.reals.add(real);
     const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
@@ -161,6 +174,7 @@ export class DirTree {
       if (path !== dir && !path.startsWith(prefix)) continue;
       watcher.close();
       this.dirs.delete(path);
+      this.devices.delete(path);
       this.reals.delete(this.realOf.get(path) ?? '');
       this.realOf.delete(path);
     }

@@ -19,7 +19,7 @@ export const configDirFactory: RegistryFactory<ConfigDirRegistry> = {
       `${DEFAULT_DEBOUNCE_MS}ms`,
     );
   },
-  create({ flags, logger, configHistory }) {
+  create({ flags, logger, configHistory, acceptedFiles }) {
     const dir = flags.configDir;
     if (typeof dir !== 'string' || dir === '')
       throw new OptionError(`--config-dir: expected a directory, got ${JSON.stringify(dir)}`);
@@ -31,6 +31,7 @@ export const configDirFactory: RegistryFactory<ConfigDirRegistry> = {
       logger,
       debounceMs: parseDurationMs(debounce, '--config-debounce'),
       ...(configHistory && { history: configHistory }),
+      ...(acceptedFiles && { accepted: acceptedFiles }),
     });
   },
 };

@@ -97,10 +97,11 @@ export class ConfigFileReader {
     private readonly returned: (path: string) => void = () => {},
   ) {}
 
-  async read(path: string): Promise<FileRead> {
+  /** `device`: where the caller knows the file to be, for a first read (its directory's device). */
+  async read(path: string, device?: number): Promise<FileRead> {
     if (this.stuck.has(path)) return this.timedOut();
     if (this.fs === NODE_FS) {
-      const dev = this.devices.get(path);
+      const dev = this.devices.get(path) ?? device;
       if (dev !== undefined && this.local.isLocal(dev))
         return this.remember(path, readNow(path, this.limits.maxBytes));
     }

@@ -8,6 +8,7 @@
 // ServiceEntries and WorkloadEntries (the snapshot's diff) and the rules and kinds of its traffic
 // config (mesh/config-change.ts).
 import { resolve } from 'node:path';
+import type { AcceptedFiles } from '../model/accepted-files.js';
 import type { ConfigHistory } from '../model/config-history.js';
 import type { RegistryStatus } from '../model/registry.js';
 import { MAX_TRIGGER_NAMES, type ChangeTrigger } from '../model/change.js';
@@ -52,6 +53,8 @@ export interface ConfigDirOptions {
   logger?: Logger;
   /** Where accepted versions are kept across restarts, and changes are recorded (the store). */
   history?: ConfigHistory;
+  /** What each accepted file loaded to (the store): a restart takes unchanged files without a parse. */
+  accepted?: AcceptedFiles;
   /** How long one file's read may take before it is an error for that file; default 5 s. */
   readTimeoutMs?: number;
   /** Tests only: the file system calls reads go through (to simulate a read that hangs). */
@@ -77,6 +80,8 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
   /** A publish is emitting its event; the entry source changed meanwhile (see entriesChanged). */
   private publishing = false;
   private entriesStale = false;
+  /** The store's snapshot, restored if start() fails before its first publish. */
+  private pendingRestore: (() => void) | undefined;
   /** Why the initial load stopped part way (a reload that threw): not ready until a restart. */
   private startFailure: string | undefined;
   /** The id of each publication (generations.ts). */
@@ -88,7 +93,7 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     this.logger = options.logger ?? silentLogger;
     const timers = options.timers ?? REAL_TIMERS;
     this.generations = new ConfigGenerations(options.history);
-    this.records = new FileRecords(this.logger, this.generations.tagging(options.history));
+    this.records = new FileRecords(this.logger, this.generations.tagging(options.history), options.accepted);
     this.watcher = new DirWatcher({
       dir: this.dir,
       debounceMs: options.debounceMs ?? DEFAULT_DEBOUNCE_MS,
@@ -117,12 +122,32 @@ export class ConfigDirRegistry extends StateBackedRegistry implements MeshConfig
     this.step = new ReadStep(this.dir, this.records, this.watcher, wait, limits, options.readFs);
   }
 
+  /**
+   * The store's snapshot is wanted only if start() fails before its first publish: start() reads
+   * and publishes every file before anything is served (store/registry-persistence.ts).
+   */
+  restoreUnlessStarted(restore: () => void): void {
+    this.pendingRestore = restore;
+  }
+
   async start(): Promise<void> {
-    await this.watcher.start();
+    const started = performance.now();
+    try {
+      await this.watcher.start();
+      // An empty directory loads nothing, yet the first publish is what marks the registry synced
+      // (and replaces a restored snapshot).
+      if (!this.published) this.publishAll([]);
+    } finally {
+      const restore = this.pendingRestore;
+      this.pendingRestore = undefined;
+      if (!this.published) restore?.();
+    }
+    const summary = this.records.startSummary();
     this.records.markStarted();
-    // An empty directory loads nothing, yet the first publish is what marks the registry synced (and
-    // replaces a restored snapshot).
-    if (!this.published) this.publishAll([]);
+    this.logger.info(
+      { dir: this.dir, ...summary, ms: Math.round(performance.now() - started) },
+      'config directory loaded',
+    );
   }
 
   /** With `unready`: the files of the initial load that could not be read (not ready until they are). */

@@ -16,7 +16,7 @@
 // for their first writes. A regular file is never read twice: its directory reports every write, and
 // was watched before the file was listed.
 import { stat } from 'node:fs/promises';
-import { relative, resolve, sep } from 'node:path';
+import { join, relative, resolve, sep } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import { DirTree } from './dir-tree.js';
 import { listConfigFiles } from './rescan.js';
@@ -218,6 +218,14 @@ export class DirWatcher {
   /** Reads `path` (relative, `/`-separated) again, as if it had changed. */
   readAgain(path: string): void {
     if (this.files) this.markDirty(path, false);
+  }
+
+  /**
+   * The device `path` (relative) is on, when it is a regular file in a listed directory: a first
+   * read of it may then be synchronous on a local filesystem (read-file.ts), as later ones are.
+   */
+  deviceOf(path: string): number | undefined {
+    return this.tree?.deviceOf(join(this.dir, path));
   }
 
   /** A number that moves on with every event reported for `path`: was it written since? */

@@ -132,4 +132,12 @@ export const MIGRATIONS: readonly string[] = [
      id INTEGER PRIMARY KEY CHECK (id = 1),
      generation INTEGER NOT NULL
    );`,
+
+  // 9: what each accepted config file loaded to (store/config-loads.ts), for a restart.
+  `CREATE TABLE config_loads (
+     path TEXT PRIMARY KEY,           -- relative to the config directory
+     content_hash TEXT NOT NULL,      -- of the text it loaded (config_files.content_hash)
+     format TEXT NOT NULL,            -- the build that loaded it (config-dir/stored-load.ts)
+     load TEXT NOT NULL               -- JSON: resources and warnings
+   );`,
 ];

@@ -24,6 +24,19 @@ export interface SnapshotMirror {
   ): void;
 }
 
+/**
+ * A registry whose start syncs it in full before anything is served (the config directory: start()
+ * resolves once every file is read and published), so its stored snapshot would only be decoded,
+ * diffed against the live one and dropped: it is restored only if that start fails part way.
+ */
+export interface DeferredRestore {
+  restoreUnlessStarted(restore: () => void): void;
+}
+
+function defersRestore(registry: Registry): registry is Registry & DeferredRestore {
+  return typeof (registry as Partial<DeferredRestore>).restoreUnlessStarted === 'function';
+}
+
 export interface PersistenceOptions {
   /** Quiet time before a changed snapshot is written (default 500 ms). */
   readonly debounceMs?: number;
@@ -35,8 +48,13 @@ export class RegistryPersistence {
   private readonly timers = new Map<string, NodeJS.Timeout>();
   /** How long each registry's last save took, in ms. */
   private readonly saveMs = new Map<string, number>();
-  /** Per registry: the hostnames changed since its last save; absent until a first (full) save. */
+  /**
+   * Per registry: the hostnames changed since its last save; absent until a first (full) save, or
+   * since the restore of the stored rows (which the first live snapshot's event is a diff against).
+   */
   private readonly changed = new Map<string, Set<string>>();
+  /** Registries whose shared copy (the mirror) has not been written whole this run yet. */
+  private readonly mirrorWhole = new Set<string>();
   private readonly unsubscribes: (() => void)[] = [];
   private readonly debounceMs: number;
   private readonly mirror: SnapshotMirror | undefined;
@@ -59,25 +77,35 @@ export class RegistryPersistence {
     const restored: string[] = [];
     for (const registry of this.registries) {
       if (!registry.restore) continue;
-      let stored;
-      try {
-        stored = this.store.snapshots.load(registry.name);
-      } catch (err) {
-        this.logger.error(
-          { err, registry: registry.name },
-          'stored snapshot unreadable; starting without it',
-        );
+      if (defersRestore(registry)) {
+        registry.restoreUnlessStarted(() => void this.restoreOne(registry));
         continue;
       }
-      if (!stored) continue;
-      registry.restore(stored.snapshot, stored.syncedAt);
-      restored.push(registry.name);
-      this.logger.info(
-        { registry: registry.name, services: stored.snapshot.services.size, syncedAt: stored.syncedAt },
-        'serving the stored snapshot until the first live sync',
-      );
+      if (this.restoreOne(registry)) restored.push(registry.name);
     }
     return restored;
+  }
+
+  /** Hands `registry` its stored snapshot, if there is one; whether it did. */
+  private restoreOne(registry: Registry): boolean {
+    let stored;
+    try {
+      stored = this.store.snapshots.load(registry.name);
+    } catch (err) {
+      this.logger.error({ err, registry: registry.name }, 'stored snapshot unreadable; starting without it');
+      return false;
+    }
+    if (!stored || !registry.restore) return false;
+    registry.restore(stored.snapshot, stored.syncedAt);
+    // The stored rows are the restored snapshot: the first save after the live sync writes what
+    // that sync changed, not every host again. Only for a per-host snapshot: saveHosts rewrites any
+    // other whole anyway.
+    if (stored.perHost) this.changed.set(registry.name, new Set());
+    this.logger.info(
+      { registry: registry.name, services: stored.snapshot.services.size, syncedAt: stored.syncedAt },
+      'serving the stored snapshot until the first live sync',
+    );
+    return true;
   }
 
   /** Saves snapshots as registries change, and records their sync events. */
@@ -163,7 +191,11 @@ export class RegistryPersistence {
     );
     if (!saved) this.changed.delete(registry.name);
     // The shared copy keeps its own pending hostnames, so a failed local write does not skip them.
-    this.mirror?.saved(registry.name, snapshot, changed ?? 'all', status.lastSyncAt);
+    // It is written whole at its first save of a run: it may hold another replica's newer state than
+    // the local rows this run restored.
+    const whole = !this.mirrorWhole.has(registry.name);
+    this.mirrorWhole.add(registry.name);
+    this.mirror?.saved(registry.name, snapshot, whole ? 'all' : (changed ?? 'all'), status.lastSyncAt);
     this.saveMs.set(registry.name, performance.now() - started);
   }
 }

@@ -22,6 +22,8 @@ export interface StoredRegistrySnapshot {
   readonly snapshot: RegistrySnapshot;
   readonly syncedAt: string;
   readonly hash: string;
+  /** Kept as one row per hostname (saveHosts), which a save of the hosts that changed builds on. */
+  readonly perHost: boolean;
 }
 
 interface Row {
@@ -94,9 +96,35 @@ export class SnapshotTable {
         this.db,
         'SELECT snapshot FROM registry_snapshots WHERE registry = ?',
       ).get(registry);
-      if (hosts === 'all' || !current || !isPerHost(current.snapshot)) {
+      if (!current || !isPerHost(current.snapshot)) {
         prepared(this.db, 'DELETE FROM registry_hosts WHERE registry = ?').run(registry);
         for (const host of new Set([...snapshot.services.keys(), ...snapshot.endpoints.keys()])) write(host);
+      } else if (hosts === 'all') {
+        // Every host may differ (a run's first save): the rows are compared, and only those that
+        // differ written. A restart that finds what it stored writes nothing but this registry's row
+        // (10,000 rows rewritten at every start, before).
+        const stored = new Map(
+          prepared<[string], { host: string; service: string | null; endpoints: string | null }>(
+            this.db,
+            'SELECT host, service, endpoints FROM registry_hosts WHERE registry = ?',
+          )
+            .all(registry)
+            .map((r) => [r.host, r]),
+        );
+        for (const host of new Set([...snapshot.services.keys(), ...snapshot.endpoints.keys()])) {
+          const row = stored.get(host);
+          stored.delete(host);
+          const service = snapshot.services.get(host);
+          const endpoints = snapshot.endpoints.get(host);
+          if (
+            row &&
+            row.service === (service === undefined ? null : json(service)) &&
+            row.endpoints === (endpoints === undefined ? null : json(endpoints))
+          )
+            continue;
+          write(host);
+        }
+        for (const host of stored.keys()) remove.run(registry, host);
       } else {
         for (const host of hosts) write(host);
       }
@@ -125,7 +153,8 @@ export class SnapshotTable {
   }
 
   private toStored(row: Row): StoredRegistrySnapshot {
-    const snapshot = isPerHost(row.snapshot)
+    const perHost = isPerHost(row.snapshot);
+    const snapshot = perHost
       ? decodeHosts(
           this.db
             .prepare<[string], { host: string; service: string | null; endpoints: string | null }>(
@@ -134,6 +163,6 @@ export class SnapshotTable {
             .all(row.registry),
         )
       : decodeSnapshot(row.snapshot);
-    return { registry: row.registry, snapshot, syncedAt: row.synced_at, hash: row.content_hash };
+    return { registry: row.registry, snapshot, syncedAt: row.synced_at, hash: row.content_hash, perHost };
   }
 }

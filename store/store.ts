@@ -9,6 +9,7 @@ import { AutoRegistrationTable } from './auto-registrations.js';
 import { CaMaterialTable } from './ca-material.js';
 import { salvageCaState, restoreCaState, type CaState } from './ca-salvage.js';
 import { EnrollmentTable } from './enrollments.js';
+import { ConfigLoadTable } from './config-loads.js';
 import { HistoryTables } from './history.js';
 import { JoinTokenTable } from './join-tokens.js';
 import { MIGRATIONS } from './migrations.js';
@@ -73,6 +74,8 @@ export class Store {
   readonly history: HistoryTables;
   /** Writes that may wait, committed together (history rows, registry snapshot saves). */
   readonly writes: WriteBehind;
+  /** What each accepted config file loaded to, for a restart (config-loads.ts). */
+  readonly configLoads: ConfigLoadTable;
   readonly proxies: ProxyHistoryTable;
   readonly ca: CaMaterialTable;
   readonly joinTokens: JoinTokenTable;
@@ -94,6 +97,7 @@ export class Store {
     this.snapshots = new SnapshotTable(db, guard);
     this.writes = new WriteBehind(db, guard);
     this.history = new HistoryTables(db, guard, limit, options.replica ?? '', this.writes);
+    this.configLoads = new ConfigLoadTable(db, this.writes);
     this.proxies = new ProxyHistoryTable(db, guard, limit);
     this.ca = new CaMaterialTable(db, guard, limit);
     this.revocations = new RevocationTable(db, guard);
