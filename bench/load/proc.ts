@@ -70,20 +70,26 @@ export function alive(pid: number): boolean {
 }
 
 /**
- * Waits (at most `maxSeconds`) for a second in which the process used ≤ 50 ms of CPU; returns at
- * once if it has exited (the caller tells that with `alive`).
+ * Waits (at most `maxSeconds`) for QUIET_SECONDS seconds in a row in which the process used ≤ 50 ms
+ * of CPU each; returns at once if it has exited (the caller tells that with `alive`). Two, not one:
+ * the server's settle collection (cli/settle-collector.ts) runs about a second into an idle spell,
+ * and an idle rate measured over it would be inflated (and subtracted from a change's cost).
  */
 export async function waitQuiet(pid: number, maxSeconds = 60): Promise<void> {
+  let quiet = 0;
   for (let i = 0; i < maxSeconds && alive(pid); i++) {
     try {
       const before = cpuSeconds(pid);
       await sleep(1000);
-      if (cpuSeconds(pid) - before <= 0.05) return;
+      quiet = cpuSeconds(pid) - before <= 0.05 ? quiet + 1 : 0;
+      if (quiet >= QUIET_SECONDS) return;
     } catch (err) {
       if (alive(pid)) throw err;
     }
   }
 }
+
+const QUIET_SECONDS = 2;
 
 /** The process's idle CPU rate (seconds per second) over `seconds`: whole process and main thread. */
 export async function idleRates(pid: number, seconds: number): Promise<CpuReading> {
