@@ -71,8 +71,8 @@ export function alive(pid: number): boolean {
 
 /**
  * Waits (at most `maxSeconds`) for QUIET_SECONDS seconds in a row in which the process used ≤ 50 ms
- * of CPU each; returns at once if it has exited (the caller tells that with `alive`). Two, not one:
- * the server's settle collection (cli/settle-collector.ts) runs about a second into an idle spell,
+ * of CPU each; returns at once if it has exited (the caller tells that with `alive`). Three, not one:
+ * the server's settle collection (cli/settle-collector.ts) runs about two seconds into an idle spell,
  * and an idle rate measured over it would be inflated (and subtracted from a change's cost).
  */
 export async function waitQuiet(pid: number, maxSeconds = 60): Promise<void> {
@@ -89,7 +89,7 @@ export async function waitQuiet(pid: number, maxSeconds = 60): Promise<void> {
   }
 }
 
-const QUIET_SECONDS = 2;
+const QUIET_SECONDS = 3;
 
 /** The process's idle CPU rate (seconds per second) over `seconds`: whole process and main thread. */
 export async function idleRates(pid: number, seconds: number): Promise<CpuReading> {
