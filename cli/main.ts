@@ -159,10 +159,11 @@ serve.action(async (raw: RawServeOptions, cmd: Command) => {
   }
   // Up and announced: routine lines (one per config edit, say) may now wait a moment to be written.
   batchLogWrites();
-  // PORTOLAN_SETTLE_GC=1: after a storm, once idle, one compacting full collection
-  // (settle-collector.ts). Off by default: it lowered steady RSS per stream (2,000 streams: 32 against
-  // 36 KiB, both under 40) but the next storm regrew the heap: 148 against 90 µs CPU per response.
-  if (process.env.PORTOLAN_SETTLE_GC === '1') startSettleCollector();
+  // After a storm, once idle: one compacting full collection (settle-collector.ts). PORTOLAN_SETTLE_GC=0
+  // turns it off: at 2,000 streams the next storm then costs less CPU per response (90 against 148
+  // µs), but at 10,000 streams the heap grew to 632 MiB, a full collection landed in churn (p99 623
+  // against 307 ms) and steady RSS per stream was 70 against 41 KiB (docs/operations.md, Flags).
+  if (process.env.PORTOLAN_SETTLE_GC !== '0') startSettleCollector();
   let stopping = false;
   const shutdown = (signal: string): void => {
     if (stopping) return;
