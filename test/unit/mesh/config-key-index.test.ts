@@ -14,6 +14,7 @@ import { MESH_CONFIG_KINDS, MESH_KIND_LISTS } from '../../../mesh/config-kinds.j
 import { EMPTY_MESH_CONFIG, type MeshConfig } from '../../../mesh/mesh-config.js';
 import { MeshIndex } from '../../../mesh/mesh-index.js';
 import { resourceKey, type AnyConfigResource, type ConfigKind } from '../../../mesh/types.js';
+import { configResource } from '../../support/mesh-fixtures.js';
 
 const KINDS: readonly ConfigKind[] = ['VirtualService', 'DestinationRule', 'Sidecar', 'AuthorizationPolicy'];
 const NAMES = ['n1', 'n2', 'n3', 'n4'];
@@ -30,17 +31,7 @@ function resource(kind: ConfigKind, name: string, namespace: string, v: number):
         ? { host, trafficPolicy: { loadBalancer: { simple: v % 2 ? 'RANDOM' : 'ROUND_ROBIN' } } }
         : { v };
   const apiVersion = kind === 'AuthorizationPolicy' ? 'security.istio.io/v1' : 'networking.istio.io/v1';
-  return {
-    kind,
-    apiVersion,
-    name,
-    namespace,
-    labels: {},
-    annotations: {},
-    spec,
-    file: '',
-    line: 1,
-  } as AnyConfigResource;
+  return { ...configResource(kind, name, spec, namespace, ''), apiVersion } as AnyConfigResource;
 }
 
 const resourceArb: fc.Arbitrary<AnyConfigResource> = fc
