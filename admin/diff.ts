@@ -22,7 +22,7 @@ import {
 } from '../config-dir/candidate.js';
 import { REGISTRY_NAME } from '../config-dir/conversion.js';
 import type { MeshConfig, MeshSettings } from '../mesh/mesh-config.js';
-import type { DiffView } from '../model/admin-api.js';
+import { MAX_DIFF_BODY_BYTES, type DiffView } from '../model/admin-api.js';
 import type { Catalog } from '../model/catalog.js';
 import type { RegistrySnapshot } from '../model/change.js';
 import { servingView, type GeneratorLookup } from '../xds/generators/generator.js';
@@ -30,8 +30,7 @@ import type { StreamView } from '../xds/server/observer.js';
 import { previewStreams, type ClientRejection } from './diff/preview.js';
 import { foreignRequest } from './same-origin.js';
 
-/** The whole body, at most (the contract of POST /debug/diff). */
-export const MAX_DIFF_BODY_BYTES = 64 * 1024 * 1024;
+export { MAX_DIFF_BODY_BYTES };
 /** How long the body may take to arrive: a slow upload does not hold the one evaluation slot. */
 const BODY_TIMEOUT_MS = 30_000;
 

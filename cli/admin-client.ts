@@ -1,6 +1,6 @@
 // The CLI's client of a running Portolan's admin HTTP API (--http-addr): one GET with a deadline,
 // and errors that say what to do instead of a socket error code.
-import { OptionError, parseAddress } from './options.js';
+import { OptionError, parseAddress } from '../adapters/option-values.js';
 import { formatAddress } from './listen-errors.js';
 
 /** The admin API could not answer (not running, wrong address, no such proxy). */

@@ -9,7 +9,7 @@ import { basename, dirname, join } from 'node:path';
 import { buildBootstrap, validateBootstrap, type BootstrapOptions } from './bootstrap.js';
 import type { AgentSettings, WorkloadSettings } from './agent-settings.js';
 import { buildGrpcBootstrap } from './grpc-bootstrap.js';
-import { OptionError, type HostAndPort } from './options.js';
+import { OptionError, type HostAndPort } from '../adapters/option-values.js';
 
 /** Where a bootstrap's xDS points without a TCP port (only a Unix socket): a placeholder, overridden. */
 const NO_TCP: HostAndPort = { host: '127.0.0.1', port: 15020 };

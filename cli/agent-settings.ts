@@ -10,7 +10,13 @@ import { parseDuration } from '../ca/duration.js';
 import { controlPlaneAddresses } from '../ca/control-plane-addresses.js';
 import { DEFAULT_CERT_DIR } from '../mesh/workload-certs.js';
 import { compileWorkloads } from './agent-workloads.js';
-import { OptionError, parseAddress, parseDurationMs, parsePositiveInt, type HostAndPort } from './options.js';
+import {
+  OptionError,
+  parseAddress,
+  parseDurationMs,
+  parsePositiveInt,
+  type HostAndPort,
+} from '../adapters/option-values.js';
 
 export const AGENT_DEFAULTS = {
   certDir: DEFAULT_CERT_DIR,

@@ -14,7 +14,7 @@ import { IdentityError, parseSpiffeUri, validateTrustDomain, workloadIdentity } 
 import { tokenIdentity, TokenError } from '../ca/join-tokens.js';
 import { DEFAULT_TRUST_DOMAIN } from '../mesh/workload-certs.js';
 import type { AgentFlags, WorkloadSettings } from './agent-settings.js';
-import { OptionError } from './options.js';
+import { OptionError } from '../adapters/option-values.js';
 
 /** commander's parser for the repeatable --workload (and PORTOLAN_WORKLOAD, `;` between several). */
 export function collectWorkload(value: string, previous: string[] | undefined): string[] {

@@ -20,7 +20,7 @@ import {
 } from './agent-settings.js';
 import { collectWorkload } from './agent-workloads.js';
 import { TOKEN_ENV } from './cert.js';
-import { OptionError, parseAddress } from './options.js';
+import { OptionError, parseAddress } from '../adapters/option-values.js';
 
 export { AGENT_DEFAULTS, compileAgentSettings, type AgentSettings, type WorkloadSettings };
 export { renderBootstrap } from './agent-bootstrap.js';

@@ -22,7 +22,7 @@ import {
 } from '../mesh/workload-certs.js';
 import { sdsSecretConfig } from '../xds/generators/sds-config.js';
 import { buildGrpcBootstrap } from './grpc-bootstrap.js';
-import { OptionError, parseAddress, parsePositiveInt, type HostAndPort } from './options.js';
+import { OptionError, parseAddress, parsePositiveInt, type HostAndPort } from '../adapters/option-values.js';
 
 export interface BootstrapOptions {
   readonly nodeId: string;

@@ -7,7 +7,7 @@ import { CaSetupError } from '../ca/plugin-ca.js';
 import { SecurePort, type SecureService } from '../ca/secure-server.js';
 import type { Logger } from '../log/logger.js';
 import type { CaServeOptions } from './ca-options.js';
-import { OptionError, type HostAndPort } from './options.js';
+import { OptionError, type HostAndPort } from '../adapters/option-values.js';
 
 export interface RunningCa {
   readonly ca: CertificateAuthority;

@@ -6,9 +6,10 @@ import { KEY_ALGORITHMS, type KeyAlgorithm } from '../ca/keys.js';
 import { RootStore } from '../ca/root-store.js';
 import { CA_DEFAULTS, compileCaServeOptions } from './ca-options.js';
 import { openCa } from './ca-serve.js';
-import { cliErrors } from './token.js';
+import { cliErrors } from './cli-errors.js';
 import { addStoreFlag, withCommandStore } from './store-options.js';
-import { OptionError, SERVE_DEFAULTS } from './options.js';
+import { OptionError } from '../adapters/option-values.js';
+import { SERVE_DEFAULTS } from './serve-defaults.js';
 
 interface CaFlags {
   dataDir: string;

@@ -11,11 +11,11 @@
 import { constants, type Stats } from 'node:fs';
 import { open, readdir, readlink, realpath, stat } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
-import { MAX_DIFF_BODY_BYTES } from '../admin/diff.js';
-import { DEFAULT_CANDIDATE_LIMITS as SERVER_LIMITS } from '../config-dir/candidate.js';
-import { isConfigFile } from '../config-dir/load-file.js';
+import { DEFAULT_CANDIDATE_LIMITS as SERVER_LIMITS } from '../config-dir/candidate-limits.js';
+import { isConfigFile } from '../config-dir/config-files.js';
 import { ConfigFileReader, DEFAULT_READ_LIMITS, type ReadFs } from '../config-dir/read-file.js';
-import { OptionError } from './options.js';
+import { MAX_DIFF_BODY_BYTES } from '../model/admin-api.js';
+import { OptionError } from '../adapters/option-values.js';
 
 export interface CandidateFile {
   /** Relative to the candidate directory, `/`-separated. */

@@ -5,8 +5,9 @@
 import { Command } from 'commander';
 import { IdentityError, parseSpiffeUri } from '../ca/identity.js';
 import { normalizeSerial } from '../store/revocations.js';
-import { cliErrors } from './token.js';
-import { OptionError, SERVE_DEFAULTS } from './options.js';
+import { cliErrors } from './cli-errors.js';
+import { OptionError } from '../adapters/option-values.js';
+import { SERVE_DEFAULTS } from './serve-defaults.js';
 import { STORE_FLAG_HELP, withCommandStore } from './store-options.js';
 
 interface RevokeFlags {

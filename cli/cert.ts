@@ -4,10 +4,11 @@ import { explainConnectionError } from '../ca/connection-errors.js';
 import { parseDuration } from '../ca/duration.js';
 import { obtainCertificate, runAgent, AgentError, type AgentOptions } from '../ca/workload-agent.js';
 import { createLogger } from '../log/logger.js';
-import { cliErrors } from './token.js';
-import { OptionError } from './options.js';
+import { cliErrors } from './cli-errors.js';
+import { OptionError } from '../adapters/option-values.js';
 
-export const TOKEN_ENV = 'PORTOLAN_JOIN_TOKEN';
+import { TOKEN_ENV } from './env-options.js';
+export { TOKEN_ENV };
 
 const REQUIRED = ['--ca-addr', '--root-cert', '--out'];
 

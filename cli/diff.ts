@@ -12,8 +12,8 @@ import { Option, type Command, type CommanderError } from 'commander';
 import type { DiffFileProblem, DiffView } from '../model/admin-api.js';
 import { AdminError, adminBase } from './admin-client.js';
 import { CandidateError, diffRequestBody, readCandidate } from './candidate-files.js';
-import { SERVE_DEFAULTS } from './options.js';
-import { cliErrors } from './token.js';
+import { SERVE_DEFAULTS } from './serve-defaults.js';
+import { cliErrors } from './cli-errors.js';
 
 type DiffProblem = DiffView['problems'][number];
 

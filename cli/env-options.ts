@@ -15,6 +15,9 @@ import { InvalidArgumentError, type Command, type Option } from 'commander';
 
 const PREFIX = 'PORTOLAN_';
 
+/** The join token's variable (cert, agent): it predates the PORTOLAN_<FLAG> rule, so --token's alias. */
+export const TOKEN_ENV = 'PORTOLAN_JOIN_TOKEN';
+
 /** PORTOLAN_ variables that are no flag's, read by the code directly (or by tests and benchmarks). */
 export const NON_FLAG_VARIABLES: readonly string[] = [
   'PORTOLAN_CA_KEY_PASSPHRASE',

@@ -1,7 +1,7 @@
 // A listen address that cannot be bound, said the way the user wrote it: `--xds-addr
 // 127.0.0.1:25010 is already in use`, not the wording of whichever library tried to bind it.
 import { createServer } from 'node:net';
-import { OptionError, type HostAndPort } from './options.js';
+import { OptionError, type HostAndPort } from '../adapters/option-values.js';
 
 export function formatAddress({ host, port }: HostAndPort): string {
   return `${host.includes(':') ? `[${host}]` : host}:${port}`;

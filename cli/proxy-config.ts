@@ -7,9 +7,8 @@ import type { ProxyConfigzView } from '../admin/proxy-configz.js';
 import { getJson } from './admin-client.js';
 import { formatTable } from './table.js';
 
-export const CONFIG_KINDS = ['clusters', 'listeners', 'routes', 'endpoints', 'all'] as const;
-export type ConfigKind = (typeof CONFIG_KINDS)[number];
-export type ConfigFormat = 'table' | 'json' | 'yaml';
+import type { ConfigFormat, ConfigKind } from './proxy-config-kinds.js';
+export { CONFIG_KINDS, type ConfigFormat, type ConfigKind } from './proxy-config-kinds.js';
 type Section = Exclude<ConfigKind, 'all'>;
 
 type Resource = Record<string, unknown>;

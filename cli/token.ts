@@ -1,34 +1,17 @@
 // `portolan token create|revoke|list`: join tokens in the store of a (running or not) Portolan.
 // `create` prints only the token on stdout, so it can be captured: TOKEN=$(portolan token create …).
 import type { Command } from 'commander';
-import { DurationError, parseDuration } from '../ca/duration.js';
-import { IdentityError, workloadIdentity } from '../ca/identity.js';
+import { parseDuration } from '../ca/duration.js';
+import { workloadIdentity } from '../ca/identity.js';
 import { createSharedJoinToken, joinTokenState, tokenId, TokenError } from '../ca/join-tokens.js';
-import { StoreError } from '../store/store.js';
 import { CA_DEFAULTS } from './ca-options.js';
-import { OptionError, parsePositiveInt, SERVE_DEFAULTS } from './options.js';
+import { parsePositiveInt } from '../adapters/option-values.js';
+import { SERVE_DEFAULTS } from './serve-defaults.js';
 import { formatTable } from './table.js';
 import { STORE_FLAG_HELP, withCommandStore } from './store-options.js';
+import { cliErrors } from './cli-errors.js';
 
-/** Runs a subcommand body; bad input is exit code 2 with the reason. */
-export function cliErrors(command: Command, fn: () => void | Promise<void>): Promise<void> {
-  const fail = (err: unknown): never => {
-    if (
-      err instanceof OptionError ||
-      err instanceof StoreError ||
-      err instanceof TokenError ||
-      err instanceof IdentityError ||
-      err instanceof DurationError
-    )
-      command.error(`error: ${err.message}`, { exitCode: 2 });
-    throw err;
-  };
-  try {
-    return Promise.resolve(fn()).catch(fail);
-  } catch (err) {
-    return fail(err);
-  }
-}
+export { cliErrors };
 
 export function addTokenCommand(program: Command): void {
   const token = program.command('token').description('Join tokens: a VM’s first authentication to the CA.');

@@ -19,9 +19,10 @@ import { CA_DEFAULTS, compileCaServeOptions } from './ca-options.js';
 import { openCa } from './ca-serve.js';
 import { TOKEN_ENV } from './cert.js';
 import { envVariableName } from './env-options.js';
-import { OptionError, parseAddress, parsePositiveInt, SERVE_DEFAULTS } from './options.js';
+import { OptionError, parseAddress, parsePositiveInt } from '../adapters/option-values.js';
+import { SERVE_DEFAULTS } from './serve-defaults.js';
 import { STORE_FLAG_HELP, withCommandStore } from './store-options.js';
-import { cliErrors } from './token.js';
+import { cliErrors } from './cli-errors.js';
 
 const CHECK_TIMEOUT_MS = 5_000;
 

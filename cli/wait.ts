@@ -7,7 +7,8 @@ import { Option, type Command } from 'commander';
 import type { ConfigSyncView, WaitzView } from '../model/admin-api.js';
 import { durationMs } from '../model/duration.js';
 import { AdminError, getJson, postJson } from './admin-client.js';
-import { OptionError, SERVE_DEFAULTS } from './options.js';
+import { OptionError } from '../adapters/option-values.js';
+import { SERVE_DEFAULTS } from './serve-defaults.js';
 import { humanDuration } from './table.js';
 
 export type WaitOutcome = 'synced' | 'nack' | 'timeout' | 'error';

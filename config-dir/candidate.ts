@@ -20,7 +20,7 @@ import type { ConfigIssue } from './issue.js';
 import { isConfigFile, loadConfigFile, type FileLoad } from './load-file.js';
 import { comparePaths, mergeFiles } from './merge.js';
 import { fullMerge } from './publication.js';
-import { MAX_CONFIG_FILE_BYTES } from './read-file.js';
+import { DEFAULT_CANDIDATE_LIMITS, type CandidateLimits } from './candidate-limits.js';
 
 /** One file of a candidate: its path relative to the directory's root, `/`-separated, and its text. */
 export interface CandidateFile {
@@ -53,23 +53,7 @@ export interface CandidateEvaluation {
   readonly problems: readonly CandidateProblem[];
 }
 
-export interface CandidateLimits {
-  readonly maxFiles: number;
-  /** Per file, in UTF-8 bytes: the directory's own read limit. */
-  readonly maxFileBytes: number;
-  /** The whole evaluation (here and what its caller does with it). */
-  readonly deadlineMs: number;
-}
-
-/**
- * The directory itself has no file-count limit of its own (the inotify watch limit is the
- * system's); a candidate gets one, at twice the largest directory the benchmarks run (10,000 files).
- */
-export const DEFAULT_CANDIDATE_LIMITS: CandidateLimits = {
-  maxFiles: 20_000,
-  maxFileBytes: MAX_CONFIG_FILE_BYTES,
-  deadlineMs: 10_000,
-};
+export { DEFAULT_CANDIDATE_LIMITS, type CandidateLimits } from './candidate-limits.js';
 
 /** A candidate refused as a whole: `status` is the HTTP status its caller answers with. */
 export class CandidateError extends Error {

@@ -6,7 +6,7 @@ import type { ConfigIssue } from './issue.js';
 import { validateResource } from './validate/resource.js';
 import { formatPath, isRecord, Problems, type Problem } from './validate/schema.js';
 
-export const CONFIG_EXTENSIONS = ['.yaml', '.yml', '.json'] as const;
+export { CONFIG_EXTENSIONS, isConfigFile } from './config-files.js';
 
 export interface FileLoad {
   /** Relative to the watched directory, `/`-separated. */
@@ -126,10 +126,6 @@ function loadChecked(
 export function formatIssue(file: string, issue: ConfigIssue): string {
   const where = issue.line > 0 ? `${file}:${issue.line}` : file;
   return issue.path ? `${where} ${issue.path}: ${issue.message}` : `${where} ${issue.message}`;
-}
-
-export function isConfigFile(path: string): boolean {
-  return CONFIG_EXTENSIONS.some((ext) => path.toLowerCase().endsWith(ext));
 }
 
 // A document is one resource, a `kind: List` with `items`, or (as kubectl also accepts) a bare array.

@@ -535,6 +535,9 @@ export interface DiffProxyProblem {
   readonly message: string;
 }
 
+/** The whole body of POST /debug/diff, at most (its contract; admin/diff.ts enforces it). */
+export const MAX_DIFF_BODY_BYTES = 64 * 1024 * 1024;
+
 export interface DiffView {
   /** Only the affected proxies, by id. */
   readonly proxies: readonly DiffProxy[];
