@@ -5,7 +5,12 @@
 // is derived per list downstream (the mesh index, mesh/mesh-index.ts) is kept. Whole lists are put
 // together again only at first, after many edits at once, or when a resource's file is not its
 // path (then nothing can be found by file).
-import { meshConfigLists, meshListOf, type MeshConfigLists, type MeshKindList } from '../mesh/config-kinds.js';
+import {
+  meshConfigLists,
+  meshListOf,
+  type MeshConfigLists,
+  type MeshKindList,
+} from '../mesh/config-kinds.js';
 import type { AnyConfigResource } from '../mesh/types.js';
 import type { FileLoad } from './load-file.js';
 import { comparePaths } from './merge.js';
@@ -52,7 +57,7 @@ export class MeshLists {
     if (!lists) {
       const paths = [...meshFiles].sort(comparePaths);
       const resources = paths.flatMap((p) => inForce(p)?.resources ?? []);
-      lists = meshConfigLists(resources) as unknown as Lists;
+      lists = meshConfigLists(resources);
       // Checked once per whole list: a hand-made load could name another file.
       this.byFile = paths.every((p) => (inForce(p)?.resources ?? []).every((r) => r.file === p));
     }
@@ -88,7 +93,8 @@ export class MeshLists {
       }
     }
     const out: Lists = { ...lists, ...next };
-    for (const [list, { removed, added }] of changes) STEPS.set(out[list], { from: lists[list], removed, added });
+    for (const [list, { removed, added }] of changes)
+      STEPS.set(out[list], { from: lists[list], removed, added });
     return out;
   }
 }

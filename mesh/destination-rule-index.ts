@@ -56,7 +56,7 @@ export class DestinationRuleIndex {
       if (host.startsWith('*')) push(wild, rule.namespace, rule);
       else {
         let hosts = exact.get(rule.namespace);
-        if (!hosts) exact.set(rule.namespace, (hosts = new Map()));
+        if (!hosts) exact.set(rule.namespace, (hosts = new Map<string, DestinationRuleResource[]>()));
         push(hosts, host, rule);
       }
     }
@@ -88,7 +88,7 @@ export class DestinationRuleIndex {
       const host = ruleHost(rule);
       if (host.startsWith('*')) return undefined;
       let hosts = touched.get(rule.namespace);
-      if (!hosts) touched.set(rule.namespace, (hosts = new Map()));
+      if (!hosts) touched.set(rule.namespace, (hosts = new Map<string, DestinationRuleResource[]>()));
       let list = hosts.get(host);
       if (!list) hosts.set(host, (list = [...(base.exact.get(rule.namespace)?.get(host)?.rules ?? [])]));
       return list;

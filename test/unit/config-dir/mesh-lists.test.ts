@@ -8,7 +8,12 @@ import fc from 'fast-check';
 import type { FileLoad } from '../../../config-dir/load-file.js';
 import { comparePaths } from '../../../config-dir/merge.js';
 import { MeshLists } from '../../../config-dir/mesh-lists.js';
-import { MESH_CONFIG_KINDS, MESH_KIND_LISTS, meshConfigLists, meshListOf } from '../../../mesh/config-kinds.js';
+import {
+  MESH_CONFIG_KINDS,
+  MESH_KIND_LISTS,
+  meshConfigLists,
+  meshListOf,
+} from '../../../mesh/config-kinds.js';
 import type { AnyConfigResource, ConfigKind } from '../../../mesh/types.js';
 import { configResource } from '../../support/mesh-fixtures.js';
 
@@ -25,7 +30,8 @@ const editArb = fc.record({
 let made = 0;
 function fileLoad(path: string, kinds: readonly ConfigKind[]): FileLoad {
   const resources = kinds.map(
-    (kind, i) => ({ ...configResource(kind, `r${made++}`, {}, 'default', path), line: i + 1 }) as AnyConfigResource,
+    (kind, i) =>
+      ({ ...configResource(kind, `r${made++}`, {}, 'default', path), line: i + 1 }) as AnyConfigResource,
   );
   return { path, errors: [], warnings: [], resources, hostPosition: () => undefined };
 }
@@ -57,7 +63,11 @@ test('traffic config lists spliced edit after edit are the lists put together wh
         const whole = meshConfigLists(paths.flatMap((p) => files.get(p)?.resources ?? []));
         if (previous) {
           const was = previous;
-          assert.deepEqual(MESH_KIND_LISTS.map((l) => [...was[l]]), held, 'earlier lists unchanged');
+          assert.deepEqual(
+            MESH_KIND_LISTS.map((l) => [...was[l]]),
+            held,
+            'earlier lists unchanged',
+          );
         }
         for (const list of MESH_KIND_LISTS) {
           assert.deepEqual(got[list], whole[list], list);

@@ -34,7 +34,10 @@ const LOOKUP_HOSTS = [
 
 const specArb: fc.Arbitrary<DestinationRuleSpec> = fc
   .record({
-    host: fc.oneof({ weight: 12, arbitrary: fc.constantFrom(...HOSTS.slice(0, 4)) }, { weight: 1, arbitrary: fc.constant(HOSTS[4] as string) }),
+    host: fc.oneof(
+      { weight: 12, arbitrary: fc.constantFrom(...HOSTS.slice(0, 4)) },
+      { weight: 1, arbitrary: fc.constant(HOSTS[4] as string) },
+    ),
     subsets: fc.array(fc.constantFrom('v1', 'v2', 'v3'), { maxLength: 2 }),
     policy: fc.option(fc.constantFrom('RANDOM' as const, 'ROUND_ROBIN' as const)),
     exportTo: fc.option(fc.constantFrom(['.'], ['*'], ['shop'])),
@@ -93,7 +96,9 @@ test('a DestinationRule index derived edit after edit answers as one built whole
     fc.property(fc.array(editArb, { minLength: 5, maxLength: 40 }), (edits) => {
       const files = new Map<string, FileLoad>();
       let config: MeshConfig = EMPTY_MESH_CONFIG;
-      let last: { index: DestinationRuleIndex; changed: Set<string>; answers: ReturnType<typeof answers> } | undefined;
+      let last:
+        | { index: DestinationRuleIndex; changed: Set<string>; answers: ReturnType<typeof answers> }
+        | undefined;
       let changedSince = new Set<string>();
       for (const { path, rules, look } of edits) {
         const before = files.get(path);
@@ -101,7 +106,8 @@ test('a DestinationRule index derived edit after edit answers as one built whole
         if (after) files.set(path, after);
         else files.delete(path);
         const touched = new Set<string>();
-        for (const load of [before, after]) for (const r of load?.resources ?? []) touched.add(resourceKey(r));
+        for (const load of [before, after])
+          for (const r of load?.resources ?? []) touched.add(resourceKey(r));
         for (const h of hostsOf([before, after])) changedSince.add(h);
         config = meshConfigStep(config, mergeFiles(files.values()), touched, after?.resources ?? []).config;
         if (!look) continue;
@@ -125,7 +131,13 @@ test('a DestinationRule index derived edit after edit answers as one built whole
 });
 
 test('an edit of one host’s rules merges that host’s edited group again, and only it', () => {
-  const rule = (name: string, host: string, subsets: string[], file: string, exportTo?: string[]): AnyConfigResource => ({
+  const rule = (
+    name: string,
+    host: string,
+    subsets: string[],
+    file: string,
+    exportTo?: string[],
+  ): AnyConfigResource => ({
     ...destinationRule(name, {
       host,
       subsets: subsets.map((n) => ({ name: n, labels: { v: n } })),
@@ -156,16 +168,32 @@ test('an edit of one host’s rules merges that host’s edited group again, and
   const first = meshConfigStep(EMPTY_MESH_CONFIG, mergeFiles(files)).config;
   const a = destinationRuleIndex(first.destinationRules);
   const [, x2, b2] = files[1]?.resources ?? [];
-  const edit = load('b.yaml', [rule('a2', 'a', ['v3'], 'b.yaml', ['shop']), x2 as AnyConfigResource, b2 as AnyConfigResource]);
+  const edit = load('b.yaml', [
+    rule('a2', 'a', ['v3'], 'b.yaml', ['shop']),
+    x2 as AnyConfigResource,
+    b2 as AnyConfigResource,
+  ]);
   const touched = ['DestinationRule/default/a2'];
-  const next = meshConfigStep(first, mergeFiles([files[0] as FileLoad, edit]), touched, edit.resources).config;
+  const next = meshConfigStep(
+    first,
+    mergeFiles([files[0] as FileLoad, edit]),
+    touched,
+    edit.resources,
+  ).config;
   const b = destinationRuleIndex(next.destinationRules);
   const host = (h: string): string => `${h}.default.svc.cluster.local`;
   assert.equal(b.lookup(host('b'), 'default'), a.lookup(host('b'), 'default'), 'b keeps its merged rule');
   assert.equal(b.lookup(host('a'), 'default'), a.lookup(host('a'), 'default'), 'so does a’s other group');
-  assert.deepEqual(b.lookup(host('a'), 'shop', 'default')?.spec.subsets?.map((s) => s.name), ['v1', 'v3']);
+  assert.deepEqual(
+    b.lookup(host('a'), 'shop', 'default')?.spec.subsets?.map((s) => s.name),
+    ['v1', 'v3'],
+  );
   assert.deepEqual(
     mergeDestinationRules(next.destinationRules).rules.map((r) => r.spec.subsets?.map((s) => s.name)),
-    [['v1', 'v3'], ['v1', 'v2'], ['v1', 'v2']],
+    [
+      ['v1', 'v3'],
+      ['v1', 'v2'],
+      ['v1', 'v2'],
+    ],
   );
 });
