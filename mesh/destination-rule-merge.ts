@@ -4,7 +4,9 @@
 // workloadSelector, become the first of them (config order: file path, then document order; Istio
 // uses the oldest) with the subsets of all of them — a subset name already defined is skipped, as
 // Istio skips it with a warning — and the first top-level traffic policy any of them sets. Rules
-// with different exportTo stay apart, and the lookup takes the first one visible.
+// with different exportTo stay apart, and the lookup takes the first one visible. A group never
+// spans two (namespace, host) buckets, so the index merges each bucket on its own (mergeGroups) and
+// an edit merges again only the buckets it touched (destination-rule-index.ts).
 import type { DestinationRuleResource, Subset } from './types.js';
 import { resolveHost } from './hosts.js';
 
