@@ -6,7 +6,7 @@
 import type { AcceptedFile, AcceptedFiles } from '../model/accepted-files.js';
 import type { ConfigHistory } from '../model/config-history.js';
 import type { Logger } from '../log/logger.js';
-import { MESH_CONFIG_KINDS, meshConfigLists, type MeshConfigLists } from '../mesh/config-kinds.js';
+import { MESH_CONFIG_KINDS, type MeshConfigLists } from '../mesh/config-kinds.js';
 import { resourceKey, type AnyConfigResource } from '../mesh/types.js';
 import { resolveClaims, type FileVersions } from './claims.js';
 import type { FileDebugState } from './debug-state.js';
@@ -16,6 +16,7 @@ import type { ConfigIssue } from './issue.js';
 import { formatIssue, loadConfigFile, NO_POSITIONS, type FileLoad } from './load-file.js';
 import { comparePaths, mergeFiles, type ConfigConflict, type MergedConfig } from './merge.js';
 import type { FileRead } from './read-file.js';
+import { MeshLists } from './mesh-lists.js';
 import { decodeLoad, encodeLoad, loadFormat } from './stored-load.js';
 
 interface InForce {
@@ -73,6 +74,8 @@ export class FileRecords {
   readonly index = new FileIndex();
   /** Files whose version in force defines some traffic config (kept by setFile()). */
   private readonly meshFiles = new Set<string>();
+  /** The traffic config of `meshFiles`, kept from call to call of meshLists(). */
+  private readonly traffic = new MeshLists();
   /** Keys of the traffic config resources whose file's version in force changed since takeTouched(). */
   private touched = new Set<string>();
   /** The traffic config resources of the versions in force that touched them (the step's index reads them). */
@@ -256,10 +259,12 @@ export class FileRecords {
     return mergeFiles([...this.files.values()].flatMap((f) => (f.good ? [f.good] : [])));
   }
 
-  /** The traffic config of the files in force, as mergeFiles would list it (no conflicts stand). */
+  /**
+   * The traffic config of the files in force, as mergeFiles would list it (no conflicts stand): the
+   * lists of the last call with the files changed since spliced in (mesh-lists.ts).
+   */
   meshLists(): MeshConfigLists {
-    const paths = [...this.meshFiles].sort(comparePaths);
-    return meshConfigLists(paths.flatMap((p) => this.files.get(p)?.good?.resources ?? []));
+    return this.traffic.current((p) => this.files.get(p)?.good, this.meshFiles);
   }
 
   /**
@@ -368,6 +373,7 @@ export class FileRecords {
     const previous = this.files.get(path);
     this.index.update(path, previous, record);
     if (previous?.good !== record?.good) {
+      this.traffic.changing(path, previous?.good);
       for (const load of [previous?.good, record?.good])
         for (const r of load?.resources ?? [])
           if (MESH_CONFIG_KINDS.has(r.kind)) this.touched.add(resourceKey(r));

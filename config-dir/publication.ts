@@ -16,7 +16,8 @@ import type { FileRecords } from './file-records.js';
 import { isMeshConfigEdit, planIncremental, planWorkloadEntries, type FileStep } from './incremental.js';
 import { EMPTY_MERGED, type ConfigConflict, type MergedConfig } from './merge.js';
 import { SelectionIndex } from './selection-index.js';
-import { unknownSubsetWarnings } from './validate/virtual-service.js';
+import { SubsetWarnings } from './subset-warnings.js';
+import { unknownSubsetWarnings } from './validate/unknown-subsets.js';
 
 export interface Publication {
   readonly snapshot: RegistrySnapshot;
@@ -97,8 +98,9 @@ export function planEdit(
 
 /**
  * Files that define only traffic config (isMeshConfigEdit): the services stay as published, and
- * only the traffic config is put together again, from the files that define some (a
- * DestinationRule edit costs what the traffic config holds, not what the directory does).
+ * only the traffic config is put together again: the edited files spliced into the lists
+ * (mesh-lists.ts), their unknown-subset warnings checked again (subset-warnings.ts), so a
+ * DestinationRule edit costs what it touched, not what the traffic config holds.
  */
 function planTrafficEdit(
   steps: readonly FileStep[],
@@ -110,11 +112,20 @@ function planTrafficEdit(
     const traffic = records.meshLists();
     const warnings = [
       ...published.conversionWarnings,
-      ...unknownSubsetWarnings(traffic.virtualServices, traffic.destinationRules, resolveHost),
+      ...subsetWarnings(records).warnings(traffic.virtualServices, traffic.destinationRules),
     ];
     // No service changed; a file now broken or mended still counts.
     return { snapshot: published.snapshot, hosts: [], traffic, warnings };
   };
+}
+
+/** Per directory's records, its unknown-subset warnings kept from traffic edit to traffic edit. */
+const SUBSET_WARNINGS = new WeakMap<FileRecords, SubsetWarnings>();
+
+function subsetWarnings(records: FileRecords): SubsetWarnings {
+  let warnings = SUBSET_WARNINGS.get(records);
+  if (!warnings) SUBSET_WARNINGS.set(records, (warnings = new SubsetWarnings(resolveHost)));
+  return warnings;
 }
 
 /** Files of ServiceEntries with their own endpoints: applied host by host (incremental.ts). */

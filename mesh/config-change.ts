@@ -19,7 +19,8 @@ import {
 import { configKeyIndex, resourceCount, type ConfigKeyIndex, type Placed } from './config-key-index.js';
 import { configHasFaults, routesInjectFaults } from './faults.js';
 import { resolveHost } from './hosts.js';
-import { resourceKey, type AnyConfigResource } from './types.js';
+import { resourceKey, type AnyConfigResource, type DestinationRuleResource } from './types.js';
+import { noteDestinationRuleStep } from './destination-rule-index.js';
 import { resolvedHosts } from './virtual-service-index.js';
 import { sameData } from '../model/change.js';
 
@@ -108,7 +109,32 @@ export function meshConfigStep(
   // a kept list's (the previous config's, equal but maybe other objects): left to be built. A
   // derived one does: its entries for a kept list are the previous config's.
   if (derived || Object.keys(kept).length === 0) places.set(config, after);
+  if (derived && before && after) noteRuleStep(previous, config, before, after, keys as ReadonlySet<string>);
   return { config, keys: measured.keys };
+}
+
+/**
+ * How a derived step changed the DestinationRules (the touched keys' versions before and after),
+ * so the next list's index is derived from the previous one's (destination-rule-index.ts).
+ */
+function noteRuleStep(
+  prev: MeshConfig,
+  next: MeshConfig,
+  before: ConfigKeyIndex,
+  after: ConfigKeyIndex,
+  touched: ReadonlySet<string>,
+): void {
+  if (prev.destinationRules === next.destinationRules) return;
+  const removed: DestinationRuleResource[] = [];
+  const added: DestinationRuleResource[] = [];
+  for (const key of touched) {
+    const a = before.get(key)?.resource;
+    const b = after.get(key)?.resource;
+    if (a === b) continue;
+    if (a?.kind === 'DestinationRule') removed.push(a);
+    if (b?.kind === 'DestinationRule') added.push(b);
+  }
+  noteDestinationRuleStep(prev.destinationRules, next.destinationRules, removed, added);
 }
 
 /** The mesh config after a merge to `lists`, every resource compared (tools and tests). */

@@ -4,7 +4,9 @@
 // workloadSelector, become the first of them (config order: file path, then document order; Istio
 // uses the oldest) with the subsets of all of them — a subset name already defined is skipped, as
 // Istio skips it with a warning — and the first top-level traffic policy any of them sets. Rules
-// with different exportTo stay apart, and the lookup takes the first one visible.
+// with different exportTo stay apart, and the lookup takes the first one visible. A group never
+// spans two (namespace, host) buckets, so the index merges each bucket on its own (mergeGroups) and
+// an edit merges again only the buckets it touched (destination-rule-index.ts).
 import type { DestinationRuleResource, Subset } from './types.js';
 import { resolveHost } from './hosts.js';
 
@@ -33,10 +35,13 @@ export interface MergedDestinationRules {
   readonly ignoredPolicies: readonly IgnoredPolicy[];
 }
 
-interface Group {
-  readonly first: DestinationRuleResource;
-  readonly host: string;
-  readonly members: DestinationRuleResource[];
+/** One group merged: its members in config order, and the rule they act as. */
+export interface MergedGroup {
+  readonly members: readonly DestinationRuleResource[];
+  /** The first member, or a copy of it with the group's subsets and traffic policy. */
+  readonly rule: DestinationRuleResource;
+  readonly skippedSubsets: readonly SkippedSubset[];
+  readonly ignoredPolicies: readonly IgnoredPolicy[];
 }
 
 const MEMO = new WeakMap<readonly DestinationRuleResource[], MergedDestinationRules>();
@@ -44,57 +49,77 @@ const MEMO = new WeakMap<readonly DestinationRuleResource[], MergedDestinationRu
 /** The rules as Istio applies them; memoized per list (a config's list does not change). */
 export function mergeDestinationRules(rules: readonly DestinationRuleResource[]): MergedDestinationRules {
   let merged = MEMO.get(rules);
-  if (!merged) MEMO.set(rules, (merged = merge(rules)));
+  if (!merged) {
+    const groups = mergeGroups(rules);
+    merged = {
+      rules: groups.map((g) => g.rule),
+      skippedSubsets: groups.flatMap((g) => g.skippedSubsets),
+      ignoredPolicies: groups.flatMap((g) => g.ignoredPolicies),
+    };
+    MEMO.set(rules, merged);
+  }
   return merged;
 }
 
-function merge(rules: readonly DestinationRuleResource[]): MergedDestinationRules {
-  const groups = new Map<string, Group>();
+/**
+ * The groups of `rules` (config order), each merged, in the order of each group's first rule. A
+ * group whose members are those of one of `previous` (the same rules, in the same order) is that
+ * one, merged rule and all: what is cached by the merged rule downstream stays valid.
+ */
+export function mergeGroups(
+  rules: readonly DestinationRuleResource[],
+  previous: readonly MergedGroup[] = [],
+): MergedGroup[] {
+  const groups = new Map<string, { readonly host: string; readonly members: DestinationRuleResource[] }>();
   for (const rule of rules) {
     const { host, key } = groupOf(rule);
     const group = groups.get(key);
     if (group) group.members.push(rule);
-    else groups.set(key, { first: rule, host, members: [rule] });
+    else groups.set(key, { host, members: [rule] });
   }
-  const out: DestinationRuleResource[] = [];
+  const out: MergedGroup[] = [];
+  for (const { host, members } of groups.values())
+    out.push(previous.find((g) => sameMembers(g.members, members)) ?? mergeGroup(host, members));
+  return out;
+}
+
+function sameMembers(a: readonly DestinationRuleResource[], b: readonly DestinationRuleResource[]): boolean {
+  return a.length === b.length && a.every((r, i) => r === b[i]);
+}
+
+function mergeGroup(host: string, members: readonly DestinationRuleResource[]): MergedGroup {
+  const first = members[0] as DestinationRuleResource;
+  if (members.length === 1) return { members, rule: first, skippedSubsets: [], ignoredPolicies: [] };
   const skippedSubsets: SkippedSubset[] = [];
   const ignoredPolicies: IgnoredPolicy[] = [];
-  for (const { first, host, members } of groups.values()) {
-    if (members.length === 1) {
-      out.push(first);
-      continue;
-    }
-    const subsets: Subset[] = [];
-    const names = new Set<string>();
-    let policyFrom: DestinationRuleResource | undefined;
-    for (const rule of members) {
-      (rule.spec.subsets ?? []).forEach((s, index) => {
-        if (names.has(s.name)) skippedSubsets.push({ rule, index, host, mergedInto: first });
-        else {
-          names.add(s.name);
-          subsets.push(s);
-        }
-      });
-      if (!rule.spec.trafficPolicy) continue;
-      if (policyFrom) ignoredPolicies.push({ rule, host, keptFrom: policyFrom });
-      else policyFrom = rule;
-    }
-    const trafficPolicy = policyFrom?.spec.trafficPolicy;
-    // Nothing added to the first: it stays itself (what is memoized by rule keeps working).
-    if ((policyFrom ?? first) === first && subsets.length === (first.spec.subsets ?? []).length) {
-      out.push(first);
-      continue;
-    }
-    out.push({
-      ...first,
-      spec: {
-        ...first.spec,
-        ...(trafficPolicy && { trafficPolicy }),
-        ...(subsets.length > 0 && { subsets }),
-      },
+  const subsets: Subset[] = [];
+  const names = new Set<string>();
+  let policyFrom: DestinationRuleResource | undefined;
+  for (const rule of members) {
+    (rule.spec.subsets ?? []).forEach((s, index) => {
+      if (names.has(s.name)) skippedSubsets.push({ rule, index, host, mergedInto: first });
+      else {
+        names.add(s.name);
+        subsets.push(s);
+      }
     });
+    if (!rule.spec.trafficPolicy) continue;
+    if (policyFrom) ignoredPolicies.push({ rule, host, keptFrom: policyFrom });
+    else policyFrom = rule;
   }
-  return { rules: out, skippedSubsets, ignoredPolicies };
+  const trafficPolicy = policyFrom?.spec.trafficPolicy;
+  // Nothing added to the first: it stays itself (what is memoized by rule keeps working).
+  if ((policyFrom ?? first) === first && subsets.length === (first.spec.subsets ?? []).length)
+    return { members, rule: first, skippedSubsets, ignoredPolicies };
+  const rule: DestinationRuleResource = {
+    ...first,
+    spec: {
+      ...first.spec,
+      ...(trafficPolicy && { trafficPolicy }),
+      ...(subsets.length > 0 && { subsets }),
+    },
+  };
+  return { members, rule, skippedSubsets, ignoredPolicies };
 }
 
 /** Per rule, its resolved host and group key: a config step keeps every rule but the edited ones. */

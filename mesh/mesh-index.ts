@@ -5,19 +5,18 @@
 // and workload selector (root-namespace ones mesh-wide). Each kind's index is built from its list
 // alone, so it is kept for as long as the list is: a config step that leaves a kind's list as it was
 // hands the next config that very list (config-change.ts), and an edit of one DestinationRule
-// rebuilds the DestinationRule index only.
+// touches the DestinationRule index only, derived from the previous one (destination-rule-index.ts).
 // What a build looks up is recorded by the xDS side, which wraps the index per build
 // (xds/generators/recording-context.ts), not here.
 import type { MeshConfig } from './mesh-config.js';
 import type {
   AuthorizationPolicyResource,
-  DestinationRuleResource,
   RequestAuthenticationResource,
   SidecarResource,
   VirtualServiceResource,
 } from './types.js';
 import { AuthorizationIndex } from './authorization-index.js';
-import { DestinationRuleIndex } from './destination-rule-index.js';
+import { destinationRuleIndex, type DestinationRuleIndex } from './destination-rule-index.js';
 import { SidecarIndex } from './sidecar-index.js';
 import { VirtualServiceIndex } from './virtual-service-index.js';
 
@@ -30,7 +29,7 @@ export class MeshIndex {
   constructor(readonly config: MeshConfig) {
     const { virtualServices, destinationRules, sidecars } = config;
     this.virtualServices = perList(VS, virtualServices, () => new VirtualServiceIndex(virtualServices));
-    this.destinationRules = perList(DR, destinationRules, () => new DestinationRuleIndex(destinationRules));
+    this.destinationRules = destinationRuleIndex(destinationRules);
     this.sidecars = perList(SIDECARS, sidecars, () => new SidecarIndex(sidecars));
     const { authorizationPolicies: policies, requestAuthentications: jwt } = config;
     const byJwt = perList(
@@ -44,7 +43,6 @@ export class MeshIndex {
 
 /** Each kind's index, by the list it was built from (dropped with the list). */
 const VS = new WeakMap<readonly VirtualServiceResource[], VirtualServiceIndex>();
-const DR = new WeakMap<readonly DestinationRuleResource[], DestinationRuleIndex>();
 const SIDECARS = new WeakMap<readonly SidecarResource[], SidecarIndex>();
 /** By both lists: policies, then RequestAuthentications. */
 const AUTHZ = new WeakMap<

@@ -4,20 +4,16 @@
 // Matches that can never be reached (after a catch-all, or identical to an earlier one) are
 // warnings, as Istio's validation warns (bookinfo's fault-injection-details-v1.yaml has one).
 // A route naming a subset no DestinationRule defines is a cross-resource warning only
-// (`unknownSubsetWarnings`): the rule may be in another file, or arrive later (Istio: an analyzer
-// warning, IST0101), and until then the subset's cluster has no endpoints.
+// (unknown-subsets.ts).
 import type { FieldPath } from '../parse.js';
 import type {
-  DestinationRuleResource,
   HTTPMatchRequest,
   HTTPRoute,
   L4MatchAttributes,
   RouteDestination,
   StringMatch,
-  VirtualServiceResource,
   VirtualServiceSpec,
 } from '../../mesh/types.js';
-import type { ResourceRef } from '../merge.js';
 import { grpcStatusCode } from '../../model/grpc-status.js';
 import { re2Error } from './re2.js';
 import {
@@ -444,50 +440,4 @@ function isHttpCatchAll(m: HTTPMatchRequest): boolean {
 
 function isL4CatchAll(m: L4MatchAttributes): boolean {
   return Object.values(m).every((v) => v === undefined);
-}
-
-// ---- unknown subsets (cross-resource) -----------------------------------------------------------
-
-export interface UnknownSubsetWarning {
-  readonly resource: ResourceRef;
-  readonly message: string;
-}
-
-/**
- * Destinations naming a subset that no DestinationRule for that host defines (in any namespace).
- * A warning, not an error: see the top of this file.
- */
-export function unknownSubsetWarnings(
-  virtualServices: readonly VirtualServiceResource[],
-  destinationRules: readonly DestinationRuleResource[],
-  resolveHost: (host: string, namespace: string) => string,
-): UnknownSubsetWarning[] {
-  const defined = new Set<string>();
-  for (const dr of destinationRules)
-    for (const s of dr.spec.subsets ?? [])
-      defined.add(`${resolveHost(dr.spec.host, dr.namespace)}|${s.name}`);
-  const out: UnknownSubsetWarning[] = [];
-  for (const vs of virtualServices) {
-    const resource = { resource: `VirtualService/${vs.namespace}/${vs.name}`, file: vs.file, line: vs.line };
-    const check = (d: { host: string; subset?: string } | undefined, where: string): void => {
-      if (d?.subset === undefined) return;
-      const host = resolveHost(d.host, vs.namespace);
-      if (!defined.has(`${host}|${d.subset}`))
-        out.push({
-          resource,
-          message: `${where}.subset: no DestinationRule for ${host} defines subset "${d.subset}"; its cluster has no endpoints until one does`,
-        });
-    };
-    (vs.spec.http ?? []).forEach((r, i) => {
-      (r.route ?? []).forEach((d, j) => check(d.destination, `spec.http[${i}].route[${j}].destination`));
-      if (r.mirror) check(r.mirror, `spec.http[${i}].mirror`);
-    });
-    (vs.spec.tcp ?? []).forEach((r, i) =>
-      r.route.forEach((d, j) => check(d.destination, `spec.tcp[${i}].route[${j}].destination`)),
-    );
-    (vs.spec.tls ?? []).forEach((r, i) =>
-      r.route.forEach((d, j) => check(d.destination, `spec.tls[${i}].route[${j}].destination`)),
-    );
-  }
-  return out;
 }

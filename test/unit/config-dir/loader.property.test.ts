@@ -13,7 +13,7 @@ import { loadConfigFile } from '../../../config-dir/load-file.js';
 import { mergeFiles } from '../../../config-dir/merge.js';
 import { buildSnapshot } from '../../../config-dir/conversion.js';
 import { ConfigDirRegistry } from '../../../config-dir/registry.js';
-import { unknownSubsetWarnings } from '../../../config-dir/validate/virtual-service.js';
+import { unknownSubsetWarnings } from '../../../config-dir/validate/unknown-subsets.js';
 import { EMPTY_MESH_CONFIG, nextMeshConfig } from '../../../mesh/mesh-config.js';
 import { resolveHost } from '../../../mesh/hosts.js';
 import { configText } from '../../support/config-arbitraries.js';

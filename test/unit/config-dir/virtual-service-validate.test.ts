@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { formatIssue, loadConfigFile } from '../../../config-dir/load-file.js';
 import type { DestinationRuleResource, VirtualServiceResource } from '../../../mesh/types.js';
-import { unknownSubsetWarnings } from '../../../config-dir/validate/virtual-service.js';
+import { unknownSubsetWarnings } from '../../../config-dir/validate/unknown-subsets.js';
 import { resolveHost } from '../../../mesh/hosts.js';
 
 const HEADER = [
