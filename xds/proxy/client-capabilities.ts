@@ -229,10 +229,29 @@ export interface RuleCheck {
 const profiles = new WeakMap<Proxy, ClientProfile>();
 const NO_CHECKS: readonly RuleCheck[] = [];
 
-/** The profile of `proxy` (computed once per proxy). */
+/**
+ * Profiles by client (kind, user agent and its version): every stream has a Proxy of its own, but a
+ * fleet runs a handful of client builds, so a connect storm matches the rules once per build, not
+ * once per stream. Bounded: past MAX_CLIENTS builds the oldest goes first.
+ */
+const byClient = new Map<string, ClientProfile>();
+const MAX_CLIENTS = 1000;
+
+/** The profile of `proxy` (computed once per client build, looked up once per proxy). */
 export function clientProfile(proxy: Proxy): ClientProfile {
   let p = profiles.get(proxy);
-  if (!p) profiles.set(proxy, (p = profileFor(proxy)));
+  if (p) return p;
+  // The agent's length keeps two clients apart whatever their strings hold.
+  const id = `${proxy.kind}\0${proxy.userAgent.length}\0${proxy.userAgent}\0${proxy.userAgentVersion}`;
+  p = byClient.get(id);
+  if (!p) {
+    byClient.set(id, (p = profileFor(proxy)));
+    if (byClient.size > MAX_CLIENTS) {
+      const oldest = byClient.keys().next();
+      if (!oldest.done) byClient.delete(oldest.value);
+    }
+  }
+  profiles.set(proxy, p);
   return p;
 }
 

@@ -69,8 +69,11 @@ export abstract class StreamCore<R extends CoreRequest, V extends TypeView> impl
   protected readonly order: MakeBeforeBreak;
   private proxyInfo: Proxy | undefined;
   private readonly views = new Map<string, V>();
-  /** Names to send again even if unchanged, per type: load assignments of clusters CDS re-sent. */
-  private readonly resend = new Map<string, Set<string>>();
+  /**
+   * Names to send again even if unchanged, per type: load assignments of clusters CDS re-sent. Made
+   * on first use (only clients that warm clusters re-send): every stream's fields outlive scavenges.
+   */
+  private resend: Map<string, Set<string>> | undefined;
   private nonceCounter = 0;
   /** The request being applied marked work or released held work: kick the pump after it. */
   private due = false;
@@ -295,8 +298,8 @@ export abstract class StreamCore<R extends CoreRequest, V extends TypeView> impl
     const proxy = this.proxyInfo;
     if (!proxy || !this.subscription(typeUrl)) return undefined;
     const started = performance.now();
-    const again = this.resend.get(typeUrl);
-    if (again) this.resend.delete(typeUrl);
+    const again = this.resend?.get(typeUrl);
+    if (again) this.resend?.delete(typeUrl);
     const built = this.respond(typeUrl, work, this.typeView(typeUrl), proxy, again);
     if (!built) return undefined;
     if (built.warm) this.clustersSent(built.nonce, built.warm.updated, built.warm.added);
@@ -326,9 +329,9 @@ export abstract class StreamCore<R extends CoreRequest, V extends TypeView> impl
     const eds = this.subscription(ENDPOINT);
     if (!eds) return;
     let again: Set<string> | undefined;
-    for (const n of updated) if (eds.names.has(n)) (again ??= this.resend.get(ENDPOINT) ?? new Set()).add(n);
+    for (const n of updated) if (eds.names.has(n)) (again ??= this.resend?.get(ENDPOINT) ?? new Set()).add(n);
     if (!again) return;
-    this.resend.set(ENDPOINT, again);
+    (this.resend ??= new Map()).set(ENDPOINT, again);
     this.pump.mark(ENDPOINT, { names: again });
   }
 

@@ -10,8 +10,15 @@ const KEPT_PER_TYPE = 4;
 interface TypeGenerations {
   /** The generation of the last response sent. */
   sent: number;
-  /** The nonces of the responses sent and not answered yet, oldest first, with their generations. */
-  readonly nonces: { nonce: string; generation: number }[];
+  /**
+   * The latest response sent and not answered yet (undefined once answered), with its generation:
+   * kept in the record itself, since a client that keeps up has one at most. Every stream holds one
+   * record per type for its life, so no array or pair object is made for the usual case.
+   */
+  lastNonce: string | undefined;
+  lastGeneration: number;
+  /** Earlier responses not answered yet, oldest first (delta may have several out); made when needed. */
+  earlier: { nonce: string; generation: number }[] | undefined;
   /** The generation of the response the NACK in force rejected. */
   nacked: number | undefined;
 }
@@ -27,10 +34,25 @@ export class StreamGenerations {
   sent(typeUrl: string, nonce: string, generation: number): void {
     this.firstSent ??= generation;
     let t = this.types.get(typeUrl);
-    if (!t) this.types.set(typeUrl, (t = { sent: generation, nonces: [], nacked: undefined }));
+    if (!t) {
+      t = {
+        sent: generation,
+        lastNonce: undefined,
+        lastGeneration: 0,
+        earlier: undefined,
+        nacked: undefined,
+      };
+      this.types.set(typeUrl, t);
+    }
     t.sent = generation;
-    t.nonces.push({ nonce, generation });
-    if (t.nonces.length > KEPT_PER_TYPE) t.nonces.shift();
+    if (t.lastNonce !== undefined) {
+      const earlier = (t.earlier ??= []);
+      earlier.push({ nonce: t.lastNonce, generation: t.lastGeneration });
+      // KEPT_PER_TYPE in all, the latest included.
+      if (earlier.length > KEPT_PER_TYPE - 1) earlier.shift();
+    }
+    t.lastNonce = nonce;
+    t.lastGeneration = generation;
   }
 
   /** The client rejected the response with `nonce`: returns the generation it was generated at. */
@@ -57,9 +79,16 @@ export class StreamGenerations {
 
 /** Forgets `nonce` and the responses before it (answered, or overtaken); returns its generation. */
 function answer(t: TypeGenerations, nonce: string): number | undefined {
-  const i = t.nonces.findIndex((n) => n.nonce === nonce);
-  if (i < 0) return undefined;
-  const generation = t.nonces[i]?.generation;
-  t.nonces.splice(0, i + 1);
+  if (nonce === t.lastNonce) {
+    t.lastNonce = undefined;
+    t.earlier = undefined;
+    return t.lastGeneration;
+  }
+  const earlier = t.earlier;
+  const i = earlier ? earlier.findIndex((n) => n.nonce === nonce) : -1;
+  if (!earlier || i < 0) return undefined;
+  const generation = earlier[i]?.generation;
+  earlier.splice(0, i + 1);
+  if (earlier.length === 0) t.earlier = undefined;
   return generation;
 }

@@ -67,3 +67,24 @@ test('the node’s user agent version reaches the profile; an affected client ha
   assert.notEqual(grpcClusterGenerator.viewKey(ccore), grpcClusterGenerator.viewKey(js));
   assert.equal(grpcClusterGenerator.viewKey(js), 'default', 'unchanged for unaffected clients');
 });
+
+test('proxies of one client build share one profile; another version, agent or kind gets its own', () => {
+  const node = (id: string, name: string, version: string) =>
+    proxyFromNode({ id, user_agent_name: name, user_agent_version: version });
+  const a = clientProfile(node('a', 'gRPC C-core linux', 'C-core 29.0.0'));
+  assert.equal(clientProfile(node('b', 'gRPC C-core linux', 'C-core 29.0.0')), a, 'matched once per build');
+  const newer = clientProfile(node('c', 'gRPC C-core linux', 'C-core 30.0.0'));
+  assert.notEqual(newer, a);
+  assert.equal(a.key, 'ccore-ring-hash-crash');
+  assert.equal(newer.key, '', 'the version is part of what is shared by');
+  // One user agent, two kinds: the kind is part of it too.
+  const envoy = clientProfile(proxyFromNode({ id: 'e', user_agent_name: 'envoy' }));
+  const grpcAsEnvoy = clientProfile(
+    proxyFromNode({ id: 'g', user_agent_name: 'envoy', metadata: { GENERATOR: 'grpc' } }),
+  );
+  assert.deepEqual(
+    envoy.rules.map((r) => r.id),
+    ['envoy-validate-rules'],
+  );
+  assert.ok(grpcAsEnvoy.rules.some((r) => r.id === 'grpc-lb-policies'));
+});
