@@ -11,7 +11,7 @@
 // CPU (the whole process's utime + stime, and its main thread's) from spawning to /ready: on a loaded
 // machine the wall times move with the load, the CPU much less. STARTUP_SERIES=sqlite or =postgres
 // runs one store's starts only; PORTOLAN_BENCH_PROFILE=DIR: each server writes a V8 CPU profile
-// there when it stops. Writes its table into docs/benchmarks.md (the full run only).
+// there when it stops; PORTOLAN_BENCH_NODE_ARGS: more node flags for each server. Writes its table into docs/benchmarks.md (the full run only).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,7 +58,10 @@ async function timedStart(args: readonly string[]): Promise<{ start: Start; serv
   const deadline = started + START_TIMEOUT_MS;
   const server = await startPortolanProcess(args, {
     timeoutMs: START_TIMEOUT_MS,
-    nodeArgs: PROFILE ? ['--cpu-prof', '--cpu-prof-dir', PROFILE] : [],
+    nodeArgs: [
+      ...(PROFILE ? ['--cpu-prof', '--cpu-prof-dir', PROFILE] : []),
+      ...(process.env.PORTOLAN_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+    ],
   });
   try {
     await until(deadline, async () => (await fetch(`${server.httpBase}/ready`)).status === 200);
