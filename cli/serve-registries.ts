@@ -8,12 +8,15 @@ import { builtBy } from '../adapters/registry-factory.js';
 import { AggregateDiscovery } from '../aggregate/aggregate-discovery.js';
 import { configDirFactory } from '../config-dir/factory.js';
 import type { ConfigDirRegistry } from '../config-dir/registry.js';
+import { loadFormat } from '../config-dir/stored-load.js';
 import type { Logger } from '../log/logger.js';
 import type { PortolanMetrics } from '../metrics/metrics.js';
 import type { Registry } from '../model/registry.js';
+import type { AcceptedFiles } from '../model/accepted-files.js';
 import { PostgresRegistrations } from '../store/postgres/auto-registrations.js';
+import { SharedConfigLoadFiles } from '../store/postgres/config-load-mirror.js';
 import { PostgresSnapshotMirror, pullSharedSnapshots } from '../store/postgres/snapshot-mirror.js';
-import { RegistryPersistence } from '../store/registry-persistence.js';
+import { defersRestore, RegistryPersistence } from '../store/registry-persistence.js';
 import { DEFAULT_GRACE_MS, wireAutoRegistration, type WiredAutoRegistration } from './auto-registration.js';
 import { OptionError, type ServeOptions } from './options.js';
 import { REGISTRY_FACTORIES } from './registries.js';
@@ -30,6 +33,8 @@ export interface OpenRegistries {
   readonly persistence: RegistryPersistence;
   /** --store: the last good snapshots mirrored to PostgreSQL too. */
   readonly snapshotMirror: PostgresSnapshotMirror | undefined;
+  /** --store: the config loads shared through PostgreSQL. */
+  readonly sharedLoads: SharedConfigLoadFiles | undefined;
 }
 
 export async function openRegistries(
@@ -39,7 +44,16 @@ export async function openRegistries(
   metrics: PortolanMetrics,
 ): Promise<OpenRegistries> {
   const { store, shared, replica, replication } = stores;
-  const registries = await createRegistries(options, logger, stores);
+  // --store: what other replicas' files loaded to, read before the config directory starts.
+  const sharedLoads =
+    shared &&
+    (await SharedConfigLoadFiles.open(
+      store.configLoads,
+      shared,
+      loadFormat(),
+      logger.child({ component: 'store' }),
+    ));
+  const registries = await createRegistries(options, logger, stores, sharedLoads ?? store.configLoads);
   const config = builtBy(configDirFactory, registries);
   const mock = builtBy(mockRegistryFactory, registries);
   const auto =
@@ -67,12 +81,16 @@ export async function openRegistries(
   // Warm start: until a registry syncs live, xDS is served from its last good snapshot (under
   // --store, the newer of the local one and the shared one).
   if (options.serveStale) {
-    if (shared) await pullSharedSnapshots(shared, store.snapshots, logger.child({ component: 'store' }));
-    persistence.restore();
+    // A registry whose restore waits on its start takes the shared copy only if it is restored.
+    const later = new Map(registries.filter(defersRestore).map((r) => [r.name, () => {}]));
+    if (shared)
+      await pullSharedSnapshots(shared, store.snapshots, logger.child({ component: 'store' }), later);
+    persistence.restore(later);
   }
   const discovery = new AggregateDiscovery(registries);
   await discovery.start();
-  return { registries, discovery, config, mock, auto, persistence, snapshotMirror };
+  sharedLoads?.started();
+  return { registries, discovery, config, mock, auto, persistence, snapshotMirror, sharedLoads };
 }
 
 /** Stops keeping snapshots and writes out what is written behind (before the stores close). */
@@ -80,6 +98,8 @@ export async function stopPersistence(sources: OpenRegistries): Promise<void> {
   sources.persistence.stop();
   await sources.snapshotMirror?.flush();
   sources.snapshotMirror?.stop();
+  await sources.sharedLoads?.flush();
+  sources.sharedLoads?.stop();
 }
 
 /** One registry per --registries name, in that order. */
@@ -87,6 +107,7 @@ async function createRegistries(
   options: ServeOptions,
   logger: Logger,
   stores: OpenStores,
+  acceptedFiles: AcceptedFiles,
 ): Promise<Registry[]> {
   const registries: Registry[] = [];
   for (const name of options.registries) {
@@ -98,7 +119,7 @@ async function createRegistries(
         dataDir: options.dataDir,
         logger: logger.child({ component: factory.logComponent ?? name }),
         configHistory: stores.store.history,
-        acceptedFiles: stores.store.configLoads,
+        acceptedFiles,
       }),
     );
   }

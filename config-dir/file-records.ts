@@ -165,7 +165,7 @@ export class FileRecords {
     const text = read.text;
     if (previous && previous.text === text) return false;
     // A restart, the file as the store accepted it last: its stored load, if this build made it.
-    const storedLoad = stored === text ? this.storedLoad(path, text) : undefined;
+    const storedLoad = stored === text ? this.storedLoad(path, text) : this.knownLoad(path, text);
     const load = emptied ? emptyFileRejected(path) : (storedLoad ?? loadConfigFile(path, text));
     for (const w of load.warnings) this.logger.warn({ file: path, line: w.line }, formatIssue(path, w));
     const base = previous
@@ -367,6 +367,13 @@ export class FileRecords {
     return stored?.load !== undefined && stored.text === text
       ? decodeLoad(path, text, stored.load)
       : undefined;
+  }
+
+  /** What exactly `text` loaded to elsewhere with this build (another replica's): initial load only. */
+  private knownLoad(path: string, text: string): FileLoad | undefined {
+    if (this.started || !this.accepted?.loadOf) return undefined;
+    const json = this.accepted.loadOf(path, text, loadFormat());
+    return json === undefined ? undefined : decodeLoad(path, text, json);
   }
 
   private setFile(path: string, record: FileRecord | undefined): void {

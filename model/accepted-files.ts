@@ -19,4 +19,10 @@ export interface AcceptedFiles {
   /** What the accepted `text` of `path` loaded to (written behind, with the history rows). */
   recordLoad(path: string, text: string, format: string, load: string): void;
   removeLoad(path: string): void;
+  /**
+   * What exactly `text` of `path` loaded to with build `format`, when known beyond this store's
+   * accepted files (another replica's, --store): a cache, never a version in force. Asked at start
+   * only, for a file whose text is not the stored accepted one.
+   */
+  loadOf?(path: string, text: string, format: string): string | undefined;
 }

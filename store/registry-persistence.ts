@@ -33,7 +33,7 @@ export interface DeferredRestore {
   restoreUnlessStarted(restore: () => void): void;
 }
 
-function defersRestore(registry: Registry): registry is Registry & DeferredRestore {
+export function defersRestore(registry: Registry): registry is Registry & DeferredRestore {
   return typeof (registry as Partial<DeferredRestore>).restoreUnlessStarted === 'function';
 }
 
@@ -71,14 +71,18 @@ export class RegistryPersistence {
 
   /**
    * Before start (and after watch(), so the history records it): hands each registry that supports
-   * it its stored snapshot. Returns their names.
+   * it its stored snapshot. Returns their names. `before`: per registry whose restore is deferred,
+   * what runs first if it happens (the shared snapshot's copy: snapshot-mirror.ts).
    */
-  restore(): string[] {
+  restore(before?: ReadonlyMap<string, () => void>): string[] {
     const restored: string[] = [];
     for (const registry of this.registries) {
       if (!registry.restore) continue;
       if (defersRestore(registry)) {
-        registry.restoreUnlessStarted(() => void this.restoreOne(registry));
+        registry.restoreUnlessStarted(() => {
+          before?.get(registry.name)?.();
+          this.restoreOne(registry);
+        });
         continue;
       }
       if (this.restoreOne(registry)) restored.push(registry.name);

@@ -92,6 +92,30 @@ export interface SharedRevocations {
   watchRevocations(onChange: () => void, pollMs?: number): () => void;
 }
 
+/** One config file's load as the stores keep it (store/config-loads.ts). */
+export interface SharedConfigLoad {
+  /** Relative to the config directory. */
+  readonly path: string;
+  /** The hash of the text it loaded (store/config-loads.ts contentHash). */
+  readonly contentHash: string;
+  /** The build that loaded it (config-dir/stored-load.ts loadFormat). */
+  readonly format: string;
+  /** JSON: resources and warnings. */
+  readonly load: string;
+}
+
+/**
+ * What config files loaded to, for replicas to share (a cache: a start with an empty --data-dir
+ * takes a file whose text another replica loaded with the same build without a parse). One row per
+ * path, last writer wins.
+ */
+export interface SharedConfigLoads {
+  /** The rows made by build `format`, by path; at most `limit` of them. */
+  configLoads(format: string, limit: number): Promise<Map<string, SharedConfigLoad>>;
+  /** Upserts `rows` (one per path) and deletes the rows of `removed`. */
+  writeConfigLoads(rows: readonly SharedConfigLoad[], removed: readonly string[]): Promise<void>;
+}
+
 /** The singleton clean-up of what can no longer matter. */
 export interface SharedPruning {
   /**
@@ -110,7 +134,8 @@ export interface SharedStore
     SharedIssuanceLog,
     SharedEnrollments,
     SharedRevocations,
-    SharedPruning {
+    SharedPruning,
+    SharedConfigLoads {
   readonly kind: 'sqlite' | 'postgres';
   /** The schema version applied (the count of migrations). */
   schemaVersion(): Promise<number>;

@@ -5,7 +5,7 @@ import type { IssuedCertificate } from './ca-material.js';
 import type { EnrollmentRow } from './enrollments.js';
 import type { JoinTokenRow } from './join-tokens.js';
 import type { DeniedSerial, RevocationOutcome, RevocationRow } from './revocations.js';
-import type { NewEnrollment, NewJoinToken, SharedStore } from './shared-store.js';
+import type { NewEnrollment, NewJoinToken, SharedConfigLoad, SharedStore } from './shared-store.js';
 import type { Store } from './store.js';
 
 export class SqliteSharedStore implements SharedStore {
@@ -128,6 +128,15 @@ export class SqliteSharedStore implements SharedStore {
 
   async listRevocations(): Promise<RevocationRow[]> {
     return this.store.revocations.list();
+  }
+
+  async configLoads(format: string, limit: number): Promise<Map<string, SharedConfigLoad>> {
+    return this.store.configLoads.rowsOf(format, limit);
+  }
+
+  async writeConfigLoads(rows: readonly SharedConfigLoad[], removed: readonly string[]): Promise<void> {
+    if (!this.store.configLoads.writeRows(rows, removed))
+      throw new Error('could not store config loads (see the log)');
   }
 
   async prune(now: Date, enrollmentsBefore: Date): Promise<{ enrollments: number; revocations: number }> {

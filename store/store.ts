@@ -97,7 +97,7 @@ export class Store {
     this.snapshots = new SnapshotTable(db, guard);
     this.writes = new WriteBehind(db, guard);
     this.history = new HistoryTables(db, guard, limit, options.replica ?? '', this.writes);
-    this.configLoads = new ConfigLoadTable(db, this.writes);
+    this.configLoads = new ConfigLoadTable(db, this.writes, guard);
     this.proxies = new ProxyHistoryTable(db, guard, limit);
     this.ca = new CaMaterialTable(db, guard, limit);
     this.revocations = new RevocationTable(db, guard);

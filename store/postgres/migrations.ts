@@ -102,4 +102,16 @@ export const PG_MIGRATIONS: readonly string[] = [
   // 7: a config row's config generation (config-dir/generations.ts), per replica; NULL for
   // registry events and older rows.
   `ALTER TABLE history ADD COLUMN generation BIGINT;`,
+
+  // 8: what a config file's text loaded to (store/postgres/config-loads.ts), as SQLite's migration
+  // 9 keeps it, shared: a replica starting with an empty --data-dir takes a file whose text (by its
+  // hash) another replica loaded, with the same build (`format`), without a parse. A cache only:
+  // nothing here is a version in force, and a row that does not match is ignored.
+  `CREATE TABLE config_loads (
+     path TEXT PRIMARY KEY,
+     content_hash TEXT NOT NULL,
+     format TEXT NOT NULL,
+     load TEXT NOT NULL,
+     replica TEXT NOT NULL
+   );`,
 ];

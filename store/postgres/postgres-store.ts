@@ -13,9 +13,10 @@ import type { JoinTokenRow } from '../join-tokens.js';
 import { redactStoreUrl } from '../redact-url.js';
 import type { DeniedSerial, RevocationOutcome, RevocationRow } from '../revocations.js';
 import type { Leadership, ReplicaCoordination, ReplicaHeartbeat } from '../replicas.js';
-import type { NewEnrollment, NewJoinToken, SharedStore } from '../shared-store.js';
+import type { NewEnrollment, NewJoinToken, SharedConfigLoad, SharedStore } from '../shared-store.js';
 import { PgAutoRegistrationRows } from './auto-registration-rows.js';
 import { PgCaMaterial } from './ca-material.js';
+import { PgConfigLoads } from './config-loads.js';
 import { PgEnrollments } from './enrollments.js';
 import { PgHistory } from './history.js';
 import { PgJoinTokens } from './join-tokens.js';
@@ -53,6 +54,7 @@ export class PostgresStore implements SharedStore, ReplicaCoordination {
   readonly autoRegistrations: PgAutoRegistrationRows;
   readonly registryHosts: PgRegistryHosts;
   readonly history: PgHistory;
+  readonly configLoadRows: PgConfigLoads;
 
   private constructor(private readonly db: PgDb) {
     this.replica = db.replica;
@@ -64,6 +66,7 @@ export class PostgresStore implements SharedStore, ReplicaCoordination {
     this.autoRegistrations = new PgAutoRegistrationRows(db);
     this.registryHosts = new PgRegistryHosts(db);
     this.history = new PgHistory(db);
+    this.configLoadRows = new PgConfigLoads(db);
   }
 
   /** Connects, migrates (under an advisory lock) and returns the store; throws with the reason. */
@@ -183,6 +186,14 @@ export class PostgresStore implements SharedStore, ReplicaCoordination {
       enrollments: await this.enrollments.pruneStartedBefore(enrollmentsBefore),
       revocations: await this.revocations.prune(now),
     };
+  }
+
+  // SharedConfigLoads
+  configLoads(format: string, limit: number): Promise<Map<string, SharedConfigLoad>> {
+    return this.configLoadRows.all(format, limit);
+  }
+  writeConfigLoads(rows: readonly SharedConfigLoad[], removed: readonly string[]): Promise<void> {
+    return this.configLoadRows.write(rows, removed);
   }
 
   // ReplicaCoordination

@@ -116,12 +116,16 @@ function rowsOf(snapshot: RegistrySnapshot, hosts: Iterable<string>): RegistryHo
 /**
  * Before a warm start: copies each shared snapshot synced later than the local one into the local
  * snapshot table, which the warm start then reads. Returns the registries copied. A database that
- * does not answer leaves the local snapshots as they are (logged).
+ * does not answer leaves the local snapshots as they are (logged). `later`: registries whose restore
+ * waits on their own start (registry-persistence.ts DeferredRestore) are not compared nor copied
+ * now (a start that succeeds never reads them: decoding and writing 10,000 hosts cost a replica's
+ * start 0.4 s); their copy is put in `later`, to run only if that restore happens.
  */
 export async function pullSharedSnapshots(
   store: PostgresStore,
   local: SnapshotTable,
   logger: Logger,
+  later?: Map<string, () => void>,
 ): Promise<string[]> {
   let shared;
   try {
@@ -132,10 +136,13 @@ export async function pullSharedSnapshots(
   }
   const copied: string[] = [];
   for (const head of shared) {
-    const mine = local.load(head.registry);
-    if (mine && Date.parse(mine.syncedAt) >= Date.parse(head.syncedAt)) continue;
-    if (local.saveHosts(head.registry, decodeHosts(head.rows), 'all', head.syncedAt))
-      copied.push(head.registry);
+    const copy = (): boolean => {
+      const mine = local.load(head.registry);
+      if (mine && Date.parse(mine.syncedAt) >= Date.parse(head.syncedAt)) return false;
+      return local.saveHosts(head.registry, decodeHosts(head.rows), 'all', head.syncedAt);
+    };
+    if (later?.has(head.registry)) later.set(head.registry, () => void copy());
+    else if (copy()) copied.push(head.registry);
   }
   return copied;
 }

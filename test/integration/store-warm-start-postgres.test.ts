@@ -147,3 +147,45 @@ function pullRows(
   assert.ok(head, `${registry} is stored`);
   return decodeHosts(head.rows);
 }
+
+/** A registry whose restore waits on its own start (as the config directory's: DeferredRestore). */
+class DeferringRegistry extends SwitchableRegistry {
+  pendingRestore: (() => void) | undefined;
+  restoreUnlessStarted(restore: () => void): void {
+    this.pendingRestore = restore;
+  }
+}
+
+test('a registry whose restore waits on its start takes the shared snapshot only if it is restored', async () => {
+  const url = await postgres.createDatabase('warm_deferred');
+  const sourceA = new SwitchableRegistry('remote', snapshotWith(['10.2.0.1']));
+  const a = await replica(url, 'replica-a', sourceA);
+  try {
+    a.persistence.watch();
+    await sourceA.start();
+    await eventually(async () => {
+      assert.deepEqual(addressesOf(pullRows(await a.shared.loadRegistrySnapshots(), 'remote')), ['10.2.0.1']);
+    });
+  } finally {
+    await a.close();
+  }
+
+  const sourceB = new DeferringRegistry('remote', undefined);
+  const b = await replica(url, 'replica-b', sourceB);
+  try {
+    const later = new Map([['remote', () => {}]]);
+    assert.deepEqual(await pullSharedSnapshots(b.shared, b.local.snapshots, silentLogger, later), []);
+    assert.equal(b.local.snapshots.load('remote'), undefined, 'not copied before it is needed');
+    assert.deepEqual(b.persistence.restore(later), []);
+    assert.ok(sourceB.pendingRestore, 'handed to the registry, for a start that fails');
+    // Its start failed before a first publish: the restore runs, the shared copy first.
+    sourceB.pendingRestore();
+    assert.deepEqual(addressesOf(b.local.snapshots.load('remote')?.snapshot ?? snapshotWith([])), [
+      '10.2.0.1',
+    ]);
+    assert.ok(sourceB.status().restoredFrom, 'serving the shared snapshot');
+    assert.deepEqual(addressesOf(sourceB.snapshot()), ['10.2.0.1']);
+  } finally {
+    await b.close();
+  }
+});

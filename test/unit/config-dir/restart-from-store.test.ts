@@ -1,6 +1,8 @@
 // A restart with a store (store/config-loads.ts, config-dir/stored-load.ts): a file whose text is
 // the store's last accepted one is taken as it was stored, without a parse and without writing its
 // history again; a file edited, broken or deleted while the server was down is read as any edit.
+// With --store, a replica whose store is empty takes a file whose exact text another replica loaded
+// (store/postgres/config-load-mirror.ts) without a parse, and nothing more: no version in force.
 import assert from 'node:assert/strict';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -8,7 +10,11 @@ import { test, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { ConfigDirRegistry } from '../../../config-dir/registry.js';
+import { loadFormat } from '../../../config-dir/stored-load.js';
 import { silentLogger } from '../../../log/logger.js';
+import type { AcceptedFiles } from '../../../model/accepted-files.js';
+import { SharedConfigLoadFiles } from '../../../store/postgres/config-load-mirror.js';
+import { SqliteSharedStore } from '../../../store/sqlite-shared.js';
 import { DB_FILE, Store } from '../../../store/store.js';
 import { makeTempDir } from './helpers.js';
 
@@ -29,8 +35,13 @@ interface Run {
   stop(): Promise<void>;
 }
 
-/** One `serve`: the store in `dataDir`, the registry on `dir`, started. */
-async function run(t: TestContext, dir: string, dataDir: string): Promise<Run> {
+/** One `serve`: the store in `dataDir`, the registry on `dir`, started. `accepted`: other than the store's. */
+async function run(
+  t: TestContext,
+  dir: string,
+  dataDir: string,
+  accepted?: (store: Store) => Promise<AcceptedFiles>,
+): Promise<Run> {
   const store = Store.open({ dataDir, logger: silentLogger });
   const logs: Record<string, unknown>[] = [];
   const logger = pino(
@@ -41,7 +52,7 @@ async function run(t: TestContext, dir: string, dataDir: string): Promise<Run> {
     dir,
     logger,
     history: store.history,
-    accepted: store.configLoads,
+    accepted: accepted ? await accepted(store) : store.configLoads,
   });
   let stopped = false;
   const stop = async (): Promise<void> => {
@@ -171,4 +182,65 @@ test('the stored load is taken only for the text and the build it was made from'
   tamper(dataDir, 'd.yaml', { load: other, hash: 'not the accepted text' });
   r = await run(t, dir, dataDir);
   assert.deepEqual(addresses(r.registry, 'd'), ['10.0.0.4'], 'another text: parsed');
+});
+
+test('a replica with an empty store takes what another loaded of the exact same text, and no version in force', async (t) => {
+  const { dir, dataDir } = await layout(t);
+  await mkdir(join(dataDir, '..', 'shared'));
+  const sharedStore = Store.open({ dataDir: join(dataDir, '..', 'shared'), logger: silentLogger });
+  t.after(() => sharedStore.close());
+  const shared = new SqliteSharedStore(sharedStore);
+  let mirror: SharedConfigLoadFiles | undefined;
+  const viaShared = async (store: Store): Promise<AcceptedFiles> =>
+    (mirror = await SharedConfigLoadFiles.open(store.configLoads, shared, loadFormat(), silentLogger));
+
+  // Replica A loads the directory; its loads reach the shared store.
+  const first = await run(t, dir, dataDir, viaShared);
+  await mirror?.flush();
+  await first.stop();
+  const rows = await shared.configLoads(loadFormat(), 100);
+  assert.deepEqual([...rows.keys()], ['a.yaml', 'b.yaml', 'c.yaml', 'd.yaml']);
+  // Made to say another address, so that taking a shared load shows (a parse would say 10.0.0.x).
+  const tampered = (path: string, from: string) => {
+    const row = rows.get(path);
+    assert.ok(row);
+    return { ...row, load: row.load.replaceAll(from, '10.9.9.9') };
+  };
+  await shared.writeConfigLoads(
+    [tampered('b.yaml', '10.0.0.2'), tampered('c.yaml', '10.0.0.3'), tampered('d.yaml', '10.0.0.4')],
+    [],
+  );
+
+  // While B was not running yet: b edited, c broken.
+  await writeFile(join(dir, 'b.yaml'), se('b', '10.0.1.2'));
+  await writeFile(join(dir, 'c.yaml'), `${se('c', '10.0.0.3')}  colour: blue\n`);
+
+  const emptyDataDir = join(dataDir, '..', 'data-b');
+  await mkdir(emptyDataDir);
+  const second = await run(t, dir, emptyDataDir, viaShared);
+  const r = second.registry;
+  assert.deepEqual(addresses(r, 'a'), ['10.0.0.1'], 'the same text: its shared load');
+  assert.deepEqual(addresses(r, 'd'), ['10.9.9.9'], 'the same text: taken as shared, without a parse');
+  assert.deepEqual(addresses(r, 'b'), ['10.0.1.2'], 'another text: parsed');
+  assert.equal(addresses(r, 'c'), undefined, 'broken: a shared load is no version in force');
+  const status = Object.fromEntries(r.debugState().files.map((f) => [f.path, f.status]));
+  assert.deepEqual(status, { 'a.yaml': 'ok', 'b.yaml': 'ok', 'c.yaml': 'error', 'd.yaml': 'ok' });
+  const summary = second.logs.find((l) => l.msg === 'config directory loaded');
+  assert.equal(summary?.unchanged, 0, "none is this replica's accepted version yet");
+  const accepted = second.store.history
+    .recent(100)
+    .filter((e) => e.source === 'config' && e.event === 'accepted')
+    .map((e) => e.subject)
+    .sort();
+  assert.deepEqual(
+    accepted,
+    ['a.yaml', 'b.yaml', 'd.yaml'],
+    "this replica's first accept of each is recorded",
+  );
+  await second.stop();
+
+  // B again, without the shared store: what it took is its own now.
+  const third = await run(t, dir, emptyDataDir);
+  assert.deepEqual(addresses(third.registry, 'd'), ['10.9.9.9'], 'kept in its own store');
+  assert.equal(third.logs.find((l) => l.msg === 'config directory loaded')?.unchanged, 3);
 });

@@ -193,6 +193,35 @@ function contract(name: string, pair: Pair): void {
         stop();
       }
     });
+
+    test('config loads one replica writes are read by the other, of their build only, newest per path', async () => {
+      const [a, b] = await pair();
+      const row = (path: string, contentHash: string, format = 'build-1') => ({
+        path,
+        contentHash,
+        format,
+        load: `{"resources":[],"warnings":[],"of":"${path}@${contentHash}"}`,
+      });
+      await a.writeConfigLoads(
+        [row('a.yaml', 'h1'), row('b.yaml', 'h2'), row('old.yaml', 'h3', 'build-0')],
+        [],
+      );
+      assert.deepEqual(
+        [...(await b.configLoads('build-1', 100)).values()],
+        [row('a.yaml', 'h1'), row('b.yaml', 'h2')],
+      );
+      assert.deepEqual(
+        [...(await b.configLoads('build-0', 100)).keys()],
+        ['old.yaml'],
+        'another build: its own rows',
+      );
+
+      // b's newer text of a.yaml replaces a's row; a removes b.yaml.
+      await b.writeConfigLoads([row('a.yaml', 'h9')], []);
+      await a.writeConfigLoads([], ['b.yaml']);
+      assert.deepEqual([...(await a.configLoads('build-1', 100)).values()], [row('a.yaml', 'h9')]);
+      assert.equal((await a.configLoads('build-1', 0)).size, 0, 'bounded by the limit');
+    });
   });
 }
 
