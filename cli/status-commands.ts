@@ -51,21 +51,14 @@ export function addProxyStatusCommand(program: Command): void {
     )
     .action(
       (proxyId: string | undefined, opts: { httpAddr: string; output: 'table' | 'json' }, cmd: Command) =>
-        cliErrors(cmd, async () => {
-          try {
+        cliErrors(cmd, () =>
+          unreachableIsTwo(async () => {
             const { proxyStatus } = await import('./proxy-status.js');
             const result = await proxyStatus(opts.httpAddr, proxyId, opts.output);
             process.stdout.write(result.output);
             process.exitCode = result.exitCode;
-          } catch (err) {
-            if (err instanceof AdminError) {
-              process.stderr.write(`error: ${err.message}\n`);
-              process.exitCode = 2;
-              return;
-            }
-            throw err;
-          }
-        }),
+          }),
+        ),
     );
 }
 
@@ -86,18 +79,22 @@ export function addProxyConfigCommand(program: Command): void {
     )
     .action(
       (kind: ConfigKind, proxyId: string, opts: { httpAddr: string; output: ConfigFormat }, cmd: Command) =>
-        cliErrors(cmd, async () => {
-          try {
+        cliErrors(cmd, () =>
+          unreachableIsTwo(async () => {
             const { proxyConfig } = await import('./proxy-config.js');
             process.stdout.write(await proxyConfig(opts.httpAddr, kind, proxyId, opts.output));
-          } catch (err) {
-            if (err instanceof AdminError) {
-              process.stderr.write(`error: ${err.message}\n`);
-              process.exitCode = 2;
-              return;
-            }
-            throw err;
-          }
-        }),
+          }),
+        ),
     );
+}
+
+/** A server that cannot be reached or answers with an error: one line and exit code 2. */
+async function unreachableIsTwo(fn: () => Promise<void>): Promise<void> {
+  try {
+    await fn();
+  } catch (err) {
+    if (!(err instanceof AdminError)) throw err;
+    process.stderr.write(`error: ${err.message}\n`);
+    process.exitCode = 2;
+  }
 }
