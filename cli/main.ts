@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --no-memory-reducer --min-semi-space-size=8 --heap-growing-percent=100 --compact-on-every-full-gc --expose-gc
+#!/usr/bin/env -S node --no-memory-reducer --min-semi-space-size=8 --heap-growing-percent=100 --expose-gc
 // The `portolan` command line. Each command's definition is loaded only when it runs (cli/commands.ts).
 import { Command } from 'commander';
 import { addCommands, commandsFor } from './commands.js';

@@ -27,11 +27,10 @@
 // collection cli/settle-collector.ts runs once the process is idle again after the heap grew a lot
 // (never during a storm, never for light steady work).
 //
-// --compact-on-every-full-gc: a storm promotes its garbage interleaved with the streams' long-lived
-// state, so after a full collection the old generation's pages are sparse (2,000 streams: 76 MiB
-// used in 144 MiB of heap, all of it in RSS), and V8's own heuristics evacuate few of them. Full
-// collections are rare here (above), so compacting in each costs little, and the pages it empties
-// go back to the system: the steady state's RSS per stream is the live state's, not the storm's.
+// Compaction: a storm promotes its garbage interleaved with the streams' long-lived state, so after
+// a full collection the old generation's pages are sparse, and V8's own heuristics evacuate few of
+// them. The settle collection asks for compaction for itself only (cli/settle-collector.ts), so the
+// full collections V8 starts in a storm stay as cheap as V8 makes them.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 

@@ -130,11 +130,14 @@ export function addServeCommand(program: Command): void {
     }
     // Up and announced: routine lines (one per config edit, say) may now wait a moment to be written.
     batchLogWrites();
-    // After a storm, once idle: one compacting full collection (settle-collector.ts). PORTOLAN_SETTLE_GC=0
-    // turns it off: at 2,000 streams the next storm then costs less CPU per response (90 against 148
-    // µs), but at 10,000 streams the heap grew to 632 MiB, a full collection landed in churn (p99 623
-    // against 307 ms) and steady RSS per stream was 70 against 41 KiB (docs/operations.md, Flags).
-    if (process.env.PORTOLAN_SETTLE_GC !== '0') startSettleCollector();
+    // After a storm, once idle and while streams are connected: one compacting full collection
+    // (settle-collector.ts). PORTOLAN_SETTLE_GC=0 turns it off (docs/operations.md, Flags).
+    if (process.env.PORTOLAN_SETTLE_GC !== '0') {
+      const { ads } = running;
+      startSettleCollector({
+        streams: () => ads.gauges.streams().reduce((sum, s) => sum + s.count, 0),
+      });
+    }
     let stopping = false;
     const shutdown = (signal: string): void => {
       if (stopping) return;

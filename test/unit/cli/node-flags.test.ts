@@ -30,7 +30,6 @@ test('npm start runs the portolan executable itself, so its #! line is the one l
     '--no-memory-reducer',
     '--min-semi-space-size=8',
     '--heap-growing-percent=100',
-    '--compact-on-every-full-gc',
     '--expose-gc',
   ]);
 });
