@@ -13,7 +13,9 @@
 // Beside them, Portolan's full collections and scavenge pauses per round (its /metrics), which decide
 // most of the spread between one round's figure and the next. Writes its table into
 // docs/benchmarks.md. PORTOLAN_BENCH_PROFILE=<dir>: each Portolan child writes a V8 CPU profile
-// there (`node --cpu-prof`).
+// there (`node --cpu-prof`), and so does the raw server. A quick check: PROXYLESS_STORM_VARIANTS=0
+// (Portolan at its defaults and the raw server only) and PROXYLESS_STORM_ROUNDS=W,M (W warm-ups, M
+// measured rounds); docs/benchmarks.md is written by the full run only.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,10 +43,16 @@ export const GENERATORS = 2;
 // The first rounds warm up: the server's CPU per response keeps falling for three rounds (V8's
 // optimising compiler, the young generation's size) — 340, 195, 122, then 104, 106, 103, 88, 91 µs in
 // one run — so a measured round that follows a single warm-up is not warm yet.
-const WARM_UP_ROUNDS = 3;
+// PROXYLESS_STORM_ROUNDS=W,M: W warm-ups and M measured rounds instead (a quick A/B check).
+const ROUND_KNOB = process.env.PROXYLESS_STORM_ROUNDS?.split(',').map(Number);
+const WARM_UP_ROUNDS = ROUND_KNOB?.[0] ?? 3;
 // Six measured rounds: on this shared 2-vCPU machine one server's CPU per response varies from
 // round to round by up to 2× (the raw server's too), so four left the figures to a round or two.
-const MEASURED_ROUNDS = 6;
+const MEASURED_ROUNDS = ROUND_KNOB?.[1] ?? 6;
+// PROXYLESS_STORM_VARIANTS=0: only Portolan at its defaults and the raw server (no strict or unpaced).
+const VARIANTS = process.env.PROXYLESS_STORM_VARIANTS !== '0';
+/** The full run only writes docs/benchmarks.md. */
+const FULL = ROUND_KNOB === undefined && VARIANTS;
 const ROUNDS = WARM_UP_ROUNDS + MEASURED_ROUNDS;
 const STORM_TIMEOUT_MS = 120_000;
 const UNPACED = 100_000;
@@ -292,8 +300,8 @@ export async function proxylessStorm(): Promise<void> {
     // Portolan at its defaults; strict pacing (the guaranteed rate only, as before adaptive
     // admission), which alone keeps 2,000 new streams near 1 s; the pacing lifted altogether.
     const ours = await start();
-    const strict = await start(['--push-admission-max-delay', '0']);
-    const unpaced = await start(['--push-new-streams-per-second', String(UNPACED)]);
+    const strict = VARIANTS ? await start(['--push-admission-max-delay', '0']) : undefined;
+    const unpaced = VARIANTS ? await start(['--push-new-streams-per-second', String(UNPACED)]) : undefined;
     let recorded = 0;
     await warmUp(ours, generators, async () => {
       const responses = await captured(generators);
@@ -304,9 +312,10 @@ export async function proxylessStorm(): Promise<void> {
     helpers.push(rawHelper);
     const { port } = await rawHelper.next<{ port: number }>();
     const theirs = target(rawHelper.pid, `127.0.0.1:${port}`);
-    for (const t of [strict, unpaced, theirs]) await warmUp(t, generators);
+    const all = [ours, ...(strict && unpaced ? [strict, unpaced] : []), theirs];
+    for (const t of all.slice(1)) await warmUp(t, generators);
     // The rest of the warm-up, then the measured rounds, all interleaved.
-    await interleavedRounds([ours, strict, unpaced, theirs], generators, 1, ROUNDS);
+    await interleavedRounds(all, generators, 1, ROUNDS);
     // Steady state: after every round, the streams connected once more (not timed) and settled.
     for (const t of [ours, theirs]) {
       await connectStorm(
@@ -319,14 +328,13 @@ export async function proxylessStorm(): Promise<void> {
       t.rssSteady = rssBytes(t.pid);
       await closeRound(t, generators);
     }
-    const [oursLog, strictLog, unpacedLog] = servers.map((s) => logProblems(s.portolan.logs));
+    const [oursLog, strictLog = '–', unpacedLog = '–'] = servers.map((s) => logProblems(s.portolan.logs));
     const log = `${oursLog}; strict: ${strictLog}; unpaced: ${unpacedLog}`;
     const ourRss = { before: ours.rssBefore, after: ours.rssAfter, steady: ours.rssSteady };
     report(
       summarize(ours),
       summarize(theirs),
-      summarize(strict),
-      summarize(unpaced),
+      strict && unpaced ? { strict: summarize(strict), unpaced: summarize(unpaced) } : undefined,
       ourRss,
       theirs,
       recorded,
@@ -343,8 +351,8 @@ export async function proxylessStorm(): Promise<void> {
 function report(
   ours: Summary,
   raw: Summary,
-  strict: Summary,
-  unpaced: Summary,
+  /** The strict-pacing and unpaced variants; undefined when PROXYLESS_STORM_VARIANTS=0 left them out. */
+  variants: { readonly strict: Summary; readonly unpaced: Summary } | undefined,
   ourRss: { before: number; after: number; steady: number },
   rawRun: Target,
   recorded: number,
@@ -354,7 +362,10 @@ function report(
   const f = (n: number, digits = 2): string => n.toFixed(digits);
   const ratio = raw.median / ours.median;
   const cpuRatio = ours.cpuPerResponseUs / raw.cpuPerResponseUs;
-  const rows: Record<string, string>[] = [
+  const { strict, unpaced } = variants ?? {};
+  const beside = (of: (s: Summary) => string): string =>
+    strict && unpaced ? ` (strict: ${of(strict)}; unpaced: ${of(unpaced)})` : '';
+  const rows: (Record<string, string> | undefined)[] = [
     {
       measurement: `connect storm, all ${STORM_STREAMS} streams configured (median of ${MEASURED_ROUNDS} warm rounds)`,
       Portolan: `${f(ours.median)} s`,
@@ -375,7 +386,7 @@ function report(
     },
     {
       measurement: 'server CPU per response of each warm round (µs)',
-      Portolan: `${ours.cpuRounds} (strict: ${strict.cpuRounds}; unpaced: ${unpaced.cpuRounds})`,
+      Portolan: `${ours.cpuRounds}${beside((v) => v.cpuRounds)}`,
       'raw grpc-js': raw.cpuRounds,
       target: '',
     },
@@ -386,14 +397,14 @@ function report(
       'raw grpc-js': '',
       target: '',
     },
-    {
+    strict && {
       measurement:
         'the same storm, Portolan with --push-admission-max-delay 0 (strict pacing at --push-new-streams-per-second 1000, the behaviour before adaptive admission): median; CPU per response',
       Portolan: `${f(strict.median)} s (${f(raw.median / strict.median)} × the raw throughput); ${f(strict.cpuPerResponseUs, 0)} µs (${f(strict.cpuPerResponseUs / raw.cpuPerResponseUs)} ×)`,
       'raw grpc-js': '',
       target: '',
     },
-    {
+    unpaced && {
       measurement: `the same storm, Portolan with --push-new-streams-per-second ${UNPACED} (admission pacing lifted; default 1000): median; CPU per response`,
       Portolan: `${f(unpaced.median)} s (${f(raw.median / unpaced.median)} × the raw throughput); ${f(unpaced.cpuPerResponseUs, 0)} µs (${f(unpaced.cpuPerResponseUs / raw.cpuPerResponseUs)} ×)`,
       'raw grpc-js': '',
@@ -401,13 +412,13 @@ function report(
     },
     {
       measurement: `storm time of every round, the ${WARM_UP_ROUNDS} warm-ups first (s)`,
-      Portolan: `${ours.all} (strict: ${strict.all}; unpaced: ${unpaced.all})`,
+      Portolan: `${ours.all}${beside((v) => v.all)}`,
       'raw grpc-js': raw.all,
       target: '',
     },
     {
       measurement: 'streams configured per round',
-      Portolan: `${ours.configured} (strict: ${strict.configured}; unpaced: ${unpaced.configured})`,
+      Portolan: `${ours.configured}${beside((v) => v.configured)}`,
       'raw grpc-js': raw.configured,
       target: `${STORM_STREAMS}`,
     },
@@ -450,6 +461,7 @@ function report(
     `(LDS → RDS → CDS → EDS by name, every response ACKed) over ${STORM_STREAMS / PER_CONNECTION} HTTP/2 connections ` +
     `from ${GENERATORS} load-generator processes; ${ROUNDS} rounds, the first ${WARM_UP_ROUNDS} warm-ups; the raw grpc-js server in the same run ` +
     `replays Portolan's first-round responses; node ${process.version}, ${new Date().toISOString()}.`;
-  printTable(setup, rows);
-  writeDocSection('proxyless-storm', `${setup}\n\n${markdownTable(rows)}`);
+  const shown = rows.filter((r): r is Record<string, string> => r !== undefined);
+  printTable(setup, shown);
+  if (FULL) writeDocSection('proxyless-storm', `${setup}\n\n${markdownTable(shown)}`);
 }

@@ -18,10 +18,13 @@ export class Helper {
     child.on('message', (msg: Record<string, unknown>) => this.waiters.shift()?.(msg));
   }
   static start(main: string, args: string[] = []): Helper {
+    // PORTOLAN_BENCH_PROFILE=DIR profiles the raw server too, for a profile to set Portolan's beside.
+    const profile = process.env.PORTOLAN_BENCH_PROFILE;
+    const profileArgs = profile && main === RAW_MAIN ? ['--cpu-prof', '--cpu-prof-dir', profile] : [];
     return new Helper(
       fork(main, args, {
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-        execArgv: ['--max-old-space-size=4096'],
+        execArgv: ['--max-old-space-size=4096', ...profileArgs],
       }),
     );
   }

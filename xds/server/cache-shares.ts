@@ -56,10 +56,11 @@ export class CacheShares {
   }
 
   retain(generator: ResourceGenerator, proxy: Proxy): ViewHold {
-    const ctx = this.context(proxy);
-    const key = keyOf(generator, proxy, ctx);
+    // The serving view's context only for a key that reads it (EDS): most types' keys do not.
+    const ctx = generator.viewKeyReads ? this.context(proxy) : undefined;
+    const key = ctx ? keyOf(generator, proxy, ctx) : generator.viewKey(proxy);
     const hold = new Hold(this, generator, proxy, key, this.use(this.ref(generator, key)));
-    if (generator.viewKeyReads) {
+    if (ctx) {
       this.rekey(generator, ctx);
       let holds = this.holds.get(generator);
       if (!holds) this.holds.set(generator, (holds = new Set()));

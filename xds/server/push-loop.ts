@@ -60,11 +60,6 @@ export class PushLoop {
   readonly cache: ResourceCache;
   /** The catalog and mesh config being served, and what derives from them. */
   private serving: ServingView;
-  /**
-   * Each proxy's context in the current serving view, made once: a stream asks for it per type it
-   * subscribes to and per resource built. A new serving view starts a new map.
-   */
-  private contexts = new WeakMap<Proxy, GenerateContext>();
   private readonly debouncer: PushDebouncer;
   /** Pushes so far (one per debounced batch). */
   pushes = 0;
@@ -111,9 +106,10 @@ export class PushLoop {
 
   /** What generators build from for `proxy`, in the current serving view. */
   context(proxy: Proxy): GenerateContext {
-    let ctx = this.contexts.get(proxy);
-    if (!ctx) this.contexts.set(proxy, (ctx = proxyContext(this.serving, proxy)));
-    return ctx;
+    // Made per call, not kept per proxy: seven fields copied cost less than a weak map entry and a
+    // context per stream, which a connect storm promotes to the old generation for every stream
+    // and a full collection then marks (ephemerons) and frees.
+    return proxyContext(this.serving, proxy);
   }
 
   private nextServing(previous?: ServingView): ServingView {
@@ -142,7 +138,6 @@ export class PushLoop {
     };
     observer.pushStarted?.(push);
     this.serving = this.nextServing(this.serving);
-    this.contexts = new WeakMap();
     // The event names what changed by key; the cache rebuilds what read one of them.
     const changes = this.cache.apply(change.event);
     const round = this.round(push, change.firstSeen);

@@ -41,7 +41,11 @@ export interface PumpTarget<M = OutgoingMessage> {
 export const MAX_HELD_ROUNDS = 64;
 
 export class StreamPump<M = OutgoingMessage> implements SlotHolder {
-  private readonly pending = new Map<string, Work>();
+  /**
+   * Work per type, made when work is marked and dropped once the last is taken: a stream that
+   * keeps up holds no map between responses (every stream's fields outlive a storm's scavenges).
+   */
+  private pending: Map<string, Work> | undefined;
   private rounds: PushRound[] = [];
   private writing = false;
   private queued = false;
@@ -55,16 +59,17 @@ export class StreamPump<M = OutgoingMessage> implements SlotHolder {
 
   /** Whether work is pending for `typeUrl`, held back or not (the make-before-break rule asks). */
   has(typeUrl: string): boolean {
-    return this.pending.has(typeUrl);
+    return this.pending?.has(typeUrl) ?? false;
   }
 
   get busy(): boolean {
-    return this.writing || this.queued || this.pending.size > 0;
+    return this.writing || this.queued || this.pending !== undefined;
   }
 
   mark(typeUrl: string, work: { force?: boolean; full?: boolean; names?: Iterable<string> }): void {
-    let p = this.pending.get(typeUrl);
-    if (!p) this.pending.set(typeUrl, (p = { force: false, full: false, names: NO_NAMES }));
+    const pending = (this.pending ??= new Map<string, Work>());
+    let p = pending.get(typeUrl);
+    if (!p) pending.set(typeUrl, (p = { force: false, full: false, names: NO_NAMES }));
     p.force ||= work.force ?? false;
     p.full ||= work.full ?? false;
     if (p.full) p.names = NO_NAMES;
@@ -88,7 +93,7 @@ export class StreamPump<M = OutgoingMessage> implements SlotHolder {
 
   kick(): void {
     if (this.closed || this.writing || this.queued) return;
-    if (this.pending.size === 0) return this.settle();
+    if (!this.pending) return this.settle();
     // Only held work: no slot taken, nothing settled (the rounds wait for the held types to go).
     if (this.nextType() === undefined) return;
     this.queued = true;
@@ -99,8 +104,7 @@ export class StreamPump<M = OutgoingMessage> implements SlotHolder {
     this.queued = false;
     if (this.closed) return this.limiter.release(this);
     for (let typeUrl = this.nextType(); typeUrl !== undefined; typeUrl = this.nextType()) {
-      const work = this.pending.get(typeUrl);
-      this.pending.delete(typeUrl);
+      const work = this.take(typeUrl);
       if (!work) continue;
       const message = this.target.build(typeUrl, work);
       if (!message) continue;
@@ -109,12 +113,22 @@ export class StreamPump<M = OutgoingMessage> implements SlotHolder {
       return;
     }
     this.limiter.release(this);
-    if (this.pending.size === 0) this.settle();
+    if (!this.pending) this.settle();
+  }
+
+  /** Removes and returns `typeUrl`'s work; the map goes with its last entry. */
+  private take(typeUrl: string): Work | undefined {
+    const pending = this.pending;
+    const work = pending?.get(typeUrl);
+    if (!pending || !work) return undefined;
+    pending.delete(typeUrl);
+    if (pending.size === 0) this.pending = undefined;
+    return work;
   }
 
   close(): void {
     this.closed = true;
-    this.pending.clear();
+    this.pending = undefined;
     this.limiter.release(this);
     this.settle();
   }
@@ -132,7 +146,7 @@ export class StreamPump<M = OutgoingMessage> implements SlotHolder {
   // Called when nothing is pending: the target may add work (make-before-break clean-up) first.
   private settle(): void {
     if (!this.closed) this.target.idle();
-    if (this.pending.size > 0 && !this.closed) return this.kick();
+    if (this.pending && !this.closed) return this.kick();
     const rounds = this.rounds;
     this.rounds = [];
     for (const r of rounds) r.done();
@@ -140,8 +154,10 @@ export class StreamPump<M = OutgoingMessage> implements SlotHolder {
 
   /** The first pending type in push order that is not held back, if any. */
   private nextType(): string | undefined {
-    for (const t of PUSH_ORDER) if (this.pending.has(t) && !this.target.held?.(t)) return t;
-    for (const t of this.pending.keys()) if (!PUSH_ORDER.includes(t) && !this.target.held?.(t)) return t;
+    const pending = this.pending;
+    if (!pending) return undefined;
+    for (const t of PUSH_ORDER) if (pending.has(t) && !this.target.held?.(t)) return t;
+    for (const t of pending.keys()) if (!PUSH_ORDER.includes(t) && !this.target.held?.(t)) return t;
     return undefined;
   }
 }
